@@ -1,0 +1,112 @@
+//! Element types of tensors and scalars.
+
+use std::fmt;
+
+/// The element type of a tensor, a scalar parameter or an expression.
+///
+/// Iterators, size symbols and subscripts are `I64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    Bool,
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    U64,
+    I64,
+    F32,
+    F64,
+}
+
+impl DType {
+    pub const ALL: [DType; 11] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::U32,
+        DType::I32,
+        DType::U64,
+        DType::I64,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The canonical TC spelling (`float32`, `int64`, `bool`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::U16 => "uint16",
+            DType::I16 => "int16",
+            DType::U32 => "uint32",
+            DType::I32 => "int32",
+            DType::U64 => "uint64",
+            DType::I64 => "int64",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// Parses a TC type name, aliases included (`float`, `double`, `int`, `byte`).
+    pub fn from_name(s: &str) -> Option<DType> {
+        Some(match s {
+            "bool" => DType::Bool,
+            "uint8" | "byte" => DType::U8,
+            "int8" => DType::I8,
+            "uint16" => DType::U16,
+            "int16" => DType::I16,
+            "uint32" => DType::U32,
+            "int32" | "int" => DType::I32,
+            "uint64" => DType::U64,
+            "int64" | "long" => DType::I64,
+            "float32" | "float" => DType::F32,
+            "float64" | "double" => DType::F64,
+            _ => return None,
+        })
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::F32 | DType::F64
+        )
+    }
+
+    /// Width in bits (bool counts as 8, as stored).
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 8,
+            DType::U16 | DType::I16 => 16,
+            DType::U32 | DType::I32 | DType::F32 => 32,
+            DType::U64 | DType::I64 | DType::F64 => 64,
+        }
+    }
+
+    /// The type both operands of a binary operation are converted to.
+    ///
+    /// Floats win over integers, wider wins over narrower; between integer
+    /// types of equal width the signed one wins. The order of the variants
+    /// encodes exactly this.
+    pub fn promote(a: DType, b: DType) -> DType {
+        a.max(b)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

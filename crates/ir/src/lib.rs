@@ -1,0 +1,26 @@
+//! tessera's comprehension IR.
+//!
+//! Every tensor operation is a comprehension (DESIGN.md): output iterators,
+//! reduction iterators with a range each, a reduction operator and a scalar
+//! body over tensor reads. A [`Def`] is a list of statements (comprehensions
+//! and calls of other defs); a [`Program`] is a list of defs. The IR is
+//! explicitly typed and its shapes and ranges are symbolic ([`SizeExpr`]).
+//! [`print_program`] writes TC that the `tc` crate parses back to the same
+//! IR; [`verify_program`] checks the invariants listed in `verify.rs`.
+
+mod dtype;
+mod expr;
+mod print;
+mod program;
+mod size;
+mod verify;
+
+pub use dtype::DType;
+pub use expr::{BinOp, Builtin, Expr, UnOp, Value};
+pub use print::{default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program};
+pub use program::{
+    int_max, int_min, CallArg, CallStmt, Comprehension, Def, IterRange, Param, Program, Reduction,
+    Stmt, TensorDecl, TensorRole,
+};
+pub use size::{Atom, EvalError, Monomial, SizeExpr};
+pub use verify::verify_program;

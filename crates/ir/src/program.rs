@@ -1,0 +1,269 @@
+//! Programs, defs and statements.
+
+use crate::{DType, Expr, SizeExpr, Value};
+
+/// A whole TC file (or an imported model): a list of defs.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub defs: Vec<Def>,
+}
+
+impl Program {
+    pub fn def(&self, name: &str) -> Option<&Def> {
+        self.defs.iter().find(|d| d.name == name)
+    }
+}
+
+/// What a tensor is to its def.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorRole {
+    /// A parameter that is not returned.
+    Input,
+    /// Returned and not a parameter.
+    Output,
+    /// A parameter that is also returned: updated with functional semantics
+    /// (the caller's tensor is not modified; the result is a new tensor).
+    InOut,
+    /// Defined and used inside the def only.
+    Temp,
+}
+
+/// A tensor known to a def: its element type and its (symbolic) shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorDecl {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<SizeExpr>,
+    pub role: TensorRole,
+}
+
+/// A parameter of a def, in signature order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    /// A scalar (`float a`, `int32 s`); integer scalars may appear in sizes.
+    Scalar { name: String, dtype: DType },
+    /// A tensor parameter; its declaration is in [`Def::tensors`].
+    Tensor(String),
+}
+
+impl Param {
+    pub fn name(&self) -> &str {
+        match self {
+            Param::Scalar { name, .. } | Param::Tensor(name) => name,
+        }
+    }
+}
+
+/// A function: parameters, results, the tensors it knows, statements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Def {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// Returned tensors, in order; each has a declaration in `tensors`.
+    pub outputs: Vec<String>,
+    /// Every tensor: parameters, outputs and temporaries, in order of first
+    /// appearance (parameters first).
+    pub tensors: Vec<TensorDecl>,
+    pub stmts: Vec<Stmt>,
+}
+
+impl Def {
+    pub fn tensor(&self, name: &str) -> Option<&TensorDecl> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    pub fn scalar(&self, name: &str) -> Option<DType> {
+        self.params.iter().find_map(|p| match p {
+            Param::Scalar { name: n, dtype } if n == name => Some(*dtype),
+            _ => None,
+        })
+    }
+
+    /// Size symbols, in order of first appearance in parameter shapes.
+    pub fn size_symbols(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.params {
+            if let Param::Tensor(t) = p {
+                if let Some(decl) = self.tensor(t) {
+                    for d in &decl.shape {
+                        for s in d.symbols() {
+                            if !out.contains(&s) && self.scalar(&s).is_none() {
+                                out.push(s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Tensor parameters, in signature order.
+    pub fn tensor_params(&self) -> impl Iterator<Item = &TensorDecl> {
+        self.params.iter().filter_map(|p| match p {
+            Param::Tensor(t) => self.tensor(t),
+            Param::Scalar { .. } => None,
+        })
+    }
+
+    /// The type of `e` inside comprehension `c` (or outside any, for `None`).
+    ///
+    /// Assumes a verified def; unknown names type as `int64`.
+    pub fn type_of(&self, c: Option<&Comprehension>, e: &Expr) -> DType {
+        match e {
+            Expr::Lit(_, t) | Expr::Cast(t, _) => *t,
+            Expr::Iter(_) => DType::I64,
+            Expr::Sym(s) => self.scalar(s).unwrap_or(DType::I64),
+            Expr::Local(n) => c
+                .and_then(|c| c.lets.iter().find(|(m, _)| m == n))
+                .map(|(_, v)| self.type_of(c, v))
+                .unwrap_or(DType::I64),
+            Expr::Read(t, _) => self.tensor(t).map(|t| t.dtype).unwrap_or(DType::I64),
+            Expr::Unary(crate::UnOp::Not, _) => DType::Bool,
+            Expr::Unary(_, a) => self.type_of(c, a),
+            Expr::Binary(op, a, _) => {
+                if op.is_comparison() || op.is_logical() {
+                    DType::Bool
+                } else {
+                    self.type_of(c, a)
+                }
+            }
+            Expr::Select(_, a, _) => self.type_of(c, a),
+            Expr::Call(_, args) => args.first().map(|a| self.type_of(c, a)).unwrap_or(DType::F32),
+        }
+    }
+}
+
+/// A statement of a def.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Comp(Comprehension),
+    Call(CallStmt),
+}
+
+/// How a comprehension combines values into its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// `=`: no reduction iterators allowed; every point is written once.
+    Assign,
+    Add,
+    Mul,
+    Min,
+    Max,
+}
+
+impl Reduction {
+    /// The TC operator (`=`, `+=`, `*=`, `min=`, `max=`), without `!`.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Reduction::Assign => "=",
+            Reduction::Add => "+=",
+            Reduction::Mul => "*=",
+            Reduction::Min => "min=",
+            Reduction::Max => "max=",
+        }
+    }
+
+    /// The identity of the reduction in type `t` (for `op=!`).
+    pub fn identity(self, t: DType) -> Value {
+        match (self, t.is_float()) {
+            (Reduction::Assign | Reduction::Add, true) => Value::Float(0.0),
+            (Reduction::Assign | Reduction::Add, false) => Value::Int(0),
+            (Reduction::Mul, true) => Value::Float(1.0),
+            (Reduction::Mul, false) => Value::Int(1),
+            (Reduction::Min, true) => Value::Float(f64::INFINITY),
+            (Reduction::Max, true) => Value::Float(f64::NEG_INFINITY),
+            (Reduction::Min, false) => Value::Int(int_max(t)),
+            (Reduction::Max, false) => Value::Int(int_min(t)),
+        }
+    }
+}
+
+/// The largest value of integer type `t` (as stored in an `i64`; `uint64`'s
+/// maximum is the bit pattern `-1`).
+pub fn int_max(t: DType) -> i64 {
+    match t {
+        DType::Bool => 1,
+        DType::U8 => u8::MAX as i64,
+        DType::I8 => i8::MAX as i64,
+        DType::U16 => u16::MAX as i64,
+        DType::I16 => i16::MAX as i64,
+        DType::U32 => u32::MAX as i64,
+        DType::I32 => i32::MAX as i64,
+        DType::U64 => -1,
+        _ => i64::MAX,
+    }
+}
+
+/// The smallest value of integer type `t`.
+pub fn int_min(t: DType) -> i64 {
+    match t {
+        DType::I8 => i8::MIN as i64,
+        DType::I16 => i16::MIN as i64,
+        DType::I32 => i32::MIN as i64,
+        DType::I64 => i64::MIN,
+        _ => 0,
+    }
+}
+
+/// The half-open range `lo:hi` of one iterator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterRange {
+    pub name: String,
+    pub lo: SizeExpr,
+    pub hi: SizeExpr,
+}
+
+/// One tensor comprehension: `T(i, j) op body where ...`.
+///
+/// Semantics (DESIGN.md 1-3): the body is evaluated at every point of the
+/// iteration box given by `ranges`. The right side is read in full before
+/// anything is written. For a reduction, a point where a read that is not
+/// under a `?:` branch falls outside its tensor contributes nothing; for `=`
+/// such a read is an error. With `init`, each output point in the box starts
+/// at the reduction's identity; without it, the reduction accumulates onto
+/// the tensor's current values. A tensor's first definition starts from
+/// zeros, so elements outside the box are zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comprehension {
+    pub tensor: String,
+    /// The left-hand-side iterators, one per dimension of `tensor`.
+    pub indices: Vec<String>,
+    pub op: Reduction,
+    /// `op=!`: start from the identity instead of the current values.
+    pub init: bool,
+    pub body: Expr,
+    /// Every iterator's range: the left-hand-side ones first, in order, then
+    /// the reduction iterators in order of first appearance.
+    pub ranges: Vec<IterRange>,
+    /// `where x = e` bindings, in order; later ones may use earlier ones.
+    pub lets: Vec<(String, Expr)>,
+    /// `where exists e` clauses: used by range inference only.
+    pub exists: Vec<Expr>,
+}
+
+impl Comprehension {
+    pub fn range(&self, name: &str) -> Option<&IterRange> {
+        self.ranges.iter().find(|r| r.name == name)
+    }
+
+    /// The iterators that do not appear on the left.
+    pub fn reduction_iters(&self) -> impl Iterator<Item = &IterRange> {
+        self.ranges.iter().filter(|r| !self.indices.contains(&r.name))
+    }
+}
+
+/// A call of another def: `(A, B) = f(X, 3, Y)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallStmt {
+    pub callee: String,
+    pub args: Vec<CallArg>,
+    pub results: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallArg {
+    Tensor(String),
+    /// A scalar expression over literals, scalars and size symbols.
+    Scalar(Expr),
+}

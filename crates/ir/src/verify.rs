@@ -1,0 +1,406 @@
+//! The IR verifier: checks the invariants every producer of IR (the TC
+//! checker, importers, and later every pass) must keep. Tests run it after
+//! every transformation.
+//!
+//! Invariants checked:
+//! - def names are unique; calls name an existing def other than the caller,
+//!   the call graph has no cycle, argument kinds and counts match the
+//!   callee's parameters and result counts its outputs;
+//! - within a def, parameter and tensor names are unique, every tensor
+//!   parameter and output has a declaration with the matching role, and every
+//!   shape mentions only size symbols and integer scalar parameters;
+//! - every statement reads only parameters and tensors defined by earlier
+//!   statements, and writes a declared tensor; every output that is not an
+//!   in/out parameter is written by some statement;
+//! - a comprehension has one distinct iterator per dimension of its
+//!   left-hand side; its ranges list exactly its iterators, the left-hand
+//!   side ones first; `=` has no reduction iterators and no `!`; ranges
+//!   mention only the def's size symbols and integer scalars;
+//! - expressions are well typed: literals match their types, both operands
+//!   of a binary operation share a type, conditions are `bool`, subscripts
+//!   are integers, reads have one subscript per dimension, builtins get their
+//!   arity and (except `fabs`, `fmax`, `fmin`) float arguments, the body's
+//!   type is the left-hand side's element type; lets are bound before use.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::{
+    BinOp, CallArg, Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorRole,
+    UnOp, Value,
+};
+
+/// Verifies a whole program; returns every violation found.
+pub fn verify_program(p: &Program) -> Result<(), Vec<String>> {
+    let mut errs = Vec::new();
+    let mut seen = HashSet::new();
+    for d in &p.defs {
+        if !seen.insert(d.name.as_str()) {
+            errs.push(format!("def `{}` is defined twice", d.name));
+        }
+        verify_def_in(p, d, &mut errs);
+    }
+    check_call_cycles(p, &mut errs);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+fn check_call_cycles(p: &Program, errs: &mut Vec<String>) {
+    let callees = |d: &Def| -> Vec<String> {
+        d.stmts
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::Call(c) => Some(c.callee.clone()),
+                Stmt::Comp(_) => None,
+            })
+            .collect()
+    };
+    // Depth-first search with colors: 1 = on the stack, 2 = finished.
+    fn visit<'a>(
+        p: &'a Program,
+        name: &'a str,
+        color: &mut HashMap<&'a str, u8>,
+        callees: &dyn Fn(&Def) -> Vec<String>,
+        errs: &mut Vec<String>,
+    ) {
+        color.insert(name, 1);
+        if let Some(d) = p.def(name) {
+            for c in callees(d) {
+                let Some(cd) = p.def(&c) else { continue };
+                match color.get(cd.name.as_str()) {
+                    Some(1) => errs.push(format!("def `{name}` calls `{c}`, which calls back: recursion is not allowed")),
+                    Some(_) => {}
+                    None => visit(p, &cd.name, color, callees, errs),
+                }
+            }
+        }
+        color.insert(name, 2);
+    }
+    let mut color = HashMap::new();
+    for d in &p.defs {
+        if !color.contains_key(d.name.as_str()) {
+            visit(p, &d.name, &mut color, &callees, errs);
+        }
+    }
+}
+
+fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
+    let mut err = |m: String| errs.push(format!("def `{}`: {m}", d.name));
+    let mut names = HashSet::new();
+    for prm in &d.params {
+        if !names.insert(prm.name()) {
+            err(format!("parameter `{}` is declared twice", prm.name()));
+        }
+        if let Param::Tensor(t) = prm {
+            match d.tensor(t) {
+                Some(decl) if matches!(decl.role, TensorRole::Input | TensorRole::InOut) => {}
+                _ => err(format!("tensor parameter `{t}` has no input declaration")),
+            }
+        }
+    }
+    let mut tnames = HashSet::new();
+    for t in &d.tensors {
+        if !tnames.insert(t.name.as_str()) {
+            err(format!("tensor `{}` is declared twice", t.name));
+        }
+        if d.scalar(&t.name).is_some() {
+            err(format!("`{}` is both a scalar and a tensor", t.name));
+        }
+        for s in &t.shape {
+            for sym in s.symbols() {
+                if !size_symbol_ok(d, &sym) {
+                    err(format!("shape of `{}` mentions `{sym}`, which is no size symbol or integer scalar", t.name));
+                }
+            }
+        }
+    }
+    for o in &d.outputs {
+        match d.tensor(o) {
+            Some(decl) if matches!(decl.role, TensorRole::Output | TensorRole::InOut) => {}
+            _ => err(format!("output `{o}` has no output declaration")),
+        }
+    }
+    let mut defined: HashSet<&str> = d
+        .tensors
+        .iter()
+        .filter(|t| matches!(t.role, TensorRole::Input | TensorRole::InOut))
+        .map(|t| t.name.as_str())
+        .collect();
+    for (i, s) in d.stmts.iter().enumerate() {
+        let mut serr = |m: String| err(format!("statement {}: {m}", i + 1));
+        match s {
+            Stmt::Comp(c) => {
+                verify_comprehension(d, c, &defined, &mut serr);
+                defined.insert(&c.tensor);
+            }
+            Stmt::Call(call) => {
+                let Some(callee) = p.def(&call.callee) else {
+                    serr(format!("call of unknown def `{}`", call.callee));
+                    continue;
+                };
+                if callee.name == d.name {
+                    serr(format!("`{}` calls itself", d.name));
+                }
+                if callee.params.len() != call.args.len() {
+                    serr(format!(
+                        "`{}` takes {} arguments, the call passes {}",
+                        callee.name,
+                        callee.params.len(),
+                        call.args.len()
+                    ));
+                }
+                for (prm, a) in callee.params.iter().zip(&call.args) {
+                    match (prm, a) {
+                        (Param::Tensor(_), CallArg::Tensor(t)) => {
+                            if !defined.contains(t.as_str()) {
+                                serr(format!("argument `{t}` is read before it is defined"));
+                            }
+                        }
+                        (Param::Scalar { dtype, .. }, CallArg::Scalar(e)) => {
+                            let mut ctx = TypeCheck { d, c: None, errs: Vec::new() };
+                            let t = ctx.check(e, &HashSet::new());
+                            if t != *dtype {
+                                ctx.errs.push(format!("scalar argument for `{}` has type {t}, expected {dtype}", prm.name()));
+                            }
+                            for e in ctx.errs {
+                                serr(e);
+                            }
+                        }
+                        _ => serr(format!("argument for `{}` is of the wrong kind", prm.name())),
+                    }
+                }
+                if callee.outputs.len() != call.results.len() {
+                    serr(format!(
+                        "`{}` returns {} tensors, the call binds {}",
+                        callee.name,
+                        callee.outputs.len(),
+                        call.results.len()
+                    ));
+                }
+                for r in &call.results {
+                    if d.tensor(r).is_none() {
+                        serr(format!("call result `{r}` has no declaration"));
+                    }
+                    defined.insert(r);
+                }
+            }
+        }
+    }
+    for o in &d.outputs {
+        if !defined.contains(o.as_str()) {
+            err(format!("output `{o}` is never defined"));
+        }
+    }
+}
+
+fn size_symbol_ok(d: &Def, sym: &str) -> bool {
+    match d.scalar(sym) {
+        Some(t) => t.is_int(),
+        None => d.size_symbols().iter().any(|s| s == sym),
+    }
+}
+
+fn verify_comprehension(
+    d: &Def,
+    c: &Comprehension,
+    defined: &HashSet<&str>,
+    err: &mut dyn FnMut(String),
+) {
+    let Some(lhs) = d.tensor(&c.tensor) else {
+        err(format!("writes undeclared tensor `{}`", c.tensor));
+        return;
+    };
+    if lhs.role == TensorRole::Input && d.outputs.contains(&c.tensor) {
+        err(format!("`{}` is written but declared input-only", c.tensor));
+    }
+    if lhs.shape.len() != c.indices.len() {
+        err(format!(
+            "`{}` has {} dimensions but is written with {} indices",
+            c.tensor,
+            lhs.shape.len(),
+            c.indices.len()
+        ));
+    }
+    let mut seen = HashSet::new();
+    for ix in &c.indices {
+        if !seen.insert(ix.as_str()) {
+            err(format!("iterator `{ix}` appears twice on the left"));
+        }
+    }
+    let lhs_ranges: Vec<&str> = c.ranges.iter().take(c.indices.len()).map(|r| r.name.as_str()).collect();
+    if lhs_ranges != c.indices.iter().map(String::as_str).collect::<Vec<_>>() {
+        err("ranges must list the left-hand-side iterators first, in order".into());
+    }
+    let mut rnames = HashSet::new();
+    for r in &c.ranges {
+        if !rnames.insert(r.name.as_str()) {
+            err(format!("iterator `{}` has two ranges", r.name));
+        }
+        for s in r.lo.symbols().into_iter().chain(r.hi.symbols()) {
+            if !size_symbol_ok(d, &s) {
+                err(format!("range of `{}` mentions `{s}`, which is no size symbol or integer scalar", r.name));
+            }
+        }
+    }
+    let mut used = HashSet::new();
+    let mut collect = |e: &Expr| {
+        e.walk(&mut |x| {
+            if let Expr::Iter(n) = x {
+                used.insert(n.clone());
+            }
+        })
+    };
+    collect(&c.body);
+    c.lets.iter().for_each(|(_, e)| collect(e));
+    c.exists.iter().for_each(&mut collect);
+    for u in &used {
+        if !rnames.contains(u.as_str()) {
+            err(format!("iterator `{u}` has no range"));
+        }
+    }
+    for r in &c.ranges {
+        if !used.contains(&r.name) && !c.indices.contains(&r.name) {
+            err(format!("reduction iterator `{}` is not used", r.name));
+        }
+    }
+    if c.op == Reduction::Assign {
+        if c.init {
+            err("`=!` is not an operator".into());
+        }
+        if let Some(r) = c.reduction_iters().next() {
+            err(format!("`=` statement has reduction iterator `{}`", r.name));
+        }
+    }
+    let mut reads_ok = |e: &Expr| {
+        for (t, _) in e.reads() {
+            if !defined.contains(t) {
+                err(format!("reads `{t}` before it is defined"));
+            }
+        }
+    };
+    reads_ok(&c.body);
+    c.lets.iter().for_each(|(_, e)| reads_ok(e));
+
+    let mut tc = TypeCheck { d, c: Some(c), errs: Vec::new() };
+    let mut bound = HashSet::new();
+    for (n, v) in &c.lets {
+        tc.check(v, &bound);
+        bound.insert(n.clone());
+    }
+    for e in &c.exists {
+        tc.check(e, &bound);
+    }
+    let t = tc.check(&c.body, &bound);
+    if t != lhs.dtype {
+        tc.errs.push(format!("body has type {t} but `{}` is {}", c.tensor, lhs.dtype));
+    }
+    if lhs.dtype == DType::Bool && c.op != Reduction::Assign {
+        tc.errs.push("reductions on bool tensors are not defined".into());
+    }
+    for e in tc.errs {
+        err(e);
+    }
+}
+
+struct TypeCheck<'a> {
+    d: &'a Def,
+    c: Option<&'a Comprehension>,
+    errs: Vec<String>,
+}
+
+impl TypeCheck<'_> {
+    fn check(&mut self, e: &Expr, lets: &HashSet<String>) -> DType {
+        let t = self.d.type_of(self.c, e);
+        match e {
+            Expr::Lit(v, ty) => {
+                let ok = match v {
+                    Value::Int(_) => ty.is_int(),
+                    Value::Float(_) => ty.is_float(),
+                    Value::Bool(_) => *ty == DType::Bool,
+                };
+                if !ok {
+                    self.errs.push(format!("literal {v:?} has type {ty}"));
+                }
+            }
+            Expr::Iter(_) => {}
+            Expr::Sym(s) => {
+                if self.d.scalar(s).is_none() && !self.d.size_symbols().contains(s) {
+                    self.errs.push(format!("unknown symbol `{s}`"));
+                }
+            }
+            Expr::Local(n) => {
+                if !lets.contains(n) {
+                    self.errs.push(format!("let `{n}` is used before it is bound"));
+                }
+            }
+            Expr::Read(tname, ix) => {
+                match self.d.tensor(tname) {
+                    Some(decl) if decl.shape.len() != ix.len() => self.errs.push(format!(
+                        "`{tname}` has {} dimensions but is read with {} subscripts",
+                        decl.shape.len(),
+                        ix.len()
+                    )),
+                    Some(_) => {}
+                    None => self.errs.push(format!("read of undeclared tensor `{tname}`")),
+                }
+                for x in ix {
+                    let xt = self.check(x, lets);
+                    if !xt.is_int() {
+                        self.errs.push(format!("subscript of `{tname}` has type {xt}"));
+                    }
+                }
+            }
+            Expr::Unary(op, a) => {
+                let at = self.check(a, lets);
+                match op {
+                    UnOp::Not if at != DType::Bool => self.errs.push(format!("`!` applied to {at}")),
+                    UnOp::Neg if at == DType::Bool => self.errs.push("`-` applied to bool".into()),
+                    _ => {}
+                }
+            }
+            Expr::Binary(op, a, b) => {
+                let at = self.check(a, lets);
+                let bt = self.check(b, lets);
+                if at != bt {
+                    self.errs.push(format!("operands of `{}` have types {at} and {bt}", op.symbol()));
+                }
+                if op.is_logical() && at != DType::Bool {
+                    self.errs.push(format!("operands of `{}` must be bool, not {at}", op.symbol()));
+                }
+                if !op.is_logical() && !matches!(op, BinOp::Eq | BinOp::Ne) && at == DType::Bool {
+                    self.errs.push(format!("`{}` applied to bool", op.symbol()));
+                }
+            }
+            Expr::Select(c, a, b) => {
+                if self.check(c, lets) != DType::Bool {
+                    self.errs.push("condition of `?:` is not bool".into());
+                }
+                let at = self.check(a, lets);
+                let bt = self.check(b, lets);
+                if at != bt {
+                    self.errs.push(format!("branches of `?:` have types {at} and {bt}"));
+                }
+            }
+            Expr::Call(f, args) => {
+                if args.len() != f.arity() {
+                    self.errs.push(format!("`{}` takes {} arguments, got {}", f.name(), f.arity(), args.len()));
+                }
+                for a in args {
+                    let at = self.check(a, lets);
+                    if at != t {
+                        self.errs.push(format!("arguments of `{}` have different types", f.name()));
+                    }
+                    if !at.is_float() && !f.accepts_int() {
+                        self.errs.push(format!("`{}` needs float arguments, got {at}", f.name()));
+                    }
+                }
+            }
+            Expr::Cast(_, a) => {
+                self.check(a, lets);
+            }
+        }
+        t
+    }
+}

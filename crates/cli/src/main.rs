@@ -1,1 +1,44 @@
-fn main() {}
+//! The `tessera` command-line tool.
+//!
+//! Exit status: 0 on success, 1 for an error in the program or the data
+//! (the message starts with `error:`), 2 for a usage error (from clap).
+
+mod check;
+mod load;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "tessera", version, about = "A tensor-program optimizer and compiler for the CPU")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Parse, check and infer ranges; print every def's tensors and ranges.
+    Check(check::CheckArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => check::run(&a),
+    };
+    match result {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            eprint!("{msg}");
+            if !msg.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::from(1)
+        }
+    }
+}

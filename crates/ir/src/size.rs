@@ -348,10 +348,13 @@ impl fmt::Display for SizeExpr {
             return f.write_str("0");
         }
         let mut first = true;
+        // Positive terms first so sizes read naturally (`W-KW+1`), the
+        // constant last.
         let ordered = self
             .terms
             .iter()
-            .filter(|(m, _)| !m.is_empty())
+            .filter(|(m, c)| !m.is_empty() && **c > 0)
+            .chain(self.terms.iter().filter(|(m, c)| !m.is_empty() && **c < 0))
             .chain(self.terms.iter().filter(|(m, _)| m.is_empty()));
         for (m, c) in ordered {
             let c = *c;

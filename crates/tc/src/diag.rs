@@ -86,13 +86,73 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// Renders diagnostics for file `name` with contents `text`: each starts with
-/// `error: ` and the `name:line:col` of its primary span.
+/// A diagnostic bound to its source, in the form miette renders.
+#[derive(Debug)]
+struct Report<'a> {
+    diag: &'a Diagnostic,
+    source: miette::NamedSource<String>,
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diag.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let d = self.diag;
+        let primary = miette::LabeledSpan::new_primary_with_span(
+            d.label.clone(),
+            miette::SourceSpan::new(d.span.start.into(), d.span.end.saturating_sub(d.span.start)),
+        );
+        let extra = d.extra.iter().map(|l| {
+            miette::LabeledSpan::new_with_span(
+                Some(l.text.clone()),
+                miette::SourceSpan::new(l.span.start.into(), l.span.end.saturating_sub(l.span.start)),
+            )
+        });
+        Some(Box::new(std::iter::once(primary).chain(extra)))
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.diag.help.as_ref().map(|h| Box::new(h.clone()) as Box<dyn fmt::Display>)
+    }
+}
+
+/// Renders diagnostics for file `name` with contents `text`. Each starts
+/// with a line `error: message`, then `--> name:line:col` and the source
+/// snippet with the spans underlined (miette, no colours), then the help.
 pub fn render_diagnostics(diags: &[Diagnostic], name: &str, text: &str) -> String {
+    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_context_lines(1)
+        .with_width(100);
     let mut out = String::new();
     for d in diags {
+        let mut d = d.clone();
+        d.span = Span::new(d.span.start.min(text.len()), d.span.end.min(text.len()));
+        for l in &mut d.extra {
+            l.span = Span::new(l.span.start.min(text.len()), l.span.end.min(text.len()));
+        }
         let (line, col) = line_col(text, d.span.start);
         out.push_str(&format!("error: {}\n  --> {name}:{line}:{col}\n", d.message));
+        let report = Report { diag: &d, source: miette::NamedSource::new(name, text.to_string()) };
+        let mut body = String::new();
+        if handler.render_report(&mut body, &report).is_ok() {
+            // miette repeats the message on its first line; the line above
+            // already carries it in the `error:` form.
+            let rest = body.split_once('\n').map(|(_, r)| r).unwrap_or("");
+            out.push_str(rest);
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
     }
     out
 }

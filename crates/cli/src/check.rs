@@ -1,0 +1,78 @@
+//! `tessera check`: parse, check and infer; print tensors and ranges.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use ir::{Def, Program, SizeExpr, Stmt, TensorRole};
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// The TC file.
+    pub file: PathBuf,
+    /// Bind a size symbol: `--size N=128` (repeatable).
+    #[arg(long = "size", value_name = "SYM=N")]
+    pub sizes: Vec<String>,
+}
+
+pub fn run(a: &CheckArgs) -> Result<String, String> {
+    let (name, text) = crate::load::read_source(&a.file)?;
+    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    let sizes = crate::load::parse_sizes(&a.sizes)?;
+    Ok(print_checked(&checked.program, &sizes))
+}
+
+fn show(s: &SizeExpr, sizes: &HashMap<String, i64>) -> String {
+    s.partial_eval(sizes).to_string()
+}
+
+fn dims(shape: &[SizeExpr], sizes: &HashMap<String, i64>) -> String {
+    shape.iter().map(|s| show(s, sizes)).collect::<Vec<_>>().join(", ")
+}
+
+pub fn print_checked(p: &Program, sizes: &HashMap<String, i64>) -> String {
+    let mut out = String::new();
+    for (i, d) in p.defs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        print_def(&mut out, p, d, sizes);
+    }
+    out
+}
+
+fn print_def(out: &mut String, p: &Program, d: &Def, sizes: &HashMap<String, i64>) {
+    let _ = writeln!(out, "def {}", d.name);
+    let width = d.tensors.iter().map(|t| t.name.len()).chain(d.params.iter().map(|p| p.name().len())).max().unwrap_or(0);
+    for prm in &d.params {
+        if let ir::Param::Scalar { name, dtype } = prm {
+            let _ = writeln!(out, "  scalar  {name:width$}  {dtype}");
+        }
+    }
+    for t in &d.tensors {
+        let role = match t.role {
+            TensorRole::Input => "input ",
+            TensorRole::Output => "output",
+            TensorRole::InOut => "inout ",
+            TensorRole::Temp => "temp  ",
+        };
+        let _ = writeln!(out, "  {role}  {:width$}  {}({})", t.name, t.dtype, dims(&t.shape, sizes));
+    }
+    for (k, s) in d.stmts.iter().enumerate() {
+        match s {
+            Stmt::Comp(c) => {
+                let lhs_type = None;
+                let text = ir::print_comprehension(d, &ir::Comprehension { ranges: Vec::new(), ..c.clone() }, lhs_type);
+                let _ = writeln!(out, "  {}: {text}", k + 1);
+                let ranges: Vec<String> =
+                    c.ranges.iter().map(|r| format!("{} in {}:{}", r.name, show(&r.lo, sizes), show(&r.hi, sizes))).collect();
+                let _ = writeln!(out, "     {}", ranges.join(", "));
+            }
+            Stmt::Call(_) => {
+                let text = ir::print_def(p, &Def { stmts: vec![s.clone()], ..d.clone() });
+                let line = text.lines().nth(1).unwrap_or("").trim();
+                let _ = writeln!(out, "  {}: {line}", k + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,1109 @@
+//! The checker: a parsed file to a verified [`ir::Program`].
+//!
+//! Per def (callees before callers; recursion is an error): resolve the
+//! signature, type every statement in source order (phase 1), then infer
+//! ranges and shapes to a fixed point (phase 2): a statement whose left-hand
+//! side shape is unknown and cannot be inferred from its own reads waits
+//! until a later statement fixes that shape (`C(i) = 0` before `C(i) +=
+//! A(i,k) * x(k)`). Finally, statically decidable out-of-bounds reads of `=`
+//! statements and writes outside a tensor are rejected, and the result goes
+//! through `ir::verify_program`; a failure there is reported as an internal
+//! error rather than returned.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ast::*;
+use crate::diag::{Diagnostic, Span};
+use crate::infer::{self, Access, InferError};
+use crate::typing::{coerce, expr_to_size, settle, Scope, TensorInfo};
+use ir::{
+    CallArg, CallStmt, Comprehension, DType, Def, Expr, IterRange, Param, Program, Reduction, SizeExpr, Stmt,
+    TensorDecl, TensorRole,
+};
+
+pub struct CheckOutput {
+    pub program: Program,
+    pub stmt_spans: HashMap<(String, usize), Span>,
+    pub def_spans: HashMap<String, Span>,
+}
+
+pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
+    let mut errs = Vec::new();
+    let mut by_name: HashMap<&str, &DefAst> = HashMap::new();
+    for d in &file.defs {
+        if let Some(prev) = by_name.get(d.name.name.as_str()) {
+            errs.push(
+                Diagnostic::error(format!("def `{}` is defined twice", d.name.name), d.name.span)
+                    .with_extra(prev.name.span, "first defined here"),
+            );
+        } else {
+            by_name.insert(&d.name.name, d);
+        }
+    }
+    let order = call_order(file, &by_name, &mut errs);
+    let all: HashSet<String> = by_name.keys().map(|s| s.to_string()).collect();
+    let mut checked: HashMap<String, Def> = HashMap::new();
+    let mut stmt_spans = HashMap::new();
+    let mut def_spans = HashMap::new();
+    for d in order {
+        def_spans.insert(d.name.name.clone(), d.name.span);
+        let mut cx = DefCx::new(&checked, &all);
+        match cx.def(d) {
+            Some(def) if cx.errs.is_empty() => {
+                for (i, s) in d.stmts.iter().enumerate() {
+                    stmt_spans.insert((def.name.clone(), i), stmt_span(s));
+                }
+                checked.insert(def.name.clone(), def);
+            }
+            _ => errs.extend(cx.errs),
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let mut program = Program::default();
+    let mut seen = HashSet::new();
+    for d in &file.defs {
+        if seen.insert(d.name.name.as_str()) {
+            if let Some(def) = checked.remove(&d.name.name) {
+                program.defs.push(def);
+            }
+        }
+    }
+    if let Err(problems) = ir::verify_program(&program) {
+        let span = file.defs.first().map(|d| d.name.span).unwrap_or_default();
+        return Err(vec![Diagnostic::error(
+            format!("internal error: the checker produced invalid IR: {}", problems.join("; ")),
+            span,
+        )
+        .with_help("this is a bug in tessera; please report it with this file")]);
+    }
+    Ok(CheckOutput { program, stmt_spans, def_spans })
+}
+
+fn stmt_span(s: &StmtAst) -> Span {
+    match s {
+        StmtAst::Comp(c) => c.span,
+        StmtAst::Call(c) => c.span,
+    }
+}
+
+/// Defs in an order where every callee comes before its callers.
+fn call_order<'a>(file: &'a File, by_name: &HashMap<&str, &'a DefAst>, errs: &mut Vec<Diagnostic>) -> Vec<&'a DefAst> {
+    fn visit<'a>(
+        d: &'a DefAst,
+        by_name: &HashMap<&str, &'a DefAst>,
+        state: &mut HashMap<String, u8>,
+        out: &mut Vec<&'a DefAst>,
+        errs: &mut Vec<Diagnostic>,
+    ) {
+        state.insert(d.name.name.clone(), 1);
+        for s in &d.stmts {
+            if let StmtAst::Call(c) = s {
+                if let Some(callee) = by_name.get(c.callee.name.as_str()) {
+                    match state.get(&callee.name.name) {
+                        Some(1) => errs.push(
+                            Diagnostic::error(
+                                format!("recursive call: `{}` calls `{}`, which is still being defined", d.name.name, c.callee.name),
+                                c.callee.span,
+                            )
+                            .with_help("defs cannot call themselves, directly or through other defs"),
+                        ),
+                        Some(_) => {}
+                        None => visit(callee, by_name, state, out, errs),
+                    }
+                }
+            }
+        }
+        state.insert(d.name.name.clone(), 2);
+        out.push(d);
+    }
+    let mut state = HashMap::new();
+    let mut out = Vec::new();
+    for d in &file.defs {
+        if by_name.get(d.name.name.as_str()).is_some_and(|x| std::ptr::eq(*x, d)) && !state.contains_key(&d.name.name) {
+            visit(d, by_name, &mut state, &mut out, errs);
+        }
+    }
+    out
+}
+
+/// A statement after phase 1.
+enum Pending {
+    Comp(PendingComp),
+    Call(PendingCall),
+}
+
+struct PendingComp {
+    ast: usize,
+    tensor: String,
+    indices: Vec<String>,
+    op: Reduction,
+    init: bool,
+    body: Expr,
+    lets: Vec<(String, Expr)>,
+    exists: Vec<Expr>,
+    iters: Vec<String>,
+    fixed: HashMap<String, (SizeExpr, SizeExpr)>,
+    ranges: Option<Vec<IterRange>>,
+}
+
+struct PendingCall {
+    callee: String,
+    args: Vec<CallArg>,
+    results: Vec<String>,
+    done: bool,
+}
+
+struct DefCx<'a> {
+    callees: &'a HashMap<String, Def>,
+    all_defs: &'a HashSet<String>,
+    scalars: HashMap<String, DType>,
+    sizes: HashSet<String>,
+    tensors: HashMap<String, TensorInfo>,
+    /// Tensors in order of first appearance, with their role.
+    order: Vec<(String, TensorRole)>,
+    returns: Vec<String>,
+    typed_returns: HashMap<String, TensorInfo>,
+    errs: Vec<Diagnostic>,
+}
+
+impl<'a> DefCx<'a> {
+    fn new(callees: &'a HashMap<String, Def>, all_defs: &'a HashSet<String>) -> Self {
+        DefCx {
+            callees,
+            all_defs,
+            scalars: HashMap::new(),
+            sizes: HashSet::new(),
+            tensors: HashMap::new(),
+            order: Vec::new(),
+            returns: Vec::new(),
+            typed_returns: HashMap::new(),
+            errs: Vec::new(),
+        }
+    }
+
+    fn err(&mut self, d: Diagnostic) {
+        self.errs.push(d);
+    }
+
+    fn def(&mut self, d: &DefAst) -> Option<Def> {
+        self.signature(d);
+        if !self.errs.is_empty() {
+            return None;
+        }
+        let mut pending = Vec::new();
+        let defined_later = first_definitions(d);
+        for (i, s) in d.stmts.iter().enumerate() {
+            let p = match s {
+                StmtAst::Comp(c) => self.type_comp(&d.stmts, i, c, &defined_later).map(Pending::Comp),
+                StmtAst::Call(c) => self.type_call(c).map(Pending::Call),
+            };
+            match p {
+                Some(p) => pending.push(p),
+                None => return None,
+            }
+        }
+        self.infer_all(d, &mut pending);
+        if !self.errs.is_empty() {
+            return None;
+        }
+        for r in &d.returns {
+            if !self.order.iter().any(|(n, role)| n == &r.name.name && *role != TensorRole::Input) {
+                let role_inout = self.order.iter().any(|(n, role)| n == &r.name.name && *role == TensorRole::InOut);
+                if !role_inout {
+                    self.err(
+                        Diagnostic::error(format!("result `{}` is never defined", r.name.name), r.name.span)
+                            .with_help(format!("add a statement such as `{}(i) = ...`", r.name.name)),
+                    );
+                }
+            }
+        }
+        if !self.errs.is_empty() {
+            return None;
+        }
+        Some(self.build(d, pending))
+    }
+
+    fn signature(&mut self, d: &DefAst) {
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        for p in &d.params {
+            if let Some(prev) = seen.insert(&p.name.name, p.name.span) {
+                self.err(
+                    Diagnostic::error(format!("parameter `{}` is declared twice", p.name.name), p.name.span)
+                        .with_extra(prev, "first declared here"),
+                );
+            }
+        }
+        for p in &d.params {
+            if p.ty.dims.is_none() {
+                self.scalars.insert(p.name.name.clone(), p.ty.dtype);
+            }
+        }
+        for p in &d.params {
+            let Some(dims) = &p.ty.dims else { continue };
+            let mut shape = Vec::new();
+            for dim in dims {
+                match dim {
+                    DimAst::Const(v, span) => {
+                        if *v < 1 {
+                            self.err(Diagnostic::error(format!("dimension {v} is not positive"), *span));
+                        }
+                        shape.push(SizeExpr::constant(*v));
+                    }
+                    DimAst::Sym(id) => {
+                        if let Some(t) = self.scalars.get(&id.name) {
+                            if !t.is_int() {
+                                self.err(Diagnostic::error(
+                                    format!("`{}` is a {t} scalar and cannot be a dimension", id.name),
+                                    id.span,
+                                ));
+                            }
+                        } else {
+                            // A name may be both a size symbol and a tensor
+                            // (the paper's sconv2d has a size `W` and a
+                            // weight `W`): bare it is the size, applied it is
+                            // the tensor.
+                            self.sizes.insert(id.name.clone());
+                        }
+                        shape.push(SizeExpr::sym(&id.name));
+                    }
+                }
+            }
+            self.tensors.insert(
+                p.name.name.clone(),
+                TensorInfo { dtype: p.ty.dtype, rank: shape.len(), shape: Some(shape) },
+            );
+        }
+        let mut rseen: HashMap<&str, Span> = HashMap::new();
+        for r in &d.returns {
+            if let Some(prev) = rseen.insert(&r.name.name, r.name.span) {
+                self.err(
+                    Diagnostic::error(format!("result `{}` is listed twice", r.name.name), r.name.span)
+                        .with_extra(prev, "first listed here"),
+                );
+                continue;
+            }
+            if self.scalars.contains_key(&r.name.name) {
+                self.err(Diagnostic::error(format!("`{}` is a scalar; only tensors can be results", r.name.name), r.name.span));
+                continue;
+            }
+            if self.sizes.contains(&r.name.name) {
+                self.err(Diagnostic::error(format!("`{}` is a size symbol, not a tensor", r.name.name), r.name.span));
+                continue;
+            }
+            self.returns.push(r.name.name.clone());
+            if self.tensors.contains_key(&r.name.name) {
+                if let Some(ty) = &r.ty {
+                    self.err(
+                        Diagnostic::error(format!("`{}` is a parameter; return it by name alone", r.name.name), ty.span)
+                            .with_help("a parameter that is also a result is updated in place, with its declared type"),
+                    );
+                }
+                continue;
+            }
+            if let Some(ty) = &r.ty {
+                let Some(dims) = &ty.dims else {
+                    self.err(Diagnostic::error("results are tensors: give dimensions, e.g. `float(N) C`", ty.span));
+                    continue;
+                };
+                let mut shape = Vec::new();
+                for dim in dims {
+                    match dim {
+                        DimAst::Const(v, span) => {
+                            if *v < 1 {
+                                self.err(Diagnostic::error(format!("dimension {v} is not positive"), *span));
+                            }
+                            shape.push(SizeExpr::constant(*v));
+                        }
+                        DimAst::Sym(id) => {
+                            if !self.sizes.contains(&id.name) && !self.scalars.get(&id.name).is_some_and(|t| t.is_int()) {
+                                self.err(
+                                    Diagnostic::error(
+                                        format!("size symbol `{}` of result `{}` is not bound by any parameter", id.name, r.name.name),
+                                        id.span,
+                                    )
+                                    .with_help("result sizes must be sizes of the inputs or integer scalars"),
+                                );
+                            }
+                            shape.push(SizeExpr::sym(&id.name));
+                        }
+                    }
+                }
+                self.typed_returns.insert(
+                    r.name.name.clone(),
+                    TensorInfo { dtype: ty.dtype, rank: shape.len(), shape: Some(shape) },
+                );
+            }
+        }
+        for p in &d.params {
+            if p.ty.dims.is_some() {
+                let role = if self.returns.contains(&p.name.name) { TensorRole::InOut } else { TensorRole::Input };
+                self.order.push((p.name.name.clone(), role));
+            }
+        }
+    }
+
+    fn scope<'s>(&'s self, unreadable: &'s HashMap<String, String>, allow_iters: bool) -> Scope<'s> {
+        Scope {
+            scalars: &self.scalars,
+            sizes: &self.sizes,
+            tensors: &self.tensors,
+            unreadable,
+            defs: self.all_defs,
+            lets: HashMap::new(),
+            allow_iters,
+            iters: Vec::new(),
+        }
+    }
+
+    /// Why each not-yet-defined tensor cannot be read at statement `i`.
+    fn unreadable(&self, i: usize, defined_later: &HashMap<String, usize>) -> HashMap<String, String> {
+        let mut out = HashMap::new();
+        for (name, at) in defined_later {
+            if self.tensors.contains_key(name) {
+                continue;
+            }
+            let why = if *at == i {
+                "is read in its own first definition, before it has any value".to_string()
+            } else if self.returns.contains(name) {
+                format!("is a result that is read before any statement defines it (statement {} does)", at + 1)
+            } else {
+                format!("is read before it is defined (statement {} defines it)", at + 1)
+            };
+            out.insert(name.clone(), why);
+        }
+        for r in &self.returns {
+            if !self.tensors.contains_key(r) && !out.contains_key(r) {
+                out.insert(r.clone(), "is a result that no statement defines".to_string());
+            }
+        }
+        out
+    }
+
+    fn check_lhs_names(&mut self, c: &CompAst) -> bool {
+        let mut ok = true;
+        let what = |n: &str| -> Option<&'static str> {
+            if self.scalars.contains_key(n) {
+                Some("a scalar parameter")
+            } else if self.sizes.contains(n) {
+                Some("a size symbol")
+            } else if self.all_defs.contains(n) {
+                Some("a def")
+            } else {
+                None
+            }
+        };
+        if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), what(&c.lhs.name)) {
+            self.errs.push(Diagnostic::error(format!("`{}` is {w}, not a tensor", c.lhs.name), c.lhs.span));
+            ok = false;
+        }
+        let mut seen: HashMap<&str, Span> = HashMap::new();
+        for ix in &c.indices {
+            if let Some(w) = what(&ix.name) {
+                self.errs.push(
+                    Diagnostic::error(format!("`{}` is {w}; the left side takes iterator names", ix.name), ix.span)
+                        .with_help("write the left side with fresh iterators and constrain them with `where`"),
+                );
+                ok = false;
+            } else if self.tensors.contains_key(&ix.name) {
+                self.errs.push(Diagnostic::error(format!("`{}` is a tensor; the left side takes iterator names", ix.name), ix.span));
+                ok = false;
+            }
+            if let Some(prev) = seen.insert(&ix.name, ix.span) {
+                self.errs.push(
+                    Diagnostic::error(format!("iterator `{}` appears twice on the left side", ix.name), ix.span)
+                        .with_extra(prev, "first here")
+                        .with_help("a diagonal is written with two iterators and a `?:` or a second tensor"),
+                );
+                ok = false;
+            }
+        }
+        ok
+    }
+
+    fn type_comp(
+        &mut self,
+        d_stmts: &[StmtAst],
+        i: usize,
+        c: &CompAst,
+        defined_later: &HashMap<String, usize>,
+    ) -> Option<PendingComp> {
+        if !self.check_lhs_names(c) {
+            return None;
+        }
+        let existing = self.tensors.get(&c.lhs.name).cloned();
+        let declared = existing.clone().or_else(|| self.typed_returns.get(&c.lhs.name).cloned());
+        if let Some(info) = &declared {
+            if info.rank != c.indices.len() {
+                self.err(Diagnostic::error(
+                    format!("`{}` has {} dimensions but is written with {} indices", c.lhs.name, info.rank, c.indices.len()),
+                    c.lhs.span,
+                ));
+                return None;
+            }
+        }
+        if existing.is_none() && c.op != Reduction::Assign && !c.init {
+            self.err(
+                Diagnostic::error(
+                    format!("`{}` accumulates onto `{}`, which no earlier statement defines", c.op.symbol(), c.lhs.name),
+                    c.op_span,
+                )
+                .with_help(format!("use `{}!` to start from the identity, or define `{}` first", c.op.symbol(), c.lhs.name)),
+            );
+            return None;
+        }
+        let unreadable = self.unreadable(i, defined_later);
+        let mut scope = self.scope(&unreadable, true);
+        for ix in &c.indices {
+            scope.iters.push(ix.name.clone());
+        }
+        // Ranges, lets and exists clauses.
+        let mut fixed = HashMap::new();
+        let mut fixed_spans = Vec::new();
+        let mut lets = Vec::new();
+        let mut exists = Vec::new();
+        let mut errs = Vec::new();
+        for w in &c.wheres {
+            match w {
+                WhereAst::Range { iter, lo, hi } => {
+                    if scope.scalars.contains_key(&iter.name) || scope.sizes.contains(&iter.name) {
+                        errs.push(Diagnostic::error(format!("`{}` is not an iterator", iter.name), iter.span));
+                        continue;
+                    }
+                    match (scope.size(lo), scope.size(hi)) {
+                        (Ok(l), Ok(h)) => {
+                            if fixed.insert(iter.name.clone(), (l, h)).is_some() {
+                                errs.push(Diagnostic::error(format!("iterator `{}` has two ranges", iter.name), iter.span));
+                            }
+                            fixed_spans.push(iter.clone());
+                        }
+                        (Err(e), _) | (_, Err(e)) => errs.push(e),
+                    }
+                }
+                WhereAst::Let { name, value } => {
+                    let taken = scope.scalars.contains_key(&name.name)
+                        || scope.sizes.contains(&name.name)
+                        || scope.tensors.contains_key(&name.name)
+                        || scope.lets.contains_key(&name.name)
+                        || c.indices.iter().any(|x| x.name == name.name);
+                    if taken {
+                        errs.push(Diagnostic::error(format!("`{}` is already a name in this statement", name.name), name.span)
+                            .with_help("give the let a fresh name"));
+                        continue;
+                    }
+                    match scope.expr(value) {
+                        Ok(x) => {
+                            let (e, t) = settle(x);
+                            scope.lets.insert(name.name.clone(), t);
+                            lets.push((name.name.clone(), e));
+                        }
+                        Err(e) => errs.push(e),
+                    }
+                }
+                WhereAst::Exists(e) => match scope.expr(e) {
+                    Ok(x) => exists.push(settle(x).0),
+                    Err(e) => errs.push(e),
+                },
+            }
+        }
+        let body = match scope.expr(&c.body) {
+            Ok(b) => b,
+            Err(e) => {
+                errs.push(e);
+                self.errs.extend(errs);
+                return None;
+            }
+        };
+        drop(scope);
+        if !errs.is_empty() {
+            self.errs.extend(errs);
+            return None;
+        }
+        let (body, dtype) = match &declared {
+            Some(info) => (coerce(body, info.dtype), info.dtype),
+            None if body.weak => match self.next_writer_type(d_stmts, i, &c.lhs.name, &unreadable) {
+                Some(t) => (coerce(body, t), t),
+                None => settle(body),
+            },
+            None => settle(body),
+        };
+        if dtype == DType::Bool && c.op != Reduction::Assign {
+            self.err(Diagnostic::error("reductions are not defined on bool tensors", c.op_span));
+            return None;
+        }
+        // Iterators in canonical order: left side, then body, lets, exists.
+        let mut iters: Vec<String> = c.indices.iter().map(|x| x.name.clone()).collect();
+        let note = |e: &Expr, iters: &mut Vec<String>| {
+            e.walk(&mut |x| {
+                if let Expr::Iter(n) = x {
+                    if !iters.contains(n) {
+                        iters.push(n.clone());
+                    }
+                }
+            })
+        };
+        note(&body, &mut iters);
+        lets.iter().for_each(|(_, e)| note(e, &mut iters));
+        let before_exists = iters.len();
+        exists.iter().for_each(|e| note(e, &mut iters));
+        if iters.len() > before_exists {
+            let n = iters[before_exists].clone();
+            self.err(
+                Diagnostic::error(format!("iterator `{n}` appears only in an `exists` clause"), c.span)
+                    .with_help("`exists` clauses guide range inference for iterators of the statement; they cannot add iterators"),
+            );
+            return None;
+        }
+        for id in &fixed_spans {
+            if !iters.contains(&id.name) {
+                self.err(Diagnostic::error(format!("iterator `{}` has a range but is not used", id.name), id.span));
+                return None;
+            }
+        }
+        if c.op == Reduction::Assign {
+            if let Some(r) = iters.iter().find(|x| !c.indices.iter().any(|i| &i.name == *x)) {
+                self.err(
+                    Diagnostic::error(format!("iterator `{r}` appears only on the right side of `=`"), name_span(c, r))
+                        .with_label("a reduction iterator")
+                        .with_help("use a reduction such as `+=!` to sum over it, or put it on the left side"),
+                );
+                return None;
+            }
+        }
+        let shape = declared.and_then(|d| d.shape);
+        self.define(&c.lhs.name, dtype, c.indices.len(), shape);
+        Some(PendingComp {
+            ast: i,
+            tensor: c.lhs.name.clone(),
+            indices: c.indices.iter().map(|x| x.name.clone()).collect(),
+            op: c.op,
+            init: c.init,
+            body,
+            lets,
+            exists,
+            iters,
+            fixed,
+            ranges: None,
+        })
+    }
+
+    /// The type a tensor whose first definition has only literals on its
+    /// right (`C(i) = 0`) takes from the next statement that writes it, when
+    /// that statement's right side has a type of its own (`C(i) += A(i,k) *
+    /// x(k)` makes `C` float). Problems in that statement are reported when
+    /// it is checked itself, not here.
+    fn next_writer_type(&self, stmts: &[StmtAst], i: usize, name: &str, unreadable: &HashMap<String, String>) -> Option<DType> {
+        let next = stmts[i + 1..].iter().find_map(|s| match s {
+            StmtAst::Comp(c) if c.lhs.name == name => Some(c),
+            _ => None,
+        })?;
+        let mut scope = self.scope(unreadable, true);
+        for w in &next.wheres {
+            if let WhereAst::Let { name, value } = w {
+                let t = settle(scope.expr(value).ok()?).1;
+                scope.lets.insert(name.name.clone(), t);
+            }
+        }
+        let body = scope.expr(&next.body).ok()?;
+        (!body.weak).then_some(body.t)
+    }
+
+    /// Makes `name` readable from now on (first definition only).
+    fn define(&mut self, name: &str, dtype: DType, rank: usize, shape: Option<Vec<SizeExpr>>) {
+        if self.tensors.contains_key(name) {
+            return;
+        }
+        self.tensors.insert(name.to_string(), TensorInfo { dtype, rank, shape });
+        let role = if self.returns.iter().any(|r| r == name) { TensorRole::Output } else { TensorRole::Temp };
+        self.order.push((name.to_string(), role));
+    }
+
+    fn type_call(&mut self, c: &CallAst) -> Option<PendingCall> {
+        let Some(callee) = self.callees.get(&c.callee.name) else {
+            let msg = if self.all_defs.contains(&c.callee.name) {
+                format!("`{}` could not be checked, so it cannot be called", c.callee.name)
+            } else {
+                format!("call of unknown def `{}`", c.callee.name)
+            };
+            self.err(Diagnostic::error(msg, c.callee.span).with_label("no def of this name in the file"));
+            return None;
+        };
+        if callee.params.len() != c.args.len() {
+            self.err(Diagnostic::error(
+                format!("`{}` takes {} arguments, but {} are given", callee.name, callee.params.len(), c.args.len()),
+                c.span,
+            ));
+            return None;
+        }
+        if callee.outputs.len() != c.results.len() {
+            self.err(Diagnostic::error(
+                format!("`{}` returns {} tensors, but {} names receive them", callee.name, callee.outputs.len(), c.results.len()),
+                c.span,
+            ));
+            return None;
+        }
+        let unreadable = self.unreadable(usize::MAX, &HashMap::new());
+        let mut args = Vec::new();
+        let mut errs = Vec::new();
+        for (p, a) in callee.params.iter().zip(&c.args) {
+            match p {
+                Param::Tensor(pname) => match &a.kind {
+                    ExprKind::Name(n) if self.tensors.contains_key(n) => args.push(CallArg::Tensor(n.clone())),
+                    ExprKind::Name(n) if unreadable.contains_key(n) => errs.push(Diagnostic::error(
+                        format!("`{n}` {}", unreadable[n]),
+                        a.span,
+                    )),
+                    _ => errs.push(
+                        Diagnostic::error(format!("parameter `{pname}` of `{}` is a tensor; pass a tensor name", callee.name), a.span),
+                    ),
+                },
+                Param::Scalar { name, dtype } => {
+                    let mut scope = self.scope(&unreadable, false);
+                    match scope.expr(a) {
+                        Ok(x) => args.push(CallArg::Scalar(coerce(x, *dtype))),
+                        Err(e) => errs.push(e.with_help(format!("`{name}` is a {dtype} scalar parameter of `{}`", callee.name))),
+                    }
+                }
+            }
+        }
+        if !errs.is_empty() {
+            self.errs.extend(errs);
+            return None;
+        }
+        let mut seen = HashSet::new();
+        for (r, o) in c.results.iter().zip(&callee.outputs) {
+            if !seen.insert(r.name.as_str()) {
+                self.err(Diagnostic::error(format!("`{}` receives two results", r.name), r.span));
+                return None;
+            }
+            if self.scalars.contains_key(&r.name) || self.sizes.contains(&r.name) {
+                self.err(Diagnostic::error(format!("`{}` is not a tensor name", r.name), r.span));
+                return None;
+            }
+            let Some(out) = callee.tensor(o) else { return None };
+            if let Some(existing) = self.tensors.get(&r.name).or_else(|| self.typed_returns.get(&r.name)) {
+                if existing.dtype != out.dtype || existing.rank != out.shape.len() {
+                    self.err(Diagnostic::error(
+                        format!(
+                            "`{}` is {} with {} dimensions, but `{}` returns {} with {} dimensions here",
+                            r.name,
+                            existing.dtype,
+                            existing.rank,
+                            callee.name,
+                            out.dtype,
+                            out.shape.len()
+                        ),
+                        r.span,
+                    ));
+                    return None;
+                }
+            }
+            let shape = self.typed_returns.get(&r.name).and_then(|t| t.shape.clone());
+            self.define(&r.name, out.dtype, out.shape.len(), shape);
+        }
+        Some(PendingCall {
+            callee: callee.name.clone(),
+            args,
+            results: c.results.iter().map(|r| r.name.clone()).collect(),
+            done: false,
+        })
+    }
+
+    fn shape_of(&self, t: &str) -> Option<Vec<SizeExpr>> {
+        self.tensors.get(t).and_then(|i| i.shape.clone())
+    }
+
+    fn infer_all(&mut self, d: &DefAst, pending: &mut [Pending]) {
+        loop {
+            let mut progress = false;
+            for p in pending.iter_mut() {
+                match p {
+                    Pending::Comp(pc) if pc.ranges.is_none() => {
+                        if let Some(r) = self.try_infer(d, pc, false) {
+                            pc.ranges = Some(r);
+                            progress = true;
+                        }
+                        if !self.errs.is_empty() {
+                            return;
+                        }
+                    }
+                    Pending::Call(pc) if !pc.done => {
+                        if self.try_call(d, pc) {
+                            pc.done = true;
+                            progress = true;
+                        }
+                        if !self.errs.is_empty() {
+                            return;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+        // Whatever is left cannot make progress: report it.
+        for p in pending.iter_mut() {
+            match p {
+                Pending::Comp(pc) if pc.ranges.is_none() => {
+                    self.try_infer(d, pc, true);
+                }
+                Pending::Call(pc) if !pc.done => {
+                    let span = d.stmts.iter().find_map(|s| match s {
+                        StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => Some(c.span),
+                        _ => None,
+                    });
+                    self.err(Diagnostic::error(
+                        format!("the shapes of the arguments of `{}` cannot be inferred", pc.callee),
+                        span.unwrap_or(d.name.span),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Accesses that bound iterators: unguarded reads of tensors whose
+    /// shapes are known, and the left side if its shape is known. Also
+    /// returns whether some access was left out for an unknown shape.
+    fn accesses(&self, pc: &PendingComp) -> (Vec<Access>, bool) {
+        let mut out = Vec::new();
+        let mut unknown = false;
+        let mut add = |t: &str, subs: &[Expr], out: &mut Vec<Access>| match self.shape_of(t) {
+            Some(dims) => out.push(Access { dims, subs: subs.to_vec(), text: format!("{t}(..)") }),
+            None => unknown = true,
+        };
+        let mut reads = Vec::new();
+        unguarded_reads(&pc.body, &mut reads);
+        for (_, e) in &pc.lets {
+            unguarded_reads(e, &mut reads);
+        }
+        for e in &pc.exists {
+            unguarded_reads(e, &mut reads);
+        }
+        for (t, subs) in reads {
+            add(t, subs, &mut out);
+        }
+        let lhs: Vec<Expr> = pc.indices.iter().map(|i| Expr::Iter(i.clone())).collect();
+        add(&pc.tensor, &lhs, &mut out);
+        (out, unknown)
+    }
+
+    fn try_infer(&mut self, d: &DefAst, pc: &PendingComp, report: bool) -> Option<Vec<IterRange>> {
+        let StmtAst::Comp(c) = &d.stmts[pc.ast] else { return None };
+        let (accesses, unknown) = self.accesses(pc);
+        let ranges = match infer::infer(&pc.iters, &pc.fixed, &accesses) {
+            Ok(r) => r,
+            Err(e) => {
+                if unknown && !report {
+                    return None;
+                }
+                let diag = match e {
+                    InferError::Unconstrained(its) => {
+                        let x = &its[0];
+                        let lhs_unknown = pc.indices.contains(x) && self.shape_of(&pc.tensor).is_none();
+                        let mut diag = Diagnostic::error(format!("cannot infer the range of iterator `{x}`"), name_span(c, x))
+                            .with_label(if lhs_unknown {
+                                format!("indexes no input tensor, and the shape of `{}` is not known", pc.tensor)
+                            } else {
+                                "indexes no tensor whose shape bounds it".to_string()
+                            });
+                        diag = diag.with_help(format!("add a range: `where {x} in 0:N`"));
+                        diag
+                    }
+                    InferError::Ambiguous { iters, .. } => {
+                        let list = iters.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(" and ");
+                        Diagnostic::error(format!("ambiguous ranges: {list} only appear together in subscripts"), name_span(c, &iters[0]))
+                            .with_label("no subscript bounds this iterator alone")
+                            .with_help(format!("fix one of them with a `where` clause, e.g. `where {} in 0:N`", iters[0]))
+                    }
+                };
+                self.err(diag);
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for it in &pc.iters {
+            let Some((lo, hi)) = ranges.get(it).cloned() else { return None };
+            if let Some(n) = hi.sub(&lo).as_const() {
+                if n <= 0 {
+                    self.err(
+                        Diagnostic::error(format!("the range of iterator `{it}` is empty ({lo}:{hi})"), name_span(c, it))
+                            .with_help("check the sizes involved and the `where` clauses"),
+                    );
+                    return None;
+                }
+            }
+            out.push(IterRange { name: it.clone(), lo, hi });
+        }
+        // The left side: starts at 0 or above, stays inside a known shape,
+        // or defines the shape.
+        let lhs_ranges: Vec<IterRange> = out[..pc.indices.len()].to_vec();
+        for r in &lhs_ranges {
+            if r.lo.as_const().is_some_and(|v| v < 0) || !infer::nonneg(&r.lo) {
+                self.err(
+                    Diagnostic::error(format!("iterator `{}` of the left side starts at {}; tensors start at index 0", r.name, r.lo), name_span(c, &r.name))
+                        .with_help("shift the subscripts so the left side starts at 0"),
+                );
+                return None;
+            }
+        }
+        match self.shape_of(&pc.tensor) {
+            Some(shape) => {
+                for (r, dim) in lhs_ranges.iter().zip(&shape) {
+                    if dim.sub(&r.hi).as_const().is_some_and(|v| v < 0) {
+                        self.err(Diagnostic::error(
+                            format!("writes `{}` out of bounds: `{}` reaches {} but the dimension is {}", pc.tensor, r.name, r.hi.add_const(-1), dim),
+                            name_span(c, &r.name),
+                        ));
+                        return None;
+                    }
+                }
+            }
+            None => {
+                let shape: Vec<SizeExpr> = lhs_ranges.iter().map(|r| r.hi.clone()).collect();
+                if let Some(t) = self.tensors.get_mut(&pc.tensor) {
+                    t.shape = Some(shape);
+                }
+            }
+        }
+        if pc.op == Reduction::Assign {
+            self.static_bounds(c, pc, &out);
+        }
+        Some(out)
+    }
+
+    /// Rejects reads of an `=` statement that provably fall outside their
+    /// tensor (unguarded affine reads whose bounds differ by constants).
+    fn static_bounds(&mut self, c: &CompAst, pc: &PendingComp, ranges: &[IterRange]) {
+        let map: HashMap<String, (SizeExpr, SizeExpr)> =
+            ranges.iter().map(|r| (r.name.clone(), (r.lo.clone(), r.hi.clone()))).collect();
+        let mut reads = Vec::new();
+        unguarded_reads(&pc.body, &mut reads);
+        for (_, e) in &pc.lets {
+            unguarded_reads(e, &mut reads);
+        }
+        for (t, subs) in reads {
+            let Some(shape) = self.shape_of(t) else { continue };
+            for (k, (sub, dim)) in subs.iter().zip(&shape).enumerate() {
+                let Some((lin, dim)) = infer::bounded_form(sub, dim) else { continue };
+                let Some((lo, hi)) = infer::extent(&lin, &map, None) else { continue };
+                let below = lo.as_const().is_some_and(|v| v < 0);
+                let above = dim.add_const(-1).sub(&hi).as_const().is_some_and(|v| v < 0);
+                if below || above {
+                    let (reach, bound) = if below { (lo, "below 0".to_string()) } else { (hi, format!("past the last index {}", dim.add_const(-1))) };
+                    self.err(
+                        Diagnostic::error(
+                            format!("`=` reads `{t}` out of bounds: subscript {} reaches {reach}, {bound}", k + 1),
+                            name_span(c, t),
+                        )
+                        .with_help("only reductions skip out-of-bounds points; guard the read with `?:` or narrow the `where` range"),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    fn try_call(&mut self, d: &DefAst, pc: &PendingCall) -> bool {
+        let Some(callee) = self.callees.get(&pc.callee) else { return false };
+        let span = d
+            .stmts
+            .iter()
+            .find_map(|s| match s {
+                StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => Some(c.span),
+                _ => None,
+            })
+            .unwrap_or(d.name.span);
+        let mut map: HashMap<String, SizeExpr> = HashMap::new();
+        for (p, a) in callee.params.iter().zip(&pc.args) {
+            match (p, a) {
+                (Param::Tensor(pn), CallArg::Tensor(an)) => {
+                    let Some(decl) = callee.tensor(pn) else { return false };
+                    let Some(info) = self.tensors.get(an).cloned() else { return false };
+                    let Some(shape) = info.shape else { return false };
+                    if info.dtype != decl.dtype || shape.len() != decl.shape.len() {
+                        self.err(Diagnostic::error(
+                            format!(
+                                "argument `{an}` is {}({}), but `{}` expects {}({}) for `{pn}`",
+                                info.dtype,
+                                join(&shape),
+                                callee.name,
+                                decl.dtype,
+                                join(&decl.shape)
+                            ),
+                            span,
+                        ));
+                        return false;
+                    }
+                    for (k, (want, have)) in decl.shape.iter().zip(&shape).enumerate() {
+                        if let Some(s) = want.as_sym() {
+                            if let Some(prev) = map.get(s) {
+                                if prev != have {
+                                    self.err(Diagnostic::error(
+                                        format!("size mismatch in call of `{}`: `{s}` is {prev} from an earlier argument but {have} from `{an}` (dimension {k})", callee.name),
+                                        span,
+                                    ));
+                                    return false;
+                                }
+                            } else {
+                                map.insert(s.to_string(), have.clone());
+                            }
+                        } else if want != have {
+                            self.err(Diagnostic::error(
+                                format!("size mismatch in call of `{}`: `{pn}` needs {want} in dimension {k}, `{an}` has {have}", callee.name),
+                                span,
+                            ));
+                            return false;
+                        }
+                    }
+                }
+                (Param::Scalar { name, dtype }, CallArg::Scalar(e)) if dtype.is_int() => {
+                    if let Some(s) = expr_to_size(e) {
+                        map.insert(name.clone(), s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (r, o) in pc.results.iter().zip(&callee.outputs) {
+            let Some(out) = callee.tensor(o) else { return false };
+            let mut shape = Vec::new();
+            for dim in &out.shape {
+                if let Some(s) = dim.symbols().into_iter().find(|s| !map.contains_key(s)) {
+                    self.err(Diagnostic::error(
+                        format!("the size of result `{o}` of `{}` depends on `{s}`, which this call does not determine", callee.name),
+                        span,
+                    ));
+                    return false;
+                }
+                shape.push(dim.subst(&|s| map.get(s).cloned()));
+            }
+            let info = self.tensors.get_mut(r);
+            match info {
+                Some(info) => match &info.shape {
+                    Some(existing) if *existing != shape => {
+                        let msg = format!("`{r}` has shape ({}), but `{}` returns shape ({}) here", join(existing), callee.name, join(&shape));
+                        self.err(Diagnostic::error(msg, span));
+                        return false;
+                    }
+                    Some(_) => {}
+                    None => info.shape = Some(shape),
+                },
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn build(&mut self, d: &DefAst, pending: Vec<Pending>) -> Def {
+        let params = d
+            .params
+            .iter()
+            .map(|p| match p.ty.dims {
+                None => Param::Scalar { name: p.name.name.clone(), dtype: p.ty.dtype },
+                Some(_) => Param::Tensor(p.name.name.clone()),
+            })
+            .collect();
+        let tensors = self
+            .order
+            .iter()
+            .map(|(n, role)| {
+                let info = &self.tensors[n];
+                TensorDecl { name: n.clone(), dtype: info.dtype, shape: info.shape.clone().unwrap_or_default(), role: *role }
+            })
+            .collect();
+        let stmts = pending
+            .into_iter()
+            .map(|p| match p {
+                Pending::Comp(pc) => Stmt::Comp(Comprehension {
+                    tensor: pc.tensor,
+                    indices: pc.indices,
+                    op: pc.op,
+                    init: pc.init,
+                    body: pc.body,
+                    ranges: pc.ranges.unwrap_or_default(),
+                    lets: pc.lets,
+                    exists: pc.exists,
+                }),
+                Pending::Call(pc) => Stmt::Call(CallStmt { callee: pc.callee, args: pc.args, results: pc.results }),
+            })
+            .collect();
+        Def { name: d.name.name.clone(), params, outputs: self.returns.clone(), tensors, stmts }
+    }
+}
+
+fn join(s: &[SizeExpr]) -> String {
+    s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The statement index that first writes each tensor.
+fn first_definitions(d: &DefAst) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for (i, s) in d.stmts.iter().enumerate() {
+        match s {
+            StmtAst::Comp(c) => {
+                out.entry(c.lhs.name.clone()).or_insert(i);
+            }
+            StmtAst::Call(c) => {
+                for r in &c.results {
+                    out.entry(r.name.clone()).or_insert(i);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Reads not under a `?:` branch, with reads nested in their subscripts.
+pub fn unguarded_reads<'e>(e: &'e Expr, out: &mut Vec<(&'e str, &'e [Expr])>) {
+    match e {
+        Expr::Read(t, subs) => {
+            out.push((t, subs));
+            for s in subs {
+                unguarded_reads(s, out);
+            }
+        }
+        Expr::Select(c, _, _) => unguarded_reads(c, out),
+        _ => {
+            for c in e.children() {
+                unguarded_reads(c, out);
+            }
+        }
+    }
+}
+
+/// The span of the first mention of `name` in a statement (falls back to
+/// the left-hand side).
+fn name_span(c: &CompAst, name: &str) -> Span {
+    if let Some(ix) = c.indices.iter().find(|x| x.name == name) {
+        return ix.span;
+    }
+    fn find(e: &ExprAst, name: &str) -> Option<Span> {
+        match &e.kind {
+            ExprKind::Name(n) if n == name => Some(e.span),
+            ExprKind::Apply(f, args) => {
+                if f.name == name {
+                    return Some(f.span);
+                }
+                args.iter().find_map(|a| find(a, name))
+            }
+            ExprKind::Unary(_, a) => find(a, name),
+            ExprKind::Binary(_, a, b) => find(a, name).or_else(|| find(b, name)),
+            ExprKind::Select(a, b, x) => find(a, name).or_else(|| find(b, name)).or_else(|| find(x, name)),
+            _ => None,
+        }
+    }
+    find(&c.body, name)
+        .or_else(|| {
+            c.wheres.iter().find_map(|w| match w {
+                WhereAst::Range { iter, .. } if iter.name == name => Some(iter.span),
+                WhereAst::Let { value, .. } => find(value, name),
+                WhereAst::Exists(e) => find(e, name),
+                _ => None,
+            })
+        })
+        .unwrap_or(c.lhs.span)
+}

@@ -1,0 +1,562 @@
+//! The parser: tokens to a syntax tree ([`crate::ast`]).
+//!
+//! Recursive descent with precedence climbing for expressions. Never panics:
+//! every problem is a diagnostic. Nesting is limited to [`MAX_DEPTH`] so
+//! hostile input cannot overflow the stack here or in later recursive
+//! passes. After an error the parser skips to the next statement (a token
+//! that starts a line) or the next `def`, so one file reports several errors.
+
+use crate::ast::*;
+use crate::diag::{Diagnostic, Span};
+use crate::lexer::{Tok, Token};
+use ir::{BinOp, DType, Reduction, UnOp};
+
+/// Deepest expression nesting accepted.
+pub const MAX_DEPTH: usize = 128;
+
+type PResult<T> = Result<T, Diagnostic>;
+
+pub fn parse(tokens: Vec<Token>) -> (File, Vec<Diagnostic>) {
+    let mut p = Parser { toks: tokens, pos: 0, errs: Vec::new(), depth: 0 };
+    let file = p.file();
+    (file, p.errs)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+    errs: Vec<Diagnostic>,
+    depth: usize,
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Ident(s) => format!("`{s}`"),
+        Tok::Int(v) => format!("`{v}`"),
+        Tok::Float(v) => format!("`{v}`"),
+        Tok::Punct(p) => format!("`{p}`"),
+        Tok::Eof => "end of file".to_string(),
+    }
+}
+
+impl Parser {
+    fn peek(&self) -> &Token {
+        &self.toks[self.pos.min(self.toks.len() - 1)]
+    }
+
+    fn peek_at(&self, k: usize) -> &Token {
+        &self.toks[(self.pos + k).min(self.toks.len() - 1)]
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.peek().clone();
+        if self.pos < self.toks.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn prev_end(&self) -> usize {
+        if self.pos == 0 {
+            0
+        } else {
+            self.toks[self.pos - 1].span.end
+        }
+    }
+
+    fn is(&self, p: &str) -> bool {
+        matches!(&self.peek().tok, Tok::Punct(q) if *q == p)
+    }
+
+    fn is_ident(&self, s: &str) -> bool {
+        matches!(&self.peek().tok, Tok::Ident(q) if q == s)
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        if self.is(p) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn unexpected(&self, wanted: &str) -> Diagnostic {
+        let t = self.peek();
+        Diagnostic::error(format!("expected {wanted}, found {}", describe(&t.tok)), t.span)
+            .with_label(format!("expected {wanted} here"))
+    }
+
+    fn expect(&mut self, p: &str) -> PResult<Span> {
+        if self.is(p) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.unexpected(&format!("`{p}`")))
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<Ident> {
+        match &self.peek().tok {
+            Tok::Ident(s) => {
+                let name = s.clone();
+                let span = self.bump().span;
+                Ok(Ident { name, span })
+            }
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
+    fn file(&mut self) -> File {
+        let mut defs = Vec::new();
+        while self.peek().tok != Tok::Eof {
+            if self.is_ident("def") {
+                match self.def() {
+                    Ok(d) => defs.push(d),
+                    Err(e) => {
+                        self.errs.push(e);
+                        self.skip_to_def();
+                    }
+                }
+            } else {
+                let t = self.bump();
+                self.errs.push(
+                    Diagnostic::error(format!("expected `def`, found {}", describe(&t.tok)), t.span)
+                        .with_help("a TC file is a list of `def name(params) -> (results) { ... }`"),
+                );
+                self.skip_to_def();
+            }
+        }
+        File { defs }
+    }
+
+    fn skip_to_def(&mut self) {
+        while self.peek().tok != Tok::Eof && !(self.is_ident("def") && self.peek().line_start) {
+            self.bump();
+        }
+    }
+
+    fn def(&mut self) -> PResult<DefAst> {
+        let start = self.bump().span;
+        let name = self.ident("a def name")?;
+        self.expect("(")?;
+        let mut params = Vec::new();
+        if !self.is(")") {
+            loop {
+                let ty = self.type_ast()?;
+                let pname = self.ident("a parameter name")?;
+                params.push(ParamAst { ty, name: pname });
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        self.expect("->").map_err(|e| e.with_help("a def's results follow `->`: `def f(float(N) A) -> (B) { ... }`"))?;
+        self.expect("(")?;
+        let mut returns = Vec::new();
+        if !self.is(")") {
+            loop {
+                returns.push(self.return_ast()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        self.expect("{")?;
+        let mut stmts = Vec::new();
+        loop {
+            if self.is("}") {
+                break;
+            }
+            if self.peek().tok == Tok::Eof {
+                return Err(Diagnostic::error(format!("def `{}` is not closed", name.name), name.span)
+                    .with_label("this def")
+                    .with_help("add `}` after its last statement"));
+            }
+            if self.is_ident("def") && self.peek().line_start {
+                return Err(Diagnostic::error(format!("def `{}` is not closed", name.name), name.span)
+                    .with_label("this def")
+                    .with_extra(self.peek().span, "the next def starts here")
+                    .with_help("add `}` after its last statement"));
+            }
+            let before = self.pos;
+            match self.stmt() {
+                Ok(s) => stmts.push(s),
+                Err(e) => {
+                    self.errs.push(e);
+                    self.skip_stmt(before);
+                }
+            }
+        }
+        let end = self.expect("}")?;
+        Ok(DefAst { name, params, returns, stmts, span: start.to(end) })
+    }
+
+    /// Skips to the start of the next statement, making progress.
+    fn skip_stmt(&mut self, before: usize) {
+        if self.pos == before {
+            self.bump();
+        }
+        while self.peek().tok != Tok::Eof
+            && !self.is("}")
+            && !(self.peek().line_start && matches!(self.peek().tok, Tok::Ident(_) | Tok::Punct("(")))
+        {
+            self.bump();
+        }
+    }
+
+    fn dtype(&mut self) -> PResult<(DType, Span)> {
+        let t = self.peek().clone();
+        match &t.tok {
+            Tok::Ident(s) if s == "half" || s == "float16" || s == "bfloat16" => Err(Diagnostic::error(
+                format!("`{s}` is not supported yet"),
+                t.span,
+            )
+            .with_help("use `float` (float32) or `double` (float64)")),
+            Tok::Ident(s) => match DType::from_name(s) {
+                Some(d) => {
+                    self.bump();
+                    Ok((d, t.span))
+                }
+                None => Err(Diagnostic::error(format!("unknown type `{s}`"), t.span)
+                    .with_label("expected an element type")
+                    .with_help("element types: float, float32, float64, double, int, int8/16/32/64, uint8/16/32/64, bool")),
+            },
+            _ => Err(self.unexpected("a type")),
+        }
+    }
+
+    fn type_ast(&mut self) -> PResult<TypeAst> {
+        let (dtype, span) = self.dtype()?;
+        if !self.is("(") {
+            return Ok(TypeAst { dtype, span, dims: None });
+        }
+        self.bump();
+        let mut dims = Vec::new();
+        if !self.is(")") {
+            loop {
+                let t = self.peek().clone();
+                match t.tok {
+                    Tok::Ident(s) => {
+                        self.bump();
+                        dims.push(DimAst::Sym(Ident { name: s, span: t.span }));
+                    }
+                    Tok::Int(v) => {
+                        self.bump();
+                        dims.push(DimAst::Const(v, t.span));
+                    }
+                    _ => {
+                        return Err(self
+                            .unexpected("a size symbol or an integer")
+                            .with_help("dimensions are names (`N`) or integer constants (`3`)"))
+                    }
+                }
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        let end = self.expect(")")?;
+        Ok(TypeAst { dtype, span: span.to(end), dims: Some(dims) })
+    }
+
+    fn return_ast(&mut self) -> PResult<ReturnAst> {
+        let typed = match (&self.peek().tok, &self.peek_at(1).tok) {
+            (Tok::Ident(s), Tok::Punct("(")) | (Tok::Ident(s), Tok::Ident(_)) => {
+                DType::from_name(s).is_some() || s == "half"
+            }
+            _ => false,
+        };
+        let ty = if typed { Some(self.type_ast()?) } else { None };
+        let name = self.ident("a result name")?;
+        Ok(ReturnAst { ty, name })
+    }
+
+    fn stmt(&mut self) -> PResult<StmtAst> {
+        self.depth = 0;
+        let start = self.peek().span;
+        // `(A, B) = f(...)`
+        if self.is("(") {
+            self.bump();
+            let mut results = vec![self.ident("a result name")?];
+            while self.eat(",") {
+                results.push(self.ident("a result name")?);
+            }
+            self.expect(")")?;
+            self.expect("=")?;
+            return self.call_rest(results, start);
+        }
+        let lhs = self.ident("a statement")?;
+        if self.is("=") {
+            self.bump();
+            return self.call_rest(vec![lhs], start);
+        }
+        if !self.is("(") {
+            return Err(self.unexpected("`(` after the tensor name").with_help(
+                "statements are `T(i, j) = ...`, `T(i) +=! ...` or calls `T = f(...)`",
+            ));
+        }
+        self.bump();
+        let mut indices = Vec::new();
+        if !self.is(")") {
+            loop {
+                match &self.peek().tok {
+                    Tok::Ident(_) => indices.push(self.ident("an iterator")?),
+                    _ => {
+                        return Err(self.unexpected("an iterator name").with_help(
+                            "the left side is indexed by iterator names only; put expressions on the right",
+                        ))
+                    }
+                }
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        let (op, init, op_span) = self.reduction()?;
+        let body = self.expr()?;
+        let mut wheres = Vec::new();
+        if self.is_ident("where") {
+            self.bump();
+            loop {
+                wheres.push(self.where_clause()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.eat(";");
+        let span = start.to(Span::new(self.prev_end(), self.prev_end()));
+        Ok(StmtAst::Comp(CompAst { lhs, indices, op, init, op_span, body, wheres, span }))
+    }
+
+    fn call_rest(&mut self, results: Vec<Ident>, start: Span) -> PResult<StmtAst> {
+        let callee = self.ident("the name of a def to call")?;
+        self.expect("(").map_err(|e| {
+            e.with_help("a statement `X = ...` calls a def: `X = f(A, B)`; to define elements write `X(i) = ...`")
+        })?;
+        let mut args = Vec::new();
+        if !self.is(")") {
+            loop {
+                args.push(self.expr()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        self.eat(";");
+        let span = start.to(Span::new(self.prev_end(), self.prev_end()));
+        Ok(StmtAst::Call(CallAst { results, callee, args, span }))
+    }
+
+    fn reduction(&mut self) -> PResult<(Reduction, bool, Span)> {
+        let t = self.peek().clone();
+        let (op, init) = match &t.tok {
+            Tok::Punct("=") => (Reduction::Assign, false),
+            Tok::Punct("+=") => (Reduction::Add, false),
+            Tok::Punct("*=") => (Reduction::Mul, false),
+            Tok::Punct("+=!") => (Reduction::Add, true),
+            Tok::Punct("*=!") => (Reduction::Mul, true),
+            Tok::Ident(s) if (s == "min" || s == "max") && matches!(self.peek_at(1).tok, Tok::Punct("=")) => {
+                self.bump();
+                let op = if s == "min" { Reduction::Min } else { Reduction::Max };
+                let eq = self.bump().span;
+                let init = self.is("!") && self.peek().span.start == eq.end;
+                let mut span = t.span.to(eq);
+                if init {
+                    span = span.to(self.bump().span);
+                }
+                return Ok((op, init, span));
+            }
+            _ => {
+                return Err(self
+                    .unexpected("`=` or a reduction operator")
+                    .with_help("operators: = += *= min= max= and the initializing +=! *=! min=! max=!"))
+            }
+        };
+        self.bump();
+        Ok((op, init, t.span))
+    }
+
+    fn where_clause(&mut self) -> PResult<WhereAst> {
+        if self.is_ident("exists") {
+            self.bump();
+            return Ok(WhereAst::Exists(self.expr()?));
+        }
+        let name = self.ident("`i in lo:hi`, `x = e` or `exists e`")?;
+        if self.eat("=") {
+            return Ok(WhereAst::Let { name, value: self.expr()? });
+        }
+        if !self.is_ident("in") {
+            return Err(self.unexpected("`in` or `=`").with_help("where clauses: `i in lo:hi`, `x = e`, `exists e`"));
+        }
+        self.bump();
+        let lo = self.binary(1)?;
+        self.expect(":").map_err(|e| e.with_help("ranges are half-open: `i in 0:N`"))?;
+        let hi = self.binary(1)?;
+        Ok(WhereAst::Range { iter: name, lo, hi })
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        if self.depth >= MAX_DEPTH {
+            let span = self.peek().span;
+            return Err(Diagnostic::error(
+                format!("expression nested more than {MAX_DEPTH} levels deep"),
+                span,
+            )
+            .with_help("split the expression with `where` lets or temporaries"));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn expr(&mut self) -> PResult<ExprAst> {
+        self.enter()?;
+        let r = self.ternary();
+        self.depth -= 1;
+        r
+    }
+
+    fn ternary(&mut self) -> PResult<ExprAst> {
+        let c = self.binary(1)?;
+        if !self.is("?") {
+            return Ok(c);
+        }
+        self.bump();
+        let a = self.expr()?;
+        self.expect(":")?;
+        let b = self.expr()?;
+        let span = c.span.to(b.span);
+        Ok(ExprAst { kind: ExprKind::Select(Box::new(c), Box::new(a), Box::new(b)), span })
+    }
+
+    fn binop(&self) -> Option<BinOp> {
+        Some(match &self.peek().tok {
+            Tok::Punct(p) => match *p {
+                "+" => BinOp::Add,
+                "-" => BinOp::Sub,
+                "*" => BinOp::Mul,
+                "/" => BinOp::Div,
+                "%" => BinOp::Mod,
+                "<" => BinOp::Lt,
+                "<=" => BinOp::Le,
+                ">" => BinOp::Gt,
+                ">=" => BinOp::Ge,
+                "==" => BinOp::Eq,
+                "!=" => BinOp::Ne,
+                "&&" => BinOp::And,
+                "||" => BinOp::Or,
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+
+    /// Precedence climbing: parses operators binding at least `min`.
+    fn binary(&mut self, min: u8) -> PResult<ExprAst> {
+        let mut lhs = self.unary()?;
+        // Each operator of a chain deepens the (left-leaning) tree by one, so
+        // the chain counts against the depth limit until it ends.
+        let saved = self.depth;
+        let result = loop {
+            let Some(op) = self.binop() else { break Ok(lhs) };
+            let prec = op.precedence();
+            if prec < min {
+                break Ok(lhs);
+            }
+            self.bump();
+            if let Err(e) = self.enter() {
+                break Err(e);
+            }
+            let rhs = match self.binary(prec + 1) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
+            };
+            let span = lhs.span.to(rhs.span);
+            lhs = ExprAst { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span };
+        };
+        self.depth = saved;
+        result
+    }
+
+    fn unary(&mut self) -> PResult<ExprAst> {
+        let op = if self.is("-") {
+            Some(UnOp::Neg)
+        } else if self.is("!") {
+            Some(UnOp::Not)
+        } else {
+            None
+        };
+        match op {
+            Some(op) => {
+                let start = self.bump().span;
+                self.enter()?;
+                let a = self.unary();
+                self.depth -= 1;
+                let a = a?;
+                let span = start.to(a.span);
+                Ok(ExprAst { kind: ExprKind::Unary(op, Box::new(a)), span })
+            }
+            None => self.primary(),
+        }
+    }
+
+    fn primary(&mut self) -> PResult<ExprAst> {
+        let t = self.peek().clone();
+        match t.tok {
+            Tok::Int(v) => {
+                self.bump();
+                Ok(ExprAst { kind: ExprKind::Int(v), span: t.span })
+            }
+            Tok::Float(v) => {
+                self.bump();
+                Ok(ExprAst { kind: ExprKind::Float(v), span: t.span })
+            }
+            Tok::Punct("(") => {
+                self.bump();
+                let e = self.expr()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Tok::Ident(name) => {
+                self.bump();
+                if name == "true" || name == "false" {
+                    return Ok(ExprAst { kind: ExprKind::Bool(name == "true"), span: t.span });
+                }
+                let id = Ident { name, span: t.span };
+                if self.is("(") {
+                    self.bump();
+                    let mut args = Vec::new();
+                    if !self.is(")") {
+                        loop {
+                            args.push(self.expr()?);
+                            if !self.eat(",") {
+                                break;
+                            }
+                        }
+                    }
+                    let end = self.expect(")")?;
+                    let span = id.span.to(end);
+                    return Ok(ExprAst { kind: ExprKind::Apply(id, args), span });
+                }
+                if self.is(".") {
+                    self.bump();
+                    let d = self.peek().clone();
+                    return match d.tok {
+                        Tok::Int(v) => {
+                            self.bump();
+                            let span = id.span.to(d.span);
+                            Ok(ExprAst { kind: ExprKind::Dim(id, v), span })
+                        }
+                        _ => Err(self.unexpected("a dimension number after `.`").with_help("`T.1` is the size of dimension 1 of `T`")),
+                    };
+                }
+                Ok(ExprAst { kind: ExprKind::Name(id.name), span: id.span })
+            }
+            _ => Err(self.unexpected("an expression")),
+        }
+    }
+}

@@ -37,6 +37,8 @@ pub struct TypeAst {
 pub enum DimAst {
     Sym(Ident),
     Const(i64, Span),
+    /// Any other size expression (allowed in result types only).
+    Expr(ExprAst),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -251,6 +251,12 @@ impl<'a> DefCx<'a> {
                         }
                         shape.push(SizeExpr::constant(*v));
                     }
+                    DimAst::Expr(e) => {
+                        self.err(
+                            Diagnostic::error("parameter dimensions must be size symbols or integers", e.span)
+                                .with_help("computed sizes are allowed in result types only"),
+                        );
+                    }
                     DimAst::Sym(id) => {
                         if let Some(t) = self.scalars.get(&id.name) {
                             if !t.is_int() {
@@ -315,6 +321,13 @@ impl<'a> DefCx<'a> {
                                 self.err(Diagnostic::error(format!("dimension {v} is not positive"), *span));
                             }
                             shape.push(SizeExpr::constant(*v));
+                        }
+                        DimAst::Expr(e) => {
+                            let empty = HashMap::new();
+                            match self.scope(&empty, false).size(e) {
+                                Ok(s) => shape.push(s),
+                                Err(d) => self.err(d),
+                            }
                         }
                         DimAst::Sym(id) => {
                             if !self.sizes.contains(&id.name) && !self.scalars.get(&id.name).is_some_and(|t| t.is_int()) {

@@ -236,22 +236,12 @@ impl Parser {
         let mut dims = Vec::new();
         if !self.is(")") {
             loop {
-                let t = self.peek().clone();
-                match t.tok {
-                    Tok::Ident(s) => {
-                        self.bump();
-                        dims.push(DimAst::Sym(Ident { name: s, span: t.span }));
-                    }
-                    Tok::Int(v) => {
-                        self.bump();
-                        dims.push(DimAst::Const(v, t.span));
-                    }
-                    _ => {
-                        return Err(self
-                            .unexpected("a size symbol or an integer")
-                            .with_help("dimensions are names (`N`) or integer constants (`3`)"))
-                    }
-                }
+                let e = self.binary(1)?;
+                dims.push(match e.kind {
+                    ExprKind::Name(n) => DimAst::Sym(Ident { name: n, span: e.span }),
+                    ExprKind::Int(v) => DimAst::Const(v, e.span),
+                    _ => DimAst::Expr(e),
+                });
                 if !self.eat(",") {
                     break;
                 }

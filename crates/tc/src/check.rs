@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::ast::*;
+use crate::bounds;
 use crate::diag::{Diagnostic, Span};
 use crate::infer::{self, Access, InferError};
 use crate::typing::{coerce, expr_to_size, settle, Scope, TensorInfo};
@@ -222,7 +223,9 @@ impl<'a> DefCx<'a> {
         if !self.errs.is_empty() {
             return None;
         }
-        Some(self.build(d, pending))
+        let def = self.build(d, pending);
+        self.errs.extend(bounds_diagnostics(d, &def, &HashMap::new()));
+        Some(def)
     }
 
     fn signature(&mut self, d: &DefAst) {
@@ -864,17 +867,7 @@ impl<'a> DefCx<'a> {
             }
         }
         match self.shape_of(&pc.tensor) {
-            Some(shape) => {
-                for (r, dim) in lhs_ranges.iter().zip(&shape) {
-                    if dim.sub(&r.hi).as_const().is_some_and(|v| v < 0) {
-                        self.err(Diagnostic::error(
-                            format!("writes `{}` out of bounds: `{}` reaches {} but the dimension is {}", pc.tensor, r.name, r.hi.add_const(-1), dim),
-                            name_span(c, &r.name),
-                        ));
-                        return None;
-                    }
-                }
-            }
+            Some(_) => {}
             None => {
                 let shape: Vec<SizeExpr> = lhs_ranges.iter().map(|r| r.hi.clone()).collect();
                 if let Some(t) = self.tensors.get_mut(&pc.tensor) {
@@ -882,42 +875,7 @@ impl<'a> DefCx<'a> {
                 }
             }
         }
-        if pc.op == Reduction::Assign {
-            self.static_bounds(c, pc, &out);
-        }
         Some(out)
-    }
-
-    /// Rejects reads of an `=` statement that provably fall outside their
-    /// tensor (unguarded affine reads whose bounds differ by constants).
-    fn static_bounds(&mut self, c: &CompAst, pc: &PendingComp, ranges: &[IterRange]) {
-        let map: HashMap<String, (SizeExpr, SizeExpr)> =
-            ranges.iter().map(|r| (r.name.clone(), (r.lo.clone(), r.hi.clone()))).collect();
-        let mut reads = Vec::new();
-        unguarded_reads(&pc.body, &mut reads);
-        for (_, e) in &pc.lets {
-            unguarded_reads(e, &mut reads);
-        }
-        for (t, subs) in reads {
-            let Some(shape) = self.shape_of(t) else { continue };
-            for (k, (sub, dim)) in subs.iter().zip(&shape).enumerate() {
-                let Some((lin, dim)) = infer::bounded_form(sub, dim) else { continue };
-                let Some((lo, hi)) = infer::extent(&lin, &map, None) else { continue };
-                let below = lo.as_const().is_some_and(|v| v < 0);
-                let above = dim.add_const(-1).sub(&hi).as_const().is_some_and(|v| v < 0);
-                if below || above {
-                    let (reach, bound) = if below { (lo, "below 0".to_string()) } else { (hi, format!("past the last index {}", dim.add_const(-1))) };
-                    self.err(
-                        Diagnostic::error(
-                            format!("`=` reads `{t}` out of bounds: subscript {} reaches {reach}, {bound}", k + 1),
-                            name_span(c, t),
-                        )
-                        .with_help("only reductions skip out-of-bounds points; guard the read with `?:` or narrow the `where` range"),
-                    );
-                    return;
-                }
-            }
-        }
     }
 
     fn try_call(&mut self, d: &DefAst, pc: &PendingCall) -> bool {
@@ -1046,6 +1004,19 @@ impl<'a> DefCx<'a> {
             .collect();
         Def { name: d.name.name.clone(), params, outputs: self.returns.clone(), tensors, stmts }
     }
+}
+
+/// Runs the static bounds checks on every comprehension of a checked def.
+pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (s, ast) in def.stmts.iter().zip(&d.stmts) {
+        if let (Stmt::Comp(c), StmtAst::Comp(a)) = (s, ast) {
+            if let Some(v) = bounds::check_comprehension(def, c, sizes) {
+                out.push(Diagnostic::error(v.message, name_span(a, &v.name)).with_help(v.help));
+            }
+        }
+    }
+    out
 }
 
 fn join(s: &[SizeExpr]) -> String {

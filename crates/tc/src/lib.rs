@@ -8,6 +8,7 @@
 //! statement and def boundaries so one file reports several errors.
 
 mod ast;
+mod bounds;
 mod check;
 mod diag;
 mod infer;
@@ -31,6 +32,12 @@ pub struct Checked {
 
 /// Parses and checks a TC source text.
 pub fn check_source(text: &str) -> Result<Checked, Vec<Diagnostic>> {
+    let file = parse_source(text)?;
+    let out = check::check_file(&file)?;
+    Ok(Checked { program: out.program, stmt_spans: out.stmt_spans, def_spans: out.def_spans })
+}
+
+fn parse_source(text: &str) -> Result<ast::File, Vec<Diagnostic>> {
     let (tokens, mut errs) = lexer::lex(text);
     let (file, parse_errs) = parser::parse(tokens);
     errs.extend(parse_errs);
@@ -38,6 +45,24 @@ pub fn check_source(text: &str) -> Result<Checked, Vec<Diagnostic>> {
         errs.sort_by_key(|d| d.span.start);
         return Err(errs);
     }
-    let out = check::check_file(&file)?;
-    Ok(Checked { program: out.program, stmt_spans: out.stmt_spans, def_spans: out.def_spans })
+    Ok(file)
+}
+
+/// Checks a TC source text with some size symbols bound (`--size`): on top
+/// of [`check_source`], rejects ranges that become empty and `=` reads and
+/// writes that fall out of bounds with those sizes.
+pub fn check_source_with_sizes(text: &str, sizes: &HashMap<String, i64>) -> Result<Checked, Vec<Diagnostic>> {
+    let checked = check_source(text)?;
+    let file = parse_source(text)?;
+    let mut errs = Vec::new();
+    for def in &checked.program.defs {
+        if let Some(d) = file.defs.iter().find(|d| d.name.name == def.name) {
+            errs.extend(check::bounds_diagnostics(d, def, sizes));
+        }
+    }
+    if errs.is_empty() {
+        Ok(checked)
+    } else {
+        Err(errs)
+    }
 }

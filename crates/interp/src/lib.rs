@@ -1,1 +1,51 @@
+//! The reference interpreter of tessera IR: what every program means.
+//!
+//! [`run`] executes a def of an [`ir::Program`] on concrete tensors, in one
+//! of two modes:
+//!
+//! - [`Mode::Real`]: floats, integers and `bool` with exact machine
+//!   semantics (`float32` rounding after every operation, wrapping narrow
+//!   integers, floor division and modulo), as `docs/LANGUAGE.md` describes;
+//! - [`Mode::ModP`]: every value is a residue mod [`P`] and bodies must be
+//!   polynomials, for the randomized equivalence verifier.
+//!
+//! Each comprehension is compiled once per execution into closures over a
+//! flat frame of slots (`compile.rs`, `poly.rs`, `read.rs`) and then
+//! iterated (`exec.rs`); nothing looks names up or walks the expression tree
+//! per element. No input panics the interpreter: every problem, in the
+//! program or the arguments, is a [`RunError`].
 
+mod arith;
+mod bind;
+mod compile;
+mod error;
+mod exec;
+mod frame;
+mod poly;
+mod read;
+mod residue;
+mod rng;
+mod run;
+mod tensor;
+
+pub use bind::{bind_sizes, param_shape};
+pub use error::RunError;
+pub use residue::P;
+pub use run::run;
+pub use tensor::{Data, Tensor};
+
+/// An argument of a def: a tensor or a scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Tensor(Tensor),
+    Scalar(ir::Value),
+}
+
+/// How values are computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Ordinary arithmetic on floats, integers and `bool`.
+    Real,
+    /// Arithmetic on residues mod [`P`]; only polynomial bodies run.
+    ModP,
+}

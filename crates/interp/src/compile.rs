@@ -1,0 +1,491 @@
+//! Compiling expressions with ordinary semantics into closures.
+//!
+//! [`Scope::any`] turns an [`Expr`] into a closure chosen by the node's type
+//! (`f64`, `i64` or `bool` result), once per statement execution: names are
+//! resolved to frame slots, constants and reads are bound now, and every
+//! operation rounds (`float32`) or wraps (narrow integers) as `arith` says.
+//! Types are taken from the compiled operands, so ill-typed IR is reported
+//! as an error rather than computed with a wrong type.
+//!
+//! In mod-p mode this compiler handles the "ordinary" parts of a body:
+//! conditions and subscripts, which may use iterators, sizes, scalars and
+//! literals but never tensor values; a read here is then an error.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use ir::{BinOp, Builtin, Comprehension, DType, Def, Expr, UnOp, Value};
+
+use crate::arith;
+use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
+use crate::read::ReadPlan;
+use crate::tensor::{Data, Tensor};
+use crate::Mode;
+
+/// A compiled expression with its type.
+pub(crate) enum Compiled<'a> {
+    Float(FloatFn<'a>, DType),
+    Int(IntFn<'a>, DType),
+    Bool(BoolFn<'a>),
+}
+
+impl Compiled<'_> {
+    fn dtype(&self) -> DType {
+        match self {
+            Compiled::Float(_, t) | Compiled::Int(_, t) => *t,
+            Compiled::Bool(_) => DType::Bool,
+        }
+    }
+}
+
+/// Where in an expression the compiler is.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cx {
+    /// Under the second or third operand of a `?:`: reads there are only
+    /// evaluated when the branch is taken and must then be in bounds.
+    pub in_branch: bool,
+}
+
+impl Cx {
+    pub(crate) fn branch(self) -> Cx {
+        Cx { in_branch: true }
+    }
+}
+
+/// Everything names in an expression can refer to during one statement.
+pub(crate) struct Scope<'a> {
+    pub def: &'a Def,
+    /// The comprehension being compiled (`None` for call arguments).
+    pub comp: Option<&'a Comprehension>,
+    /// The statement's 0-based index, for messages.
+    pub stmt: usize,
+    pub env: &'a HashMap<String, Tensor>,
+    /// Scalar parameters, converted to their declared types.
+    pub scalars: &'a HashMap<String, Value>,
+    /// Size symbols and integer scalars.
+    pub sizes: &'a HashMap<String, i64>,
+    pub mode: Mode,
+    /// Whether the statement is a reduction (where reads may skip a point).
+    pub reduction: bool,
+    /// Iterator slots in `Frame::ints`.
+    pub iters: HashMap<String, usize>,
+    /// The lets bound so far.
+    pub lets: HashMap<String, LetSlots>,
+}
+
+fn float_op<'a>(
+    x: FloatFn<'a>,
+    y: FloatFn<'a>,
+    t: DType,
+    op: impl Fn(f64, f64) -> f64 + 'a,
+) -> FloatFn<'a> {
+    if t == DType::F32 {
+        Box::new(move |f| {
+            let a = x(f)?;
+            Ok(op(a, y(f)?) as f32 as f64)
+        })
+    } else {
+        Box::new(move |f| {
+            let a = x(f)?;
+            Ok(op(a, y(f)?))
+        })
+    }
+}
+
+fn int_op<'a>(
+    x: IntFn<'a>,
+    y: IntFn<'a>,
+    t: DType,
+    op: impl Fn(i64, i64) -> i64 + 'a,
+) -> IntFn<'a> {
+    Box::new(move |f| {
+        let a = x(f)?;
+        Ok(arith::wrap(t, op(a, y(f)?)))
+    })
+}
+
+/// Integer `/` or `%`, which fail on a zero divisor.
+fn int_division<'a>(
+    x: IntFn<'a>,
+    y: IntFn<'a>,
+    t: DType,
+    op: fn(DType, i64, i64) -> Option<i64>,
+) -> IntFn<'a> {
+    Box::new(move |f| {
+        let a = x(f)?;
+        let b = y(f)?;
+        op(t, a, b).ok_or_else(|| f.fail(format!("integer division by zero ({a} / {b} in {t})")))
+    })
+}
+
+/// Whether an ordering satisfies a comparison operator (`None`: unordered,
+/// a NaN operand, for which only `!=` holds).
+fn compares(op: BinOp, o: Option<Ordering>) -> bool {
+    match op {
+        BinOp::Lt => o == Some(Ordering::Less),
+        BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
+        BinOp::Gt => o == Some(Ordering::Greater),
+        BinOp::Ge => matches!(o, Some(Ordering::Greater | Ordering::Equal)),
+        BinOp::Eq => o == Some(Ordering::Equal),
+        _ => o != Some(Ordering::Equal),
+    }
+}
+
+fn constant<'a>(t: DType, v: Value) -> Compiled<'a> {
+    // A literal takes its type as a cast would; the verifier guarantees the
+    // value's kind matches the type, but this stays total either way.
+    let c = match v {
+        Value::Float(x) => Compiled::Float(Box::new(move |_| Ok(x)), DType::F64),
+        Value::Int(i) => Compiled::Int(Box::new(move |_| Ok(i)), DType::I64),
+        Value::Bool(b) => Compiled::Bool(Box::new(move |_| Ok(b))),
+    };
+    let mut frame = Frame::default();
+    match cast(t, c) {
+        Compiled::Float(g, t) => g(&mut frame).map_or_else(
+            |_| Compiled::Float(g, t),
+            |x| Compiled::Float(Box::new(move |_| Ok(x)), t),
+        ),
+        Compiled::Int(g, t) => g(&mut frame).map_or_else(
+            |_| Compiled::Int(g, t),
+            |x| Compiled::Int(Box::new(move |_| Ok(x)), t),
+        ),
+        Compiled::Bool(g) => g(&mut frame).map_or_else(
+            |_| Compiled::Bool(g),
+            |x| Compiled::Bool(Box::new(move |_| Ok(x))),
+        ),
+    }
+}
+
+/// Converts a compiled value to type `t` (the semantics of `Expr::Cast`).
+fn cast(t: DType, c: Compiled<'_>) -> Compiled<'_> {
+    if t == DType::Bool {
+        return match c {
+            Compiled::Float(g, _) => Compiled::Bool(Box::new(move |f| Ok(g(f)? != 0.0))),
+            Compiled::Int(g, _) => Compiled::Bool(Box::new(move |f| Ok(g(f)? != 0))),
+            Compiled::Bool(g) => Compiled::Bool(g),
+        };
+    }
+    if t.is_float() {
+        return match c {
+            Compiled::Float(g, DType::F64) if t == DType::F32 => {
+                Compiled::Float(Box::new(move |f| Ok(g(f)? as f32 as f64)), t)
+            }
+            // float32 to float64, or to the same type: the value is unchanged.
+            Compiled::Float(g, _) => Compiled::Float(g, t),
+            Compiled::Int(g, s) => {
+                Compiled::Float(Box::new(move |f| Ok(arith::int_to_float(s, t, g(f)?))), t)
+            }
+            Compiled::Bool(g) => {
+                Compiled::Float(Box::new(move |f| Ok(if g(f)? { 1.0 } else { 0.0 })), t)
+            }
+        };
+    }
+    match c {
+        Compiled::Float(g, _) => {
+            Compiled::Int(Box::new(move |f| Ok(arith::float_to_int(t, g(f)?))), t)
+        }
+        Compiled::Int(g, _) => Compiled::Int(Box::new(move |f| Ok(arith::wrap(t, g(f)?))), t),
+        Compiled::Bool(g) => Compiled::Int(Box::new(move |f| Ok(i64::from(g(f)?))), t),
+    }
+}
+
+impl<'a> Scope<'a> {
+    /// " (def f, statement 3)": where a mod-p rejection happened, for
+    /// messages that must make sense without the caller's location.
+    pub(crate) fn location(&self) -> String {
+        format!(" (def {}, statement {})", self.def.name, self.stmt + 1)
+    }
+
+    /// Compiles `e` to a closure of its own type.
+    pub(crate) fn any(&self, e: &Expr, cx: Cx) -> Result<Compiled<'a>, String> {
+        Ok(match e {
+            Expr::Lit(v, t) => constant(*t, *v),
+            Expr::Iter(n) => {
+                let s = *self
+                    .iters
+                    .get(n)
+                    .ok_or_else(|| format!("iterator `{n}` has no range"))?;
+                Compiled::Int(Box::new(move |f| Ok(f.ints[s])), DType::I64)
+            }
+            Expr::Sym(n) => self.symbol(n)?,
+            Expr::Local(n) => self.local(n)?,
+            Expr::Read(t, subs) => self.read(t, subs, cx)?,
+            Expr::Unary(UnOp::Neg, a) => match self.any(a, cx)? {
+                Compiled::Float(g, t) => Compiled::Float(Box::new(move |f| Ok(-g(f)?)), t),
+                Compiled::Int(g, t) => Compiled::Int(
+                    Box::new(move |f| Ok(arith::wrap(t, g(f)?.wrapping_neg()))),
+                    t,
+                ),
+                Compiled::Bool(_) => return Err("ill-typed IR: `-` applied to bool".into()),
+            },
+            Expr::Unary(UnOp::Not, a) => {
+                let g = self.boolean(a, cx)?;
+                Compiled::Bool(Box::new(move |f| Ok(!g(f)?)))
+            }
+            Expr::Binary(op, a, b) => self.binary(*op, a, b, cx)?,
+            Expr::Select(c, a, b) => {
+                let c = self.boolean(c, cx)?;
+                match (self.any(a, cx.branch())?, self.any(b, cx.branch())?) {
+                    (Compiled::Float(x, t), Compiled::Float(y, u)) if t == u => {
+                        Compiled::Float(Box::new(move |f| if c(f)? { x(f) } else { y(f) }), t)
+                    }
+                    (Compiled::Int(x, t), Compiled::Int(y, u)) if t == u => {
+                        Compiled::Int(Box::new(move |f| if c(f)? { x(f) } else { y(f) }), t)
+                    }
+                    (Compiled::Bool(x), Compiled::Bool(y)) => {
+                        Compiled::Bool(Box::new(move |f| if c(f)? { x(f) } else { y(f) }))
+                    }
+                    (x, y) => {
+                        return Err(format!(
+                            "ill-typed IR: branches of `?:` have types {} and {}",
+                            x.dtype(),
+                            y.dtype()
+                        ))
+                    }
+                }
+            }
+            Expr::Call(b, args) => self.builtin(*b, args, cx)?,
+            Expr::Cast(t, a) => cast(*t, self.any(a, cx)?),
+        })
+    }
+
+    pub(crate) fn float(&self, e: &Expr, cx: Cx) -> Result<(FloatFn<'a>, DType), String> {
+        match self.any(e, cx)? {
+            Compiled::Float(g, t) => Ok((g, t)),
+            c => Err(format!(
+                "ill-typed IR: expected a float, found {}",
+                c.dtype()
+            )),
+        }
+    }
+
+    pub(crate) fn int(&self, e: &Expr, cx: Cx) -> Result<(IntFn<'a>, DType), String> {
+        match self.any(e, cx)? {
+            Compiled::Int(g, t) => Ok((g, t)),
+            c => Err(format!(
+                "ill-typed IR: expected an integer, found {}",
+                c.dtype()
+            )),
+        }
+    }
+
+    pub(crate) fn boolean(&self, e: &Expr, cx: Cx) -> Result<BoolFn<'a>, String> {
+        match self.any(e, cx)? {
+            Compiled::Bool(g) => Ok(g),
+            c => Err(format!("ill-typed IR: expected bool, found {}", c.dtype())),
+        }
+    }
+
+    /// Evaluates an expression that involves no iterator, let or read (a
+    /// call's scalar argument), to a value of its type.
+    pub(crate) fn value(&self, e: &Expr) -> Result<Value, String> {
+        let mut f = Frame::default();
+        let r = match self.any(e, Cx::default())? {
+            Compiled::Float(g, _) => g(&mut f).map(Value::Float),
+            Compiled::Int(g, _) => g(&mut f).map(Value::Int),
+            Compiled::Bool(g) => g(&mut f).map(Value::Bool),
+        };
+        r.map_err(|_| f.message)
+    }
+
+    /// The value of an `int64` expression that is constant during the
+    /// statement (no iterator, let or read), if it evaluates without error.
+    pub(crate) fn constant_i64(&self, e: &Expr) -> Option<i64> {
+        if e.any(&|x| matches!(x, Expr::Iter(_) | Expr::Local(_) | Expr::Read(..))) {
+            return None;
+        }
+        match self.any(e, Cx::default()).ok()? {
+            Compiled::Int(g, DType::I64) => g(&mut Frame::default()).ok(),
+            _ => None,
+        }
+    }
+
+    fn symbol(&self, n: &str) -> Result<Compiled<'a>, String> {
+        if let (Some(t), Some(&v)) = (self.def.scalar(n), self.scalars.get(n)) {
+            // In mod-p mode a float scalar may hold an integer (a residue);
+            // read ordinarily, it is that integer as a float.
+            return Ok(match v {
+                Value::Int(i) if t.is_float() => {
+                    constant(t, Value::Float(arith::int_to_float(DType::I64, t, i)))
+                }
+                _ => constant(t, v),
+            });
+        }
+        match self.sizes.get(n) {
+            Some(&v) => Ok(constant(DType::I64, Value::Int(v))),
+            None => Err(format!("unknown symbol `{n}`")),
+        }
+    }
+
+    fn local(&self, n: &str) -> Result<Compiled<'a>, String> {
+        let slot = self
+            .lets
+            .get(n)
+            .ok_or_else(|| format!("let `{n}` is used before it is bound"))?;
+        Ok(match slot.real {
+            Some(Slot::Float(s, t)) => Compiled::Float(Box::new(move |f| Ok(f.floats[s])), t),
+            Some(Slot::Int(s, t)) => Compiled::Int(Box::new(move |f| Ok(f.ints[s])), t),
+            Some(Slot::Bool(s)) => Compiled::Bool(Box::new(move |f| Ok(f.ints[s] != 0))),
+            None => {
+                return Err(format!(
+                    "let `{n}` has no ordinary value{}",
+                    self.location()
+                ))
+            }
+        })
+    }
+
+    fn read(&self, name: &str, subs: &[Expr], cx: Cx) -> Result<Compiled<'a>, String> {
+        if self.mode == Mode::ModP {
+            return Err(format!(
+                "in mod-p mode tensor values can only be added and multiplied, but `{name}` is read \
+                 in a subscript, condition or comparison{}",
+                self.location()
+            ));
+        }
+        let (plan, tensor) = ReadPlan::new(self, name, subs, cx)?;
+        Ok(match &tensor.data {
+            Data::F(v) => Compiled::Float(Box::new(move |f| Ok(v[plan.offset(f)?])), tensor.dtype),
+            Data::I(v) if tensor.dtype == DType::Bool => {
+                Compiled::Bool(Box::new(move |f| Ok(v[plan.offset(f)?] != 0)))
+            }
+            Data::I(v) => Compiled::Int(Box::new(move |f| Ok(v[plan.offset(f)?])), tensor.dtype),
+        })
+    }
+
+    fn binary(&self, op: BinOp, a: &Expr, b: &Expr, cx: Cx) -> Result<Compiled<'a>, String> {
+        let (x, y) = (self.any(a, cx)?, self.any(b, cx)?);
+        let mismatch = |x: &Compiled, y: &Compiled| {
+            format!(
+                "ill-typed IR: operands of `{}` have types {} and {}",
+                op.symbol(),
+                x.dtype(),
+                y.dtype()
+            )
+        };
+        if x.dtype() != y.dtype() {
+            return Err(mismatch(&x, &y));
+        }
+        Ok(match (x, y) {
+            (Compiled::Bool(x), Compiled::Bool(y)) => match op {
+                BinOp::And => Compiled::Bool(Box::new(move |f| Ok(x(f)? && y(f)?))),
+                BinOp::Or => Compiled::Bool(Box::new(move |f| Ok(x(f)? || y(f)?))),
+                BinOp::Eq => Compiled::Bool(Box::new(move |f| Ok(x(f)? == y(f)?))),
+                BinOp::Ne => Compiled::Bool(Box::new(move |f| Ok(x(f)? != y(f)?))),
+                _ => return Err(format!("ill-typed IR: `{}` applied to bool", op.symbol())),
+            },
+            (Compiled::Float(x, t), Compiled::Float(y, _)) => match op {
+                BinOp::Add => Compiled::Float(float_op(x, y, t, |a, b| a + b), t),
+                BinOp::Sub => Compiled::Float(float_op(x, y, t, |a, b| a - b), t),
+                BinOp::Mul => Compiled::Float(float_op(x, y, t, |a, b| a * b), t),
+                BinOp::Div => Compiled::Float(float_op(x, y, t, |a, b| a / b), t),
+                BinOp::Mod => Compiled::Float(float_op(x, y, t, arith::float_mod), t),
+                BinOp::And | BinOp::Or => {
+                    return Err(format!("ill-typed IR: `{}` applied to {t}", op.symbol()))
+                }
+                _ => Compiled::Bool(Box::new(move |f| {
+                    let a = x(f)?;
+                    Ok(compares(op, a.partial_cmp(&y(f)?)))
+                })),
+            },
+            (Compiled::Int(x, t), Compiled::Int(y, _)) => match op {
+                BinOp::Add => Compiled::Int(int_op(x, y, t, i64::wrapping_add), t),
+                BinOp::Sub => Compiled::Int(int_op(x, y, t, i64::wrapping_sub), t),
+                BinOp::Mul => Compiled::Int(int_op(x, y, t, i64::wrapping_mul), t),
+                BinOp::Div => Compiled::Int(int_division(x, y, t, arith::floor_div), t),
+                BinOp::Mod => Compiled::Int(int_division(x, y, t, arith::floor_mod), t),
+                BinOp::And | BinOp::Or => {
+                    return Err(format!("ill-typed IR: `{}` applied to {t}", op.symbol()))
+                }
+                _ => Compiled::Bool(Box::new(move |f| {
+                    let a = x(f)?;
+                    Ok(compares(op, Some(arith::int_cmp(t, a, y(f)?))))
+                })),
+            },
+            (x, y) => return Err(mismatch(&x, &y)),
+        })
+    }
+
+    fn builtin(&self, b: Builtin, args: &[Expr], cx: Cx) -> Result<Compiled<'a>, String> {
+        if args.len() != b.arity() {
+            return Err(format!(
+                "ill-typed IR: `{}` takes {} arguments, got {}",
+                b.name(),
+                b.arity(),
+                args.len()
+            ));
+        }
+        let mut compiled = args
+            .iter()
+            .map(|a| self.any(a, cx))
+            .collect::<Result<Vec<_>, _>>()?;
+        let t = compiled[0].dtype();
+        if compiled.iter().any(|c| c.dtype() != t) {
+            return Err(format!(
+                "ill-typed IR: arguments of `{}` have different types",
+                b.name()
+            ));
+        }
+        let bad = || format!("ill-typed IR: `{}` is not defined on {t}", b.name());
+        if t.is_float() {
+            let mut fs = compiled.drain(..).filter_map(|c| match c {
+                Compiled::Float(g, _) => Some(g),
+                _ => None,
+            });
+            let mut next = || fs.next().ok_or_else(bad);
+            let x = next()?;
+            let g: FloatFn<'a> = if let Some(op) = arith::float_unary(b) {
+                Box::new(move |f| Ok(op(x(f)?)))
+            } else if let Some(op) = arith::float_binary(b) {
+                let y = next()?;
+                Box::new(move |f| {
+                    let a = x(f)?;
+                    Ok(op(a, y(f)?))
+                })
+            } else {
+                let (y, z) = (next()?, next()?);
+                Box::new(move |f| {
+                    let a = x(f)?;
+                    let b = y(f)?;
+                    Ok(a.mul_add(b, z(f)?))
+                })
+            };
+            let g: FloatFn<'a> = if t == DType::F32 {
+                Box::new(move |f| Ok(g(f)? as f32 as f64))
+            } else {
+                g
+            };
+            return Ok(Compiled::Float(g, t));
+        }
+        if !t.is_int() {
+            return Err(bad());
+        }
+        let mut is = compiled.drain(..).filter_map(|c| match c {
+            Compiled::Int(g, _) => Some(g),
+            _ => None,
+        });
+        let mut next = || is.next().ok_or_else(bad);
+        let x = next()?;
+        let g: IntFn<'a> = match b {
+            Builtin::Abs => Box::new(move |f| Ok(arith::int_abs(t, x(f)?))),
+            Builtin::Max | Builtin::Min => {
+                let y = next()?;
+                let want = if b == Builtin::Max {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                };
+                Box::new(move |f| {
+                    let (a, c) = (x(f)?, y(f)?);
+                    Ok(if arith::int_cmp(t, a, c) == want {
+                        a
+                    } else {
+                        c
+                    })
+                })
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Compiled::Int(g, t))
+    }
+}

@@ -1,0 +1,368 @@
+//! Executing one comprehension statement.
+//!
+//! The statement's ranges are evaluated, the left-hand tensor is taken from
+//! the environment (or starts as zeros), the lets and body are compiled once
+//! into closures, and the iteration box is walked: for each output point
+//! (left-hand iterators, row-major) the value starts from the reduction's
+//! identity (`op=!`) or the tensor's current value, and folds the body over
+//! every point of the reduction box (the other iterators, in range order; an
+//! empty set of them is one point). A point whose evaluation skips (an
+//! out-of-bounds skippable read) contributes nothing.
+//!
+//! Functional update: every value is computed from the environment as it was
+//! before the statement (the closures read the old tensors) and written into
+//! a copy, which replaces the old tensor afterwards; so `b(i,j) = b(j,i)`
+//! transposes `b`.
+
+use std::collections::HashMap;
+
+use ir::{Comprehension, DType, Def, Reduction, Value};
+
+use crate::arith;
+use crate::bind::{eval_size, shape_of};
+use crate::compile::{Compiled, Cx, Scope};
+use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
+use crate::poly::{self, Need};
+use crate::residue;
+use crate::tensor::{self, Data, Tensor};
+use crate::Mode;
+
+/// What a running def knows besides its tensors.
+#[derive(Debug)]
+pub(crate) struct Bindings<'a> {
+    pub def: &'a Def,
+    /// Scalar parameters, converted to their declared types.
+    pub scalars: HashMap<String, Value>,
+    /// Size symbols and integer scalars.
+    pub sizes: HashMap<String, i64>,
+    pub mode: Mode,
+}
+
+/// The iteration box of a statement.
+struct Space {
+    /// `[lo, hi)` of every iterator, left-hand ones first.
+    bounds: Vec<(i64, i64)>,
+    /// How many leading iterators index the left-hand tensor.
+    n_lhs: usize,
+    /// The left-hand tensor's strides, one per left-hand iterator.
+    strides: Vec<usize>,
+}
+
+/// Runs comprehension `c` (statement `stmt`) and returns the new value of
+/// the tensor it writes.
+pub(crate) fn exec_comp(
+    b: &Bindings,
+    env: &HashMap<String, Tensor>,
+    c: &Comprehension,
+    stmt: usize,
+) -> Result<Tensor, String> {
+    let mut order = Vec::with_capacity(c.ranges.len());
+    for ix in &c.indices {
+        order.push(
+            c.range(ix)
+                .ok_or_else(|| format!("left-hand-side iterator `{ix}` has no range"))?,
+        );
+    }
+    order.extend(c.reduction_iters());
+    let mut iters = HashMap::new();
+    for (k, r) in order.iter().enumerate() {
+        if iters.insert(r.name.clone(), k).is_some() {
+            return Err(format!("iterator `{}` appears twice", r.name));
+        }
+    }
+    if c.op == Reduction::Assign {
+        if let Some(r) = order.get(c.indices.len()) {
+            return Err(format!("`=` statement has reduction iterator `{}`", r.name));
+        }
+    }
+    let bounds = order
+        .iter()
+        .map(|r| {
+            let lo = eval_size(&r.lo, &b.sizes, &format!("the range of `{}`", r.name))?;
+            let hi = eval_size(&r.hi, &b.sizes, &format!("the range of `{}`", r.name))?;
+            if hi <= lo {
+                return Err(format!(
+                    "iterator `{}` has the empty range {lo}:{hi}",
+                    r.name
+                ));
+            }
+            Ok((lo, hi))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+
+    let decl = b
+        .def
+        .tensor(&c.tensor)
+        .ok_or_else(|| format!("writes undeclared tensor `{}`", c.tensor))?;
+    let mut out = match env.get(&c.tensor) {
+        Some(t) => t.clone(),
+        None => Tensor::zeros_in(b.mode, decl.dtype, &shape_of(decl, &b.sizes)?),
+    };
+    if out.shape.len() != c.indices.len() {
+        return Err(format!(
+            "`{}` has {} dimensions but is written with {} indices",
+            c.tensor,
+            out.shape.len(),
+            c.indices.len()
+        ));
+    }
+    for (k, ix) in c.indices.iter().enumerate() {
+        let ((lo, hi), dim) = (bounds[k], out.shape[k]);
+        // A dimension counts elements in memory, so it fits an i64.
+        if lo < 0 || hi > dim as i64 {
+            return Err(format!(
+                "writing `{}`: iterator `{ix}` ranges over {lo}:{hi}, outside dimension {k} of size {dim}",
+                c.tensor
+            ));
+        }
+    }
+    let t = out.dtype;
+    if t == DType::Bool && c.op != Reduction::Assign {
+        return Err(format!(
+            "`{}` on the bool tensor `{}`: reductions on bool are not defined",
+            c.op.symbol(),
+            c.tensor
+        ));
+    }
+
+    let mut scope = Scope {
+        def: b.def,
+        comp: Some(c),
+        stmt,
+        env,
+        scalars: &b.scalars,
+        sizes: &b.sizes,
+        mode: b.mode,
+        reduction: c.op != Reduction::Assign,
+        iters,
+        lets: HashMap::new(),
+    };
+    let (lets, frame_sizes) = compile_lets(&mut scope, c, order.len())?;
+    let mut frame = Frame {
+        ints: vec![0; frame_sizes.0],
+        floats: vec![0.0; frame_sizes.1],
+        residues: vec![0; frame_sizes.2],
+        message: String::new(),
+    };
+    let space = Space {
+        strides: tensor::strides(&out.shape),
+        bounds,
+        n_lhs: c.indices.len(),
+    };
+    let cx = Cx::default();
+    let identity = c.op.identity(t);
+    let result = match (b.mode, &mut out.data) {
+        (Mode::ModP, Data::I(data)) => {
+            let fold: Box<dyn Fn(i64, i64) -> i64> = match c.op {
+                Reduction::Assign => Box::new(|_, v| v),
+                Reduction::Add => Box::new(|a, v| residue::add(a as u64, v as u64) as i64),
+                Reduction::Mul => Box::new(|a, v| residue::mul(a as u64, v as u64) as i64),
+                Reduction::Min | Reduction::Max => {
+                    return Err(format!(
+                        "`{}` is not a polynomial reduction{}",
+                        c.op.symbol(),
+                        scope.location()
+                    ))
+                }
+            };
+            let start = c.init.then_some(i64::from(c.op == Reduction::Mul));
+            let g = scope.residue(&c.body, cx)?;
+            let body = move |f: &mut Frame| g(f).map(|r| r as i64);
+            drive(&mut frame, &space, &lets, &body, start, &*fold, data)
+        }
+        (Mode::Real, Data::F(data)) => {
+            let (g, bt) = scope.float(&c.body, cx)?;
+            check_body_type(c, bt, t)?;
+            let start = c.init.then(|| match identity {
+                Value::Float(x) => x,
+                Value::Int(i) => i as f64,
+                Value::Bool(b) => f64::from(u8::from(b)),
+            });
+            drive(
+                &mut frame,
+                &space,
+                &lets,
+                &*g,
+                start,
+                &*float_fold(c.op, t),
+                data,
+            )
+        }
+        (Mode::Real, Data::I(data)) if t == DType::Bool => {
+            let g = scope.boolean(&c.body, cx)?;
+            let body = move |f: &mut Frame| g(f).map(i64::from);
+            drive(&mut frame, &space, &lets, &body, None, &|_, v| v, data)
+        }
+        (Mode::Real, Data::I(data)) => {
+            let (g, bt) = scope.int(&c.body, cx)?;
+            check_body_type(c, bt, t)?;
+            let start = c.init.then(|| match identity {
+                Value::Int(i) => i,
+                Value::Float(x) => x as i64,
+                Value::Bool(b) => i64::from(b),
+            });
+            drive(
+                &mut frame,
+                &space,
+                &lets,
+                &*g,
+                start,
+                &*int_fold(c.op, t),
+                data,
+            )
+        }
+        (Mode::ModP, Data::F(_)) => {
+            return Err(format!("`{}` holds floats in mod-p mode", c.tensor))
+        }
+    };
+    result.map(|()| out)
+}
+
+fn check_body_type(c: &Comprehension, body: DType, lhs: DType) -> Result<(), String> {
+    if body == lhs {
+        Ok(())
+    } else {
+        Err(format!(
+            "ill-typed IR: the body has type {body} but `{}` is {lhs}",
+            c.tensor
+        ))
+    }
+}
+
+/// Compiles the lets of `c` in order, giving each the slots it needs after
+/// the `n_iters` iterator slots; returns them with the frame's array sizes
+/// (ints, floats, residues).
+fn compile_lets<'a>(
+    scope: &mut Scope<'a>,
+    c: &Comprehension,
+    n_iters: usize,
+) -> Result<(Vec<LetEval<'a>>, (usize, usize, usize)), String> {
+    let needs = match scope.mode {
+        Mode::Real => vec![
+            Need {
+                residue: false,
+                real: true
+            };
+            c.lets.len()
+        ],
+        Mode::ModP => poly::let_needs(scope, c),
+    };
+    let (mut ints, mut floats, mut residues) = (n_iters, 0, 0);
+    let mut lets = Vec::new();
+    for ((name, e), need) in c.lets.iter().zip(needs) {
+        let mut slots = LetSlots::default();
+        if need.real {
+            let (slot, eval) = match scope.any(e, Cx::default())? {
+                Compiled::Float(g, t) => {
+                    floats += 1;
+                    (Slot::Float(floats - 1, t), LetEval::Float(floats - 1, g))
+                }
+                Compiled::Int(g, t) => {
+                    ints += 1;
+                    (Slot::Int(ints - 1, t), LetEval::Int(ints - 1, g))
+                }
+                Compiled::Bool(g) => {
+                    ints += 1;
+                    (Slot::Bool(ints - 1), LetEval::Bool(ints - 1, g))
+                }
+            };
+            slots.real = Some(slot);
+            lets.push(eval);
+        }
+        if need.residue {
+            let g = scope.residue(e, Cx::default())?;
+            slots.residue = Some(residues);
+            lets.push(LetEval::Residue(residues, g));
+            residues += 1;
+        }
+        scope.lets.insert(name.clone(), slots);
+    }
+    Ok((lets, (ints, floats, residues)))
+}
+
+/// How a float reduction combines the accumulator with a value. `min` and
+/// `max` ignore a NaN operand, like `fmin`/`fmax`.
+fn float_fold(op: Reduction, t: DType) -> Box<dyn Fn(f64, f64) -> f64> {
+    match op {
+        Reduction::Assign => Box::new(|_, v| v),
+        Reduction::Add => Box::new(move |a, v| arith::round(t, a + v)),
+        Reduction::Mul => Box::new(move |a, v| arith::round(t, a * v)),
+        Reduction::Min => Box::new(f64::min),
+        Reduction::Max => Box::new(f64::max),
+    }
+}
+
+/// How an integer reduction combines the accumulator with a value.
+fn int_fold(op: Reduction, t: DType) -> Box<dyn Fn(i64, i64) -> i64> {
+    use std::cmp::Ordering::{Greater, Less};
+    match op {
+        Reduction::Assign => Box::new(|_, v| v),
+        Reduction::Add => Box::new(move |a, v| arith::wrap(t, a.wrapping_add(v))),
+        Reduction::Mul => Box::new(move |a, v| arith::wrap(t, a.wrapping_mul(v))),
+        Reduction::Min => Box::new(move |a, v| {
+            if arith::int_cmp(t, v, a) == Less {
+                v
+            } else {
+                a
+            }
+        }),
+        Reduction::Max => Box::new(move |a, v| {
+            if arith::int_cmp(t, v, a) == Greater {
+                v
+            } else {
+                a
+            }
+        }),
+    }
+}
+
+/// Walks the iteration box, folding the body into `out`.
+fn drive<T: Copy>(
+    frame: &mut Frame,
+    space: &Space,
+    lets: &[LetEval],
+    body: &dyn Fn(&mut Frame) -> Eval<T>,
+    start: Option<T>,
+    fold: &dyn Fn(T, T) -> T,
+    out: &mut [T],
+) -> Result<(), String> {
+    let (n, m) = (space.bounds.len(), space.n_lhs);
+    for (k, &(lo, _)) in space.bounds.iter().enumerate() {
+        frame.ints[k] = lo;
+    }
+    loop {
+        // Left-hand iterators were checked to lie inside the tensor.
+        let off: usize = (0..m)
+            .map(|k| frame.ints[k] as usize * space.strides[k])
+            .sum();
+        let mut acc = start.unwrap_or(out[off]);
+        loop {
+            match eval_lets(frame, lets).and_then(|()| body(frame)) {
+                Ok(v) => acc = fold(acc, v),
+                Err(Stop::Skip) => {}
+                Err(Stop::Fail) => return Err(std::mem::take(&mut frame.message)),
+            }
+            if !advance(frame, &space.bounds, m, n) {
+                break;
+            }
+        }
+        out[off] = acc;
+        if !advance(frame, &space.bounds, 0, m) {
+            return Ok(());
+        }
+    }
+}
+
+/// Steps the odometer of iterators `from..to` (the last fastest); returns
+/// false, with all of them back at their lower bounds, after the last point.
+fn advance(frame: &mut Frame, bounds: &[(i64, i64)], from: usize, to: usize) -> bool {
+    for k in (from..to).rev() {
+        // `ints[k] < hi <= i64::MAX`, so the increment cannot overflow.
+        frame.ints[k] += 1;
+        if frame.ints[k] < bounds[k].1 {
+            return true;
+        }
+        frame.ints[k] = bounds[k].0;
+    }
+    false
+}

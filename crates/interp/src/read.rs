@@ -1,0 +1,206 @@
+//! Compiled tensor reads: subscripts, strides, bounds checks and skipping.
+//!
+//! A read `T(e1, ..., en)` is resolved once per statement execution to the
+//! tensor's data slice, its dimensions and row-major strides. Each subscript
+//! that is an affine form in the iterators with `int64` arithmetic (sizes and
+//! scalars folded into constants) is kept as `constant + sum(coef * slot)`,
+//! evaluated with wrapping arithmetic, which gives exactly what evaluating
+//! the `int64` expression tree would (wrapping `+ - *` is a ring
+//! homomorphism); any other subscript is a compiled integer closure.
+//!
+//! An out-of-bounds read either skips the current point of a reduction (a
+//! skippable read: in a reduction, not under a `?:` branch, no tensor read in
+//! its subscripts) or fails with the indices and the shape.
+
+use ir::{BinOp, Expr, UnOp};
+
+use crate::compile::{Cx, Scope};
+use crate::frame::{Eval, Frame, IntFn, Stop};
+use crate::tensor::{self, Tensor};
+
+/// `constant + sum(coef * ints[slot])`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Affine {
+    constant: i64,
+    terms: Vec<(usize, i64)>,
+}
+
+impl Affine {
+    fn constant(c: i64) -> Affine {
+        Affine {
+            constant: c,
+            terms: Vec::new(),
+        }
+    }
+
+    fn scale(mut self, k: i64) -> Affine {
+        self.constant = self.constant.wrapping_mul(k);
+        for t in &mut self.terms {
+            t.1 = t.1.wrapping_mul(k);
+        }
+        self
+    }
+
+    fn add(mut self, other: Affine) -> Affine {
+        self.constant = self.constant.wrapping_add(other.constant);
+        self.terms.extend(other.terms);
+        self
+    }
+
+    fn eval(&self, f: &Frame) -> i64 {
+        self.terms.iter().fold(self.constant, |acc, &(s, k)| {
+            acc.wrapping_add(k.wrapping_mul(f.ints[s]))
+        })
+    }
+}
+
+enum Subscript<'a> {
+    Affine(Affine),
+    Dynamic(IntFn<'a>),
+}
+
+impl Subscript<'_> {
+    fn eval(&self, f: &mut Frame) -> Eval<i64> {
+        match self {
+            Subscript::Affine(a) => Ok(a.eval(f)),
+            Subscript::Dynamic(g) => g(f),
+        }
+    }
+}
+
+/// A read resolved for one statement execution.
+pub(crate) struct ReadPlan<'a> {
+    name: String,
+    dims: Vec<i64>,
+    strides: Vec<usize>,
+    subs: Vec<Subscript<'a>>,
+    skippable: bool,
+}
+
+impl<'a> ReadPlan<'a> {
+    /// Resolves `name(subs)` in `scope`; also returns the tensor read.
+    pub(crate) fn new(
+        scope: &Scope<'a>,
+        name: &str,
+        subs: &[Expr],
+        cx: Cx,
+    ) -> Result<(ReadPlan<'a>, &'a Tensor), String> {
+        let env = scope.env;
+        let tensor = env
+            .get(name)
+            .ok_or_else(|| format!("`{name}` is read before it is defined"))?;
+        if tensor.shape.len() != subs.len() {
+            return Err(format!(
+                "`{name}` has {} dimensions but is read with {} subscripts",
+                tensor.shape.len(),
+                subs.len()
+            ));
+        }
+        let compiled = subs
+            .iter()
+            .map(|e| match affine(scope, e) {
+                Some(a) => Ok(Subscript::Affine(a)),
+                None => {
+                    let (g, t) = scope
+                        .int(e, cx)
+                        .map_err(|m| format!("subscript of `{name}`: {m}"))?;
+                    debug_assert!(t.is_int());
+                    Ok(Subscript::Dynamic(g))
+                }
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let indirect = subs.iter().any(|e| e.any(&|x| matches!(x, Expr::Read(..))));
+        let plan = ReadPlan {
+            name: name.to_string(),
+            // Tensor shapes are capped far below i64::MAX elements.
+            dims: tensor.shape.iter().map(|&d| d as i64).collect(),
+            strides: tensor::strides(&tensor.shape),
+            subs: compiled,
+            skippable: scope.reduction && !cx.in_branch && !indirect,
+        };
+        Ok((plan, tensor))
+    }
+
+    /// The flat offset of the read at the current point.
+    pub(crate) fn offset(&self, f: &mut Frame) -> Eval<usize> {
+        let mut off = 0usize;
+        for ((sub, &dim), &stride) in self.subs.iter().zip(&self.dims).zip(&self.strides) {
+            let i = sub.eval(f)?;
+            if i < 0 || i >= dim {
+                return Err(self.out_of_bounds(f));
+            }
+            off += i as usize * stride;
+        }
+        Ok(off)
+    }
+
+    #[cold]
+    fn out_of_bounds(&self, f: &mut Frame) -> Stop {
+        if self.skippable {
+            return Stop::Skip;
+        }
+        // Re-evaluating the subscripts is safe (they have no effects) and
+        // only happens on this error path.
+        let idx: Vec<String> = self
+            .subs
+            .iter()
+            .map(|s| {
+                s.eval(f)
+                    .map_or_else(|_| "?".to_string(), |v| v.to_string())
+            })
+            .collect();
+        f.fail(format!(
+            "read of `{}` at {} is out of bounds for shape {}",
+            self.name,
+            tensor::show_tuple(&idx),
+            tensor::show_tuple(&self.dims)
+        ))
+    }
+}
+
+/// The affine form of an `int64` subscript, if it has one.
+fn affine(scope: &Scope, e: &Expr) -> Option<Affine> {
+    match e {
+        Expr::Iter(n) => scope.iters.get(n).map(|&s| Affine {
+            constant: 0,
+            terms: vec![(s, 1)],
+        }),
+        Expr::Unary(UnOp::Neg, a) => Some(affine(scope, a)?.scale(-1)),
+        Expr::Binary(BinOp::Add, a, b) => Some(affine(scope, a)?.add(affine(scope, b)?)),
+        Expr::Binary(BinOp::Sub, a, b) => Some(affine(scope, a)?.add(affine(scope, b)?.scale(-1))),
+        Expr::Binary(BinOp::Mul, a, b) => {
+            let (a, b) = (affine(scope, a)?, affine(scope, b)?);
+            if a.terms.is_empty() {
+                Some(b.scale(a.constant))
+            } else if b.terms.is_empty() {
+                Some(a.scale(b.constant))
+            } else {
+                None
+            }
+        }
+        _ => scope.constant_i64(e).map(Affine::constant),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affine_forms_wrap_like_the_expression() {
+        let a = Affine {
+            constant: i64::MAX,
+            terms: vec![(0, 2)],
+        }
+        .add(Affine::constant(1));
+        let f = Frame {
+            ints: vec![3],
+            ..Frame::default()
+        };
+        assert_eq!(a.eval(&f), i64::MAX.wrapping_add(1).wrapping_add(6));
+        assert_eq!(
+            a.scale(-1).eval(&f),
+            i64::MAX.wrapping_add(7).wrapping_neg()
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! Running a def: argument checks, the environment, statements in order,
+//! and calls of other defs.
+//!
+//! Every parameter must be passed, with the right kind, element type (in
+//! real mode; mod-p tensors are residues of any type and take the
+//! parameter's) and rank; sizes are bound from the arguments and checked
+//! against every declared shape. Statements then run in order over an
+//! environment of named tensors (parameters first, an in/out parameter as a
+//! copy of the caller's tensor), and the outputs are returned in order.
+
+use std::collections::HashMap;
+
+use ir::{CallArg, CallStmt, Def, Param, Program, Stmt};
+
+use crate::arith;
+use crate::bind::{bind_sizes, shape_of};
+use crate::compile::Scope;
+use crate::error::RunError;
+use crate::exec::{exec_comp, Bindings};
+use crate::tensor::{show_tuple, Tensor};
+use crate::{Arg, Mode};
+
+/// Calls may nest this deep (the verifier rejects recursion; this keeps an
+/// unverified recursive program from overflowing the stack).
+const MAX_CALL_DEPTH: usize = 64;
+
+/// Runs def `name` of `program`.
+///
+/// `args` maps parameter names to values: every parameter must be present
+/// (the error names the missing one) and nothing else; tensor element types
+/// (in [`Mode::Real`]) and ranks must match the signature (the error names
+/// the tensor and both). `given_sizes` binds size symbols no argument
+/// determines. Returns the outputs in `def.outputs` order as (name, tensor).
+pub fn run(
+    program: &Program,
+    name: &str,
+    args: &HashMap<String, Arg>,
+    given_sizes: &HashMap<String, i64>,
+    mode: Mode,
+) -> Result<Vec<(String, Tensor)>, RunError> {
+    let def = program
+        .def(name)
+        .ok_or_else(|| RunError::new(name, format!("no def named `{name}`")))?;
+    run_def(program, def, args, given_sizes, mode, 0)
+}
+
+fn run_def(
+    program: &Program,
+    def: &Def,
+    args: &HashMap<String, Arg>,
+    given: &HashMap<String, i64>,
+    mode: Mode,
+    depth: usize,
+) -> Result<Vec<(String, Tensor)>, RunError> {
+    let err = |m: String| RunError::new(&def.name, m);
+    if depth > MAX_CALL_DEPTH {
+        return Err(err(format!(
+            "calls are nested more than {MAX_CALL_DEPTH} deep"
+        )));
+    }
+    let mut extra: Vec<&String> = args
+        .keys()
+        .filter(|k| !def.params.iter().any(|p| p.name() == *k))
+        .collect();
+    extra.sort();
+    if let Some(x) = extra.first() {
+        return Err(err(format!("`{x}` is not a parameter of `{}`", def.name)));
+    }
+
+    let mut env = HashMap::new();
+    let mut scalars = HashMap::new();
+    for p in &def.params {
+        let arg = args
+            .get(p.name())
+            .ok_or_else(|| err(format!("missing argument `{}`", p.name())))?;
+        match (p, arg) {
+            (Param::Scalar { name, dtype }, Arg::Scalar(v)) => {
+                let v = arith::convert_scalar(name, *dtype, *v, mode == Mode::Real).map_err(err)?;
+                scalars.insert(name.clone(), v);
+            }
+            (Param::Tensor(name), Arg::Tensor(t)) => {
+                let decl = def
+                    .tensor(name)
+                    .ok_or_else(|| err(format!("tensor parameter `{name}` has no declaration")))?;
+                if t.shape.len() != decl.shape.len() {
+                    return Err(err(format!(
+                        "tensor `{name}` has rank {}, but `{}` declares rank {}",
+                        t.shape.len(),
+                        def.name,
+                        decl.shape.len()
+                    )));
+                }
+                if mode == Mode::Real && t.dtype != decl.dtype {
+                    return Err(err(format!(
+                        "tensor `{name}` is {}, but `{}` declares {}",
+                        t.dtype, def.name, decl.dtype
+                    )));
+                }
+                t.check(name, mode).map_err(err)?;
+                let mut t = t.clone();
+                t.dtype = decl.dtype;
+                env.insert(name.clone(), t);
+            }
+            (Param::Scalar { name, .. }, Arg::Tensor(_)) => {
+                return Err(err(format!(
+                    "`{name}` is a scalar parameter, but a tensor was passed"
+                )))
+            }
+            (Param::Tensor(name), Arg::Scalar(_)) => {
+                return Err(err(format!(
+                    "`{name}` is a tensor parameter, but a scalar was passed"
+                )))
+            }
+        }
+    }
+
+    let sizes = bind_sizes(def, args, given)?;
+    for s in def.size_symbols() {
+        if !sizes.contains_key(&s) {
+            return Err(err(format!(
+                "size symbol `{s}` has no value: no argument determines it and none is given"
+            )));
+        }
+    }
+    for decl in def.tensor_params() {
+        let want = shape_of(decl, &sizes).map_err(err)?;
+        if let Some(t) = env.get(&decl.name) {
+            if t.shape != want {
+                let declared: Vec<String> = decl.shape.iter().map(ToString::to_string).collect();
+                return Err(err(format!(
+                    "tensor `{}` has shape {}, but its declared shape {} is {} here",
+                    decl.name,
+                    show_tuple(&t.shape),
+                    show_tuple(&declared),
+                    show_tuple(&want)
+                )));
+            }
+        }
+    }
+
+    let b = Bindings {
+        def,
+        scalars,
+        sizes,
+        mode,
+    };
+    for (i, s) in def.stmts.iter().enumerate() {
+        match s {
+            Stmt::Comp(c) => {
+                let t = exec_comp(&b, &env, c, i).map_err(|m| RunError::at(&def.name, i, m))?;
+                env.insert(c.tensor.clone(), t);
+            }
+            Stmt::Call(call) => {
+                for (name, t) in exec_call(program, &b, &env, call, i, depth)? {
+                    env.insert(name, t);
+                }
+            }
+        }
+    }
+    def.outputs
+        .iter()
+        .map(|o| match env.get(o) {
+            Some(t) => Ok((o.clone(), t.clone())),
+            None => Err(err(format!("output `{o}` is never defined"))),
+        })
+        .collect()
+}
+
+/// Runs call statement `stmt` and returns the tensors it binds.
+fn exec_call(
+    program: &Program,
+    b: &Bindings,
+    env: &HashMap<String, Tensor>,
+    call: &CallStmt,
+    stmt: usize,
+    depth: usize,
+) -> Result<Vec<(String, Tensor)>, RunError> {
+    let def = b.def;
+    let err = |m: String| RunError::at(&def.name, stmt, m);
+    let callee = program
+        .def(&call.callee)
+        .ok_or_else(|| err(format!("call of unknown def `{}`", call.callee)))?;
+    if callee.params.len() != call.args.len() {
+        return Err(err(format!(
+            "`{}` takes {} arguments, the call passes {}",
+            callee.name,
+            callee.params.len(),
+            call.args.len()
+        )));
+    }
+    let scope = Scope {
+        def,
+        comp: None,
+        stmt,
+        env,
+        scalars: &b.scalars,
+        sizes: &b.sizes,
+        mode: b.mode,
+        reduction: false,
+        iters: HashMap::new(),
+        lets: HashMap::new(),
+    };
+    let mut args = HashMap::new();
+    for (p, a) in callee.params.iter().zip(&call.args) {
+        let v = match (p, a) {
+            (Param::Tensor(_), CallArg::Tensor(t)) => Arg::Tensor(
+                env.get(t)
+                    .ok_or_else(|| err(format!("`{t}` is read before it is defined")))?
+                    .clone(),
+            ),
+            // In mod-p mode a float scalar is a value, passed on as a
+            // residue; integer scalars are sizes and keep ordinary values.
+            (Param::Scalar { dtype, .. }, CallArg::Scalar(e))
+                if b.mode == Mode::ModP && dtype.is_float() =>
+            {
+                Arg::Scalar(ir::Value::Int(scope.residue_value(e).map_err(err)? as i64))
+            }
+            (Param::Scalar { .. }, CallArg::Scalar(e)) => Arg::Scalar(scope.value(e).map_err(err)?),
+            _ => {
+                return Err(err(format!(
+                    "the argument for `{}` of `{}` is of the wrong kind",
+                    p.name(),
+                    callee.name
+                )))
+            }
+        };
+        args.insert(p.name().to_string(), v);
+    }
+    let outputs =
+        run_def(program, callee, &args, &HashMap::new(), b.mode, depth + 1).map_err(|e| {
+            // An error inside the callee's statements keeps its own location;
+            // one about the arguments belongs to the call.
+            if e.stmt.is_none() {
+                err(format!("in the call of `{}`: {}", callee.name, e.message))
+            } else {
+                e
+            }
+        })?;
+    if outputs.len() != call.results.len() {
+        return Err(err(format!(
+            "`{}` returns {} tensors, the call binds {}",
+            callee.name,
+            outputs.len(),
+            call.results.len()
+        )));
+    }
+    call.results
+        .iter()
+        .zip(outputs)
+        .map(|(r, (_, mut t))| {
+            let decl = def
+                .tensor(r)
+                .ok_or_else(|| err(format!("call result `{r}` has no declaration")))?;
+            if b.mode == Mode::Real && t.dtype != decl.dtype {
+                return Err(err(format!(
+                    "`{}` returns {} for `{r}`, which is declared {}",
+                    callee.name, t.dtype, decl.dtype
+                )));
+            }
+            t.dtype = decl.dtype;
+            let want = shape_of(decl, &b.sizes).map_err(err)?;
+            if t.shape != want {
+                return Err(err(format!(
+                    "`{}` returns shape {} for `{r}`, which is declared {}",
+                    callee.name,
+                    show_tuple(&t.shape),
+                    show_tuple(&want)
+                )));
+            }
+            Ok((r.clone(), t))
+        })
+        .collect()
+}

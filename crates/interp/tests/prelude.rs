@@ -1,0 +1,1116 @@
+//! The operator prelude (`ops/prelude.tc`) against plain-Rust loops.
+//!
+//! Every def of the prelude runs in the reference interpreter on seeded
+//! random inputs, strided, dilated, padded, grouped and odd-sized corner cases
+//! included, and its results are compared with the operator's implementation
+//! in `prelude_ref`, which is written from the ONNX definitions rather than
+//! from the TC. A value `got` matches `want` when
+//! `|got - want| <= 1e-4 * max(1, |want|)`. `every_def_is_tested` keeps the
+//! list of tested defs and the prelude in step.
+
+mod prelude_ref;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
+
+use interp::{Arg, Mode, Tensor};
+use ir::{DType, Value};
+use prelude_ref::{self as r, Nd, Pool, Reduce, Window};
+
+const PRELUDE: &str = include_str!("../../../ops/prelude.tc");
+
+/// The relative tolerance of every comparison (absolute below magnitude 1).
+const RTOL: f64 = 1e-4;
+
+/// Named arguments of a def call.
+type Args = Vec<(String, Arg)>;
+
+/// The checked prelude, built once for all tests.
+fn prelude() -> &'static ir::Program {
+    static PROGRAM: OnceLock<ir::Program> = OnceLock::new();
+    PROGRAM.get_or_init(|| match tc::check_source(PRELUDE) {
+        Ok(checked) => checked.program,
+        Err(diags) => panic!(
+            "{}",
+            tc::render_diagnostics(&diags, "ops/prelude.tc", PRELUDE)
+        ),
+    })
+}
+
+/// Runs prelude def `name` on `args` and compares its results, in order, with
+/// `expected`: shapes exactly, values within `RTOL`.
+fn check(name: &str, args: Args, expected: &[Nd]) {
+    let args: HashMap<String, Arg> = args.into_iter().collect();
+    let results =
+        interp::run(prelude(), name, &args, &HashMap::new(), Mode::Real).unwrap_or_else(|e| {
+            let at = e
+                .stmt
+                .map(|s| format!(", statement {}", s + 1))
+                .unwrap_or_default();
+            panic!("{name}: run failed in `{}`{at}: {e}", e.def)
+        });
+    assert_eq!(results.len(), expected.len(), "{name}: number of results");
+    for ((res, got), want) in results.iter().zip(expected) {
+        assert_eq!(got.shape, want.shape, "{name}: shape of `{res}`");
+        let got = got.to_f64_vec();
+        let mut k = 0;
+        r::for_each_index(&want.shape, |ix| {
+            let (g, w) = (got[k], want.data[k]);
+            assert!(
+                (g - w).abs() <= RTOL * w.abs().max(1.0),
+                "{name}: `{res}`{ix:?} is {g}, expected {w}"
+            );
+            k += 1;
+        });
+    }
+}
+
+/// A float32 tensor argument.
+fn t(name: &str, x: &Nd) -> (String, Arg) {
+    (
+        name.to_string(),
+        Arg::Tensor(Tensor::from_f64(DType::F32, &x.shape, x.data.clone())),
+    )
+}
+
+/// An int64 tensor argument.
+fn idx(name: &str, shape: &[usize], data: &[i64]) -> (String, Arg) {
+    (
+        name.to_string(),
+        Arg::Tensor(Tensor::from_i64(DType::I64, shape, data.to_vec())),
+    )
+}
+
+/// An integer scalar argument.
+fn int(name: &str, v: usize) -> (String, Arg) {
+    sint(name, v as i64)
+}
+
+/// A signed integer scalar argument.
+fn sint(name: &str, v: i64) -> (String, Arg) {
+    (name.to_string(), Arg::Scalar(Value::Int(v)))
+}
+
+/// A float scalar argument.
+fn flt(name: &str, v: f64) -> (String, Arg) {
+    (name.to_string(), Arg::Scalar(Value::Float(v)))
+}
+
+/// A seeded random float32 tensor with values in [-1, 1).
+fn rand(shape: &[usize], seed: u64) -> Nd {
+    Nd::new(shape, Tensor::random(DType::F32, shape, seed).to_f64_vec())
+}
+
+/// `rand` mapped through `f` and rounded to float32, the interpreter's storage.
+fn rand_with(shape: &[usize], seed: u64, f: impl Fn(f64) -> f64) -> Nd {
+    rand(shape, seed).map(|x| f(x) as f32 as f64)
+}
+
+/// The first `r` entries of `dims`: a shape of rank `r`.
+fn shape_of_rank(dims: &[usize], r: usize) -> Vec<usize> {
+    dims[..r].to_vec()
+}
+
+/// Odd sizes used for elementwise tests, by rank 1-4.
+fn elementwise_shape(r: usize) -> Vec<usize> {
+    [vec![7], vec![3, 5], vec![2, 3, 4], vec![2, 3, 2, 5]][r - 1].clone()
+}
+
+// ---------------------------------------------------------------------------
+// The tested defs, by family: the tests below iterate over these tables and
+// `every_def_is_tested` compares them with the prelude.
+
+/// Defs tested one by one, by name.
+const SINGLE_DEFS: &[&str] = &[
+    "matmul",
+    "matmul_ta",
+    "matmul_tb",
+    "matmul_tab",
+    "matmul_r3_r2",
+    "batch_matmul",
+    "batch_matmul_tb",
+    "batch_matmul_r4",
+    "batch_matmul_r4_tb",
+    "gemm",
+    "gemm_ta",
+    "gemm_tb",
+    "gemm_tab",
+    "gemm_full",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv1d_bias",
+    "conv2d_bias",
+    "conv3d_bias",
+    "conv_transpose2d",
+    "maxpool2d",
+    "avgpool2d",
+    "avgpool2d_incpad",
+    "global_avgpool2d",
+    "global_maxpool2d",
+    "flatten_r3",
+    "flatten_r4",
+    "gather_r1_i1",
+    "gather_r2_i1",
+    "gather_r2_i2",
+    "g2bmm",
+    "gbmm",
+];
+
+/// Where the inputs of an elementwise operator are drawn from.
+#[derive(Clone, Copy)]
+enum Domain {
+    /// Uniform in [-s, s).
+    Scaled(f64),
+    /// Uniform in [0.05, 3.05).
+    Positive,
+    /// Magnitude in [0.5, 1.5), either sign (divisors).
+    AwayFromZero,
+}
+
+impl Domain {
+    fn sample(self, shape: &[usize], seed: u64) -> Nd {
+        match self {
+            Domain::Scaled(s) => rand_with(shape, seed, |x| s * x),
+            Domain::Positive => rand_with(shape, seed, |x| 1.5 * x + 1.55),
+            Domain::AwayFromZero => rand_with(shape, seed, |x| x.signum() * (x.abs() + 0.5)),
+        }
+    }
+}
+
+/// Unary operators without attributes, defined for ranks 1-4 as `op_rK`.
+fn unary_ops() -> Vec<(&'static str, fn(f64) -> f64, Domain)> {
+    vec![
+        ("relu", |x| x.max(0.0), Domain::Scaled(2.0)),
+        ("sigmoid", |x| 1.0 / (1.0 + (-x).exp()), Domain::Scaled(4.0)),
+        ("tanh", f64::tanh, Domain::Scaled(3.0)),
+        (
+            "gelu",
+            |x| 0.5 * x * (1.0 + r::erf(x / 2f64.sqrt())),
+            Domain::Scaled(3.0),
+        ),
+        ("erf", r::erf, Domain::Scaled(3.0)),
+        ("exp", f64::exp, Domain::Scaled(3.0)),
+        ("log", f64::ln, Domain::Positive),
+        ("sqrt", f64::sqrt, Domain::Positive),
+        ("neg", |x| -x, Domain::Scaled(2.0)),
+        ("abs", f64::abs, Domain::Scaled(2.0)),
+    ]
+}
+
+/// Binary operators, with the domains of their operands.
+fn binary_ops() -> Vec<(&'static str, fn(f64, f64) -> f64, Domain, Domain)> {
+    vec![
+        (
+            "add",
+            |a, b| a + b,
+            Domain::Scaled(2.0),
+            Domain::Scaled(2.0),
+        ),
+        (
+            "sub",
+            |a, b| a - b,
+            Domain::Scaled(2.0),
+            Domain::Scaled(2.0),
+        ),
+        (
+            "mul",
+            |a, b| a * b,
+            Domain::Scaled(2.0),
+            Domain::Scaled(2.0),
+        ),
+        (
+            "div",
+            |a, b| a / b,
+            Domain::Scaled(2.0),
+            Domain::AwayFromZero,
+        ),
+        ("pow", f64::powf, Domain::Positive, Domain::Scaled(2.0)),
+    ]
+}
+
+/// The explicit broadcasts of every binary operator: suffix, shape of A,
+/// shape of B.
+fn binary_broadcasts() -> Vec<(&'static str, Vec<usize>, Vec<usize>)> {
+    vec![
+        ("r2_row", vec![3, 5], vec![5]),
+        ("r3_row", vec![2, 3, 4], vec![4]),
+        ("r4_c11", vec![2, 3, 4, 5], vec![3, 1, 1]),
+        ("r4_mask", vec![2, 3, 4, 5], vec![2, 1, 1, 5]),
+    ]
+}
+
+/// Transposes: the def and its ONNX permutation.
+const TRANSPOSES: &[(&str, &[usize])] = &[
+    ("transpose_r2", &[1, 0]),
+    ("transpose_r3_021", &[0, 2, 1]),
+    ("transpose_r3_102", &[1, 0, 2]),
+    ("transpose_r4_0213", &[0, 2, 1, 3]),
+    ("transpose_r4_0132", &[0, 1, 3, 2]),
+    ("transpose_r4_0231", &[0, 2, 3, 1]),
+    ("transpose_r4_0312", &[0, 3, 1, 2]),
+];
+
+/// The reductions: rank and reduced axes (each with and without `_keep`).
+const REDUCTIONS: &[(usize, &[usize])] = &[
+    (2, &[0]),
+    (2, &[1]),
+    (3, &[0]),
+    (3, &[1]),
+    (3, &[2]),
+    (3, &[1, 2]),
+    (4, &[0]),
+    (4, &[1]),
+    (4, &[2]),
+    (4, &[3]),
+    (4, &[2, 3]),
+    (4, &[1, 2, 3]),
+];
+
+const REDUCE_OPS: &[(&str, Reduce)] = &[
+    ("sum", Reduce::Sum),
+    ("mean", Reduce::Mean),
+    ("max", Reduce::Max),
+];
+
+fn reduce_name(op: &str, rank: usize, axes: &[usize], keep: bool) -> String {
+    let axes: String = axes.iter().map(usize::to_string).collect();
+    format!(
+        "reduce_{op}_r{rank}_a{axes}{}",
+        if keep { "_keep" } else { "" }
+    )
+}
+
+/// Every def the tests below exercise.
+fn tested_defs() -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = SINGLE_DEFS.iter().map(|s| s.to_string()).collect();
+    for r in 1..=4 {
+        for (op, ..) in unary_ops() {
+            names.insert(format!("{op}_r{r}"));
+        }
+        for op in ["leaky_relu", "clip"] {
+            names.insert(format!("{op}_r{r}"));
+        }
+        for (op, ..) in binary_ops() {
+            names.insert(format!("{op}_r{r}"));
+            names.insert(format!("{op}_bcast_r{r}"));
+            names.insert(format!("{op}_r{r}_scalar"));
+        }
+        for op in ["slice", "pad"] {
+            names.insert(format!("{op}_r{r}"));
+        }
+        for a in 0..r {
+            names.insert(format!("concat_r{r}_a{a}"));
+            names.insert(format!("split_r{r}_a{a}"));
+        }
+        for b in 1..=4 {
+            if (r, b) != (1, 1) {
+                names.insert(format!("reshape_r{r}_r{b}"));
+            }
+        }
+    }
+    for r in 2..=4 {
+        for op in ["batchnorm", "layernorm", "softmax", "prelu"] {
+            names.insert(format!("{op}_r{r}"));
+        }
+    }
+    for (op, ..) in binary_ops() {
+        for (suffix, ..) in binary_broadcasts() {
+            names.insert(format!("{op}_{suffix}"));
+        }
+    }
+    names.extend(TRANSPOSES.iter().map(|(n, _)| n.to_string()));
+    for (op, _) in REDUCE_OPS {
+        for (rank, axes) in REDUCTIONS {
+            for keep in [false, true] {
+                names.insert(reduce_name(op, *rank, axes, keep));
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn prelude_checks_and_verifies() {
+    if let Err(errs) = ir::verify_program(prelude()) {
+        panic!(
+            "the checked prelude breaks IR invariants:\n{}",
+            errs.join("\n")
+        );
+    }
+}
+
+#[test]
+fn every_def_is_tested() {
+    let defined: BTreeSet<String> = prelude().defs.iter().map(|d| d.name.clone()).collect();
+    let tested = tested_defs();
+    let untested: Vec<_> = defined.difference(&tested).collect();
+    let missing: Vec<_> = tested.difference(&defined).collect();
+    assert!(
+        untested.is_empty(),
+        "prelude defs without a test: {untested:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "tested defs missing from the prelude: {missing:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Matrix products.
+
+#[test]
+fn matrix_products() {
+    let (a, b) = (rand(&[3, 5], 1), rand(&[5, 4], 2));
+    let (at, bt) = (r::transpose(&a, &[1, 0]), r::transpose(&b, &[1, 0]));
+    let ab = r::matmul(&a, &b);
+    check("matmul", vec![t("A", &a), t("B", &b)], &[ab.clone()]);
+    check("matmul_ta", vec![t("A", &at), t("B", &b)], &[ab.clone()]);
+    check("matmul_tb", vec![t("A", &a), t("B", &bt)], &[ab.clone()]);
+    check("matmul_tab", vec![t("A", &at), t("B", &bt)], &[ab]);
+
+    let a3 = rand(&[2, 3, 5], 3);
+    let b_each = r::tabulate(&[2, 5, 4], |i| b.at(&i[1..]));
+    check(
+        "matmul_r3_r2",
+        vec![t("A", &a3), t("B", &b)],
+        &[r::batch_matmul(&a3, &b_each)],
+    );
+    let b3 = rand(&[2, 5, 4], 4);
+    let want = r::batch_matmul(&a3, &b3);
+    check(
+        "batch_matmul",
+        vec![t("A", &a3), t("B", &b3)],
+        &[want.clone()],
+    );
+    check(
+        "batch_matmul_tb",
+        vec![t("A", &a3), t("B", &r::transpose(&b3, &[0, 2, 1]))],
+        &[want],
+    );
+
+    let (a4, b4) = (rand(&[2, 3, 4, 5], 5), rand(&[2, 3, 5, 3], 6));
+    let want = r::batch_matmul(&a4, &b4);
+    check(
+        "batch_matmul_r4",
+        vec![t("A", &a4), t("B", &b4)],
+        &[want.clone()],
+    );
+    check(
+        "batch_matmul_r4_tb",
+        vec![t("A", &a4), t("B", &r::transpose(&b4, &[0, 1, 3, 2]))],
+        &[want],
+    );
+}
+
+#[test]
+fn gemm() {
+    let (a, b, c, full) = (
+        rand(&[4, 6], 7),
+        rand(&[6, 5], 8),
+        rand(&[5], 9),
+        rand(&[4, 5], 10),
+    );
+    let (at, bt) = (r::transpose(&a, &[1, 0]), r::transpose(&b, &[1, 0]));
+    let (alpha, beta) = (0.75, -1.25);
+    let args = |a: &Nd, b: &Nd, c: &Nd| {
+        vec![
+            t("A", a),
+            t("B", b),
+            t("C", c),
+            flt("alpha", alpha),
+            flt("beta", beta),
+        ]
+    };
+    let want = r::gemm(&a, &b, &c, alpha, beta);
+    check("gemm", args(&a, &b, &c), &[want.clone()]);
+    check("gemm_ta", args(&at, &b, &c), &[want.clone()]);
+    check("gemm_tb", args(&a, &bt, &c), &[want.clone()]);
+    check("gemm_tab", args(&at, &bt, &c), &[want]);
+    check(
+        "gemm_full",
+        args(&a, &b, &full),
+        &[r::gemm(&a, &b, &full, alpha, beta)],
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Convolutions.
+
+/// One convolution: batch, input and output channels, groups, input size,
+/// kernel size and window attributes, per spatial axis.
+struct Conv {
+    n: usize,
+    c: usize,
+    f: usize,
+    groups: usize,
+    size: Vec<usize>,
+    kernel: Vec<usize>,
+    win: Window,
+}
+
+/// A convolution of `n` images of `c` channels into `f` channels.
+fn conv_case(
+    n: usize,
+    c: usize,
+    f: usize,
+    groups: usize,
+    size: &[usize],
+    kernel: &[usize],
+    win: Window,
+) -> Conv {
+    Conv {
+        n,
+        c,
+        f,
+        groups,
+        size: size.to_vec(),
+        kernel: kernel.to_vec(),
+        win,
+    }
+}
+
+/// Window attributes, per spatial axis: strides, pads at the start and at the
+/// end, dilations.
+fn win(strides: &[usize], pads_begin: &[usize], pads_end: &[usize], dilations: &[usize]) -> Window {
+    Window {
+        strides: strides.to_vec(),
+        pads_begin: pads_begin.to_vec(),
+        pads_end: pads_end.to_vec(),
+        dilations: dilations.to_vec(),
+    }
+}
+
+/// The prelude's scalar arguments of a window over the spatial axes named by
+/// the letters of `axes` (`l`, `hw` or `dhw`): strides, begin pads, end pads,
+/// dilations.
+fn window_args(axes: &str, w: &Window) -> Args {
+    let mut args = Vec::new();
+    for (k, a) in axes.chars().enumerate() {
+        args.push(int(&format!("s{a}"), w.strides[k]));
+        args.push(int(&format!("p{a}0"), w.pads_begin[k]));
+        args.push(int(&format!("p{a}1"), w.pads_end[k]));
+        args.push(int(&format!("d{a}"), w.dilations[k]));
+    }
+    args
+}
+
+/// Runs `conv1d` / `conv2d` / `conv3d` and its `_bias` variant on `case`.
+fn check_conv(case: &Conv, seed: u64) {
+    let axes = ["l", "hw", "dhw"][case.size.len() - 1];
+    let name = format!("conv{}d", case.size.len());
+    let x = rand(&[&[case.n, case.c][..], &case.size].concat(), seed);
+    let w = rand(
+        &[&[case.f, case.c / case.groups][..], &case.kernel].concat(),
+        seed + 1,
+    );
+    let bias = rand(&[case.f], seed + 2);
+    let args = |with_bias: bool| {
+        let mut args = vec![t("X", &x), t("Wt", &w), int("G", case.groups)];
+        args.extend(window_args(axes, &case.win));
+        if with_bias {
+            args.push(t("B", &bias));
+        }
+        args
+    };
+    let want = r::conv(&x, &w, &case.win, case.groups);
+    let bias_shape = [&[case.f][..], &vec![1; case.size.len()]].concat();
+    let with_bias = r::broadcast(&want, &r::reshape(&bias, &bias_shape), |a, b| a + b);
+    check(&name, args(false), &[want]);
+    check(&format!("{name}_bias"), args(true), &[with_bias]);
+}
+
+#[test]
+fn conv1d() {
+    let cases = [
+        // Plain, no padding.
+        conv_case(2, 3, 4, 1, &[9], &[3], win(&[1], &[0], &[0], &[1])),
+        // Stride 2 on an odd length, asymmetric pads, dilation 2.
+        conv_case(1, 2, 3, 1, &[11], &[3], win(&[2], &[1], &[2], &[2])),
+        // Two groups, and a window that does not fit the last stride.
+        conv_case(2, 4, 6, 2, &[10], &[4], win(&[3], &[2], &[0], &[1])),
+        // Depthwise.
+        conv_case(1, 3, 3, 3, &[8], &[3], win(&[1], &[1], &[1], &[1])),
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        check_conv(case, 100 + 10 * k as u64);
+    }
+}
+
+#[test]
+fn conv2d() {
+    let one = [1, 1];
+    let cases = [
+        // A 3 x 3 "same" convolution.
+        conv_case(2, 3, 4, 1, &[5, 5], &[3, 3], win(&one, &one, &one, &one)),
+        // Stride 2 on odd sizes.
+        conv_case(1, 2, 3, 1, &[7, 9], &[3, 3], win(&[2, 2], &one, &one, &one)),
+        // Dilation 2 with padding 2.
+        conv_case(
+            1,
+            2,
+            2,
+            1,
+            &[8, 7],
+            &[3, 3],
+            win(&one, &[2, 2], &[2, 2], &[2, 2]),
+        ),
+        // Two groups, different strides per axis.
+        conv_case(2, 4, 6, 2, &[6, 5], &[3, 3], win(&[2, 1], &one, &one, &one)),
+        // Depthwise, stride 2.
+        conv_case(1, 3, 3, 3, &[6, 6], &[3, 3], win(&[2, 2], &one, &one, &one)),
+        // Asymmetric pads with a rectangular kernel.
+        conv_case(
+            1,
+            2,
+            2,
+            1,
+            &[5, 6],
+            &[2, 3],
+            win(&[1, 2], &[0, 2], &[1, 0], &one),
+        ),
+        // A 1 x 1 convolution.
+        conv_case(
+            2,
+            5,
+            3,
+            1,
+            &[4, 3],
+            &[1, 1],
+            win(&one, &[0, 0], &[0, 0], &one),
+        ),
+        // Everything at once: groups, strides, dilation, uneven pads.
+        conv_case(
+            1,
+            4,
+            4,
+            2,
+            &[9, 8],
+            &[3, 2],
+            win(&[2, 3], &[1, 0], &[2, 1], &[2, 1]),
+        ),
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        check_conv(case, 200 + 10 * k as u64);
+    }
+}
+
+#[test]
+fn conv3d() {
+    let one = [1, 1, 1];
+    let cases = [
+        conv_case(
+            1,
+            2,
+            3,
+            1,
+            &[4, 5, 4],
+            &[3, 3, 3],
+            win(&one, &one, &one, &one),
+        ),
+        conv_case(
+            2,
+            4,
+            2,
+            2,
+            &[5, 4, 6],
+            &[2, 3, 2],
+            win(&[2, 1, 2], &[1, 0, 1], &[0, 2, 1], &[1, 2, 2]),
+        ),
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        check_conv(case, 300 + 10 * k as u64);
+    }
+}
+
+#[test]
+fn conv_transpose2d() {
+    // (channels in, output channels per group, groups, input size, kernel,
+    // window, output pads)
+    let cases = [
+        (
+            3,
+            2,
+            1,
+            [4, 5],
+            [3, 3],
+            win(&[1, 1], &[0, 0], &[0, 0], &[1, 1]),
+            [0, 0],
+        ),
+        // The usual 2x upsampling: stride 2, pad 1, output pad 1.
+        (
+            2,
+            3,
+            1,
+            [3, 4],
+            [3, 3],
+            win(&[2, 2], &[1, 1], &[1, 1], &[1, 1]),
+            [1, 1],
+        ),
+        // Uneven strides, asymmetric pads, output pads, dilation.
+        (
+            2,
+            2,
+            1,
+            [3, 3],
+            [2, 3],
+            win(&[3, 2], &[1, 0], &[0, 2], &[1, 2]),
+            [2, 1],
+        ),
+        // Two groups with stride 2 and dilation 2.
+        (
+            4,
+            3,
+            2,
+            [3, 4],
+            [3, 3],
+            win(&[2, 2], &[1, 1], &[1, 1], &[2, 2]),
+            [1, 0],
+        ),
+    ];
+    for (k, (c, fg, groups, size, kernel, w, out_pads)) in cases.into_iter().enumerate() {
+        let seed = 400 + 10 * k as u64;
+        let x = rand(&[2, c, size[0], size[1]], seed);
+        let wt = rand(&[c, fg, kernel[0], kernel[1]], seed + 1);
+        let mut args = vec![t("X", &x), t("Wt", &wt), int("G", groups)];
+        args.extend(window_args("hw", &w));
+        args.push(int("oph", out_pads[0]));
+        args.push(int("opw", out_pads[1]));
+        check(
+            "conv_transpose2d",
+            args,
+            &[r::conv_transpose2d(&x, &wt, &w, &out_pads, groups)],
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Pooling.
+
+#[test]
+fn pooling() {
+    // (input size, kernel, strides, pads h0 w0 h1 w1)
+    let cases = [
+        // ResNet's stem pooling on an odd size.
+        ([7, 7], [3, 3], [2, 2], [1, 1, 1, 1]),
+        // No padding; the last column does not fit a window.
+        ([6, 5], [2, 2], [2, 2], [0, 0, 0, 0]),
+        // Windows hanging over the edge by two rows, one in-bounds point left.
+        ([5, 6], [3, 2], [1, 2], [2, 0, 1, 1]),
+        // Uneven pads and strides larger than one.
+        ([8, 9], [4, 4], [3, 3], [1, 2, 2, 1]),
+    ];
+    for (k, (size, kernel, strides, pads)) in cases.into_iter().enumerate() {
+        let x = rand(&[2, 3, size[0], size[1]], 500 + k as u64);
+        for (name, mode) in [
+            ("maxpool2d", Pool::Max),
+            ("avgpool2d", Pool::AvgExcludePad),
+            ("avgpool2d_incpad", Pool::AvgIncludePad),
+        ] {
+            let args = vec![
+                t("X", &x),
+                int("KH", kernel[0]),
+                int("KW", kernel[1]),
+                int("sh", strides[0]),
+                int("sw", strides[1]),
+                int("ph0", pads[0]),
+                int("pw0", pads[1]),
+                int("ph1", pads[2]),
+                int("pw1", pads[3]),
+            ];
+            check(name, args, &[r::pool2d(&x, kernel, strides, pads, mode)]);
+        }
+    }
+    let x = rand(&[2, 3, 4, 5], 510);
+    check(
+        "global_avgpool2d",
+        vec![t("X", &x)],
+        &[r::reduce(&x, &[2, 3], true, Reduce::Mean)],
+    );
+    check(
+        "global_maxpool2d",
+        vec![t("X", &x)],
+        &[r::reduce(&x, &[2, 3], true, Reduce::Max)],
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Normalizations and softmax.
+
+#[test]
+fn batchnorm() {
+    for (rank, shape) in [(2, vec![3, 4]), (3, vec![2, 4, 5]), (4, vec![2, 3, 4, 5])] {
+        let seed = 600 + 10 * rank as u64;
+        let ch = shape[1];
+        let x = rand_with(&shape, seed, |v| 3.0 * v);
+        let (scale, bias, mean) = (
+            rand(&[ch], seed + 1),
+            rand(&[ch], seed + 2),
+            rand(&[ch], seed + 3),
+        );
+        let var = rand_with(&[ch], seed + 4, |v| v.abs() + 0.1);
+        let eps = 1e-5;
+        let want = r::batchnorm(&x, &scale, &bias, &mean, &var, eps);
+        let args = vec![
+            t("X", &x),
+            t("Scale", &scale),
+            t("Bias", &bias),
+            t("Mean", &mean),
+            t("Var", &var),
+            flt("eps", eps),
+        ];
+        check(&format!("batchnorm_r{rank}"), args, &[want]);
+    }
+}
+
+#[test]
+fn layernorm() {
+    for (rank, shape) in [(2, vec![4, 7]), (3, vec![2, 3, 8]), (4, vec![2, 2, 3, 5])] {
+        let seed = 700 + 10 * rank as u64;
+        let d = shape[rank - 1];
+        // Rows with a mean far from zero, as after a residual connection.
+        let x = rand_with(&shape, seed, |v| 2.0 * v + 5.0);
+        let (scale, bias) = (rand(&[d], seed + 1), rand(&[d], seed + 2));
+        let eps = 1e-5;
+        let args = vec![
+            t("X", &x),
+            t("Scale", &scale),
+            t("Bias", &bias),
+            flt("eps", eps),
+        ];
+        check(
+            &format!("layernorm_r{rank}"),
+            args,
+            &[r::layernorm(&x, &scale, &bias, eps)],
+        );
+    }
+}
+
+#[test]
+fn softmax() {
+    for (rank, shape) in [(2, vec![4, 7]), (3, vec![2, 3, 8]), (4, vec![2, 2, 3, 5])] {
+        let seed = 800 + 10 * rank as u64;
+        let name = format!("softmax_r{rank}");
+        let x = rand_with(&shape, seed, |v| 3.0 * v);
+        check(&name, vec![t("X", &x)], &[r::softmax(&x)]);
+        // Large values: exp would overflow without subtracting the maximum.
+        let big = rand_with(&shape, seed + 1, |v| 1000.0 + 50.0 * v);
+        check(&name, vec![t("X", &big)], &[r::softmax(&big)]);
+        // Equal values in every row.
+        let flat = Nd::full(&shape, 1e4);
+        check(&name, vec![t("X", &flat)], &[r::softmax(&flat)]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise operators.
+
+#[test]
+fn unary_elementwise() {
+    for (op, f, domain) in unary_ops() {
+        for rank in 1..=4 {
+            let x = domain.sample(&elementwise_shape(rank), 900 + rank as u64);
+            check(&format!("{op}_r{rank}"), vec![t("X", &x)], &[x.map(f)]);
+        }
+    }
+}
+
+#[test]
+fn unary_elementwise_with_attributes() {
+    for rank in 1..=4 {
+        let shape = elementwise_shape(rank);
+        let x = rand_with(&shape, 950 + rank as u64, |v| 2.0 * v);
+        let alpha = 0.125;
+        let leaky = x.map(|v| if v >= 0.0 { v } else { alpha * v });
+        check(
+            &format!("leaky_relu_r{rank}"),
+            vec![t("X", &x), flt("alpha", alpha)],
+            &[leaky],
+        );
+        let (lo, hi) = (-0.25, 0.5);
+        let clipped = x.map(|v| v.max(lo).min(hi));
+        check(
+            &format!("clip_r{rank}"),
+            vec![t("X", &x), flt("lo", lo), flt("hi", hi)],
+            &[clipped],
+        );
+    }
+    for rank in 2..=4 {
+        let shape = elementwise_shape(rank);
+        let x = rand(&shape, 960 + rank as u64);
+        let slope = rand(&[shape[1]], 970 + rank as u64);
+        check(
+            &format!("prelu_r{rank}"),
+            vec![t("X", &x), t("Slope", &slope)],
+            &[r::prelu(&x, &slope)],
+        );
+    }
+}
+
+#[test]
+fn binary_elementwise() {
+    // Operand shapes for the general broadcasting form, by rank: stretched
+    // axes on either side, and an operand of all 1s on the left.
+    let bcast_cases: [Vec<(Vec<usize>, Vec<usize>)>; 4] = [
+        vec![(vec![5], vec![1]), (vec![1], vec![4]), (vec![3], vec![3])],
+        vec![
+            (vec![3, 1], vec![1, 4]),
+            (vec![1, 4], vec![3, 4]),
+            (vec![3, 4], vec![3, 1]),
+        ],
+        vec![
+            (vec![2, 1, 4], vec![1, 3, 1]),
+            (vec![2, 3, 4], vec![2, 3, 4]),
+        ],
+        vec![
+            (vec![2, 3, 1, 5], vec![1, 3, 4, 1]),
+            (vec![1, 1, 1, 1], vec![2, 3, 4, 5]),
+        ],
+    ];
+    for (k, (op, f, da, db)) in binary_ops().into_iter().enumerate() {
+        let seed = 1000 + 100 * k as u64;
+        for rank in 1..=4 {
+            let shape = elementwise_shape(rank);
+            let (a, b) = (
+                da.sample(&shape, seed + rank as u64),
+                db.sample(&shape, seed + 10 + rank as u64),
+            );
+            check(
+                &format!("{op}_r{rank}"),
+                vec![t("A", &a), t("B", &b)],
+                &[r::broadcast(&a, &b, f)],
+            );
+            let s = db.sample(&[], seed + 20 + rank as u64);
+            check(
+                &format!("{op}_r{rank}_scalar"),
+                vec![t("A", &a), t("B", &s)],
+                &[r::broadcast(&a, &s, f)],
+            );
+            for (c, (sa, sb)) in bcast_cases[rank - 1].iter().enumerate() {
+                let case_seed = seed + 30 + 10 * rank as u64 + c as u64;
+                let (a, b) = (da.sample(sa, case_seed), db.sample(sb, case_seed + 5));
+                check(
+                    &format!("{op}_bcast_r{rank}"),
+                    vec![t("A", &a), t("B", &b)],
+                    &[r::broadcast(&a, &b, f)],
+                );
+            }
+        }
+        for (c, (suffix, sa, sb)) in binary_broadcasts().into_iter().enumerate() {
+            let (a, b) = (
+                da.sample(&sa, seed + 90 + c as u64),
+                db.sample(&sb, seed + 95 + c as u64),
+            );
+            check(
+                &format!("{op}_{suffix}"),
+                vec![t("A", &a), t("B", &b)],
+                &[r::broadcast(&a, &b, f)],
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Layout.
+
+#[test]
+fn transpose() {
+    for (k, (name, perm)) in TRANSPOSES.iter().enumerate() {
+        let x = rand(&shape_of_rank(&[2, 3, 4, 5], perm.len()), 1600 + k as u64);
+        check(name, vec![t("X", &x)], &[r::transpose(&x, perm)]);
+    }
+}
+
+#[test]
+fn reshape() {
+    // Shapes of 24 elements, by rank.
+    let from = [vec![24], vec![4, 6], vec![2, 3, 4], vec![2, 3, 2, 2]];
+    let to = [vec![24], vec![6, 4], vec![4, 3, 2], vec![3, 2, 2, 2]];
+    for a in 1..=4 {
+        for b in 1..=4 {
+            if (a, b) == (1, 1) {
+                continue;
+            }
+            let x = rand(&from[a - 1], 1700 + 10 * a as u64 + b as u64);
+            let target = &to[b - 1];
+            let mut args = vec![t("X", &x)];
+            for (k, &d) in target.iter().enumerate() {
+                args.push(int(&format!("O{k}"), d));
+            }
+            check(
+                &format!("reshape_r{a}_r{b}"),
+                args,
+                &[r::reshape(&x, target)],
+            );
+        }
+    }
+    let x3 = rand(&[2, 3, 5], 1750);
+    check(
+        "flatten_r3",
+        vec![t("X", &x3)],
+        &[r::reshape(&x3, &[2, 15])],
+    );
+    let x4 = rand(&[2, 3, 4, 5], 1751);
+    check(
+        "flatten_r4",
+        vec![t("X", &x4)],
+        &[r::reshape(&x4, &[2, 60])],
+    );
+}
+
+#[test]
+fn concat_and_split() {
+    let base = [3, 2, 4, 3];
+    for rank in 1..=4 {
+        for axis in 0..rank {
+            let seed = 1800 + 10 * rank as u64 + axis as u64;
+            let mut sa = shape_of_rank(&base, rank);
+            let mut sb = sa.clone();
+            sa[axis] = 2;
+            sb[axis] = 3;
+            let (a, b) = (rand(&sa, seed), rand(&sb, seed + 100));
+            check(
+                &format!("concat_r{rank}_a{axis}"),
+                vec![t("A", &a), t("B", &b)],
+                &[r::concat(&a, &b, axis)],
+            );
+            let mut sx = shape_of_rank(&base, rank);
+            sx[axis] = 5;
+            let x = rand(&sx, seed + 200);
+            let (first, rest) = r::split(&x, axis, 2);
+            check(
+                &format!("split_r{rank}_a{axis}"),
+                vec![t("X", &x), int("s", 2)],
+                &[first, rest],
+            );
+        }
+    }
+}
+
+#[test]
+fn slice() {
+    // (input shape, per axis (start, end, step)), with negative steps.
+    let cases: [(Vec<usize>, Vec<(i64, i64, i64)>); 6] = [
+        (vec![10], vec![(1, 8, 3)]),
+        (vec![10], vec![(9, 0, -2)]),
+        (vec![10], vec![(8, -1, -3)]),
+        (vec![6, 7], vec![(1, 6, 2), (6, -1, -1)]),
+        (vec![4, 5, 6], vec![(0, 4, 1), (4, 0, -3), (1, 6, 2)]),
+        (
+            vec![3, 4, 5, 6],
+            vec![(2, -1, -1), (0, 4, 3), (1, 5, 1), (5, 0, -2)],
+        ),
+    ];
+    for (k, (shape, axes)) in cases.into_iter().enumerate() {
+        let x = rand(&shape, 1900 + k as u64);
+        let mut args = vec![t("X", &x)];
+        for (a, &(b, e, s)) in axes.iter().enumerate() {
+            args.extend([
+                sint(&format!("b{a}"), b),
+                sint(&format!("e{a}"), e),
+                sint(&format!("s{a}"), s),
+            ]);
+        }
+        let starts: Vec<i64> = axes.iter().map(|x| x.0).collect();
+        let ends: Vec<i64> = axes.iter().map(|x| x.1).collect();
+        let steps: Vec<i64> = axes.iter().map(|x| x.2).collect();
+        check(
+            &format!("slice_r{}", shape.len()),
+            args,
+            &[r::slice(&x, &starts, &ends, &steps)],
+        );
+    }
+}
+
+#[test]
+fn pad() {
+    // (input shape, begin pads, end pads, value); a negative pad crops.
+    let cases = [
+        (vec![5], vec![2], vec![3], 1.5),
+        (vec![3, 4], vec![1, 0], vec![0, 2], -0.5),
+        (vec![2, 3, 4], vec![0, 1, 2], vec![1, -1, 0], 0.25),
+        (vec![2, 3, 4, 5], vec![0, 0, 1, 2], vec![0, 0, 2, 1], 0.0),
+    ];
+    for (k, (shape, begins, ends, value)) in cases.into_iter().enumerate() {
+        let x = rand(&shape, 2000 + k as u64);
+        let mut args = vec![t("X", &x), flt("v", value)];
+        for a in 0..shape.len() {
+            args.push(sint(&format!("pb{a}"), begins[a]));
+            args.push(sint(&format!("pe{a}"), ends[a]));
+        }
+        check(
+            &format!("pad_r{}", shape.len()),
+            args,
+            &[r::pad(&x, &begins, &ends, value)],
+        );
+    }
+}
+
+#[test]
+fn gather() {
+    let t1 = rand(&[6], 2100);
+    let i1 = [-1, 0, 5, -6, 3];
+    check(
+        "gather_r1_i1",
+        vec![t("T", &t1), idx("I", &[5], &i1)],
+        &[r::gather(&t1, &[5], &i1)],
+    );
+    let t2 = rand(&[5, 4], 2101);
+    let i2 = [4, -1, 0, 2, -5, 2, 1];
+    check(
+        "gather_r2_i1",
+        vec![t("T", &t2), idx("I", &[7], &i2)],
+        &[r::gather(&t2, &[7], &i2)],
+    );
+    let t3 = rand(&[7, 3], 2102);
+    let i3 = [0, -1, 6, 3, -7, 2];
+    check(
+        "gather_r2_i2",
+        vec![t("T", &t3), idx("I", &[2, 3], &i3)],
+        &[r::gather(&t3, &[2, 3], &i3)],
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Reductions.
+
+#[test]
+fn reductions() {
+    for (op, kind) in REDUCE_OPS {
+        for (k, (rank, axes)) in REDUCTIONS.iter().enumerate() {
+            let x = rand(&shape_of_rank(&[3, 4, 5, 3], *rank), 2200 + k as u64);
+            for keep in [false, true] {
+                let want = r::reduce(&x, axes, keep, *kind);
+                check(
+                    &reduce_name(op, *rank, axes, keep),
+                    vec![t("X", &x)],
+                    &[want],
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Band matrix products.
+
+#[test]
+fn band_matmuls() {
+    // (sequence length, band half-width, dilation): bands that reach past
+    // both ends of the sequence, and one wider than the sequence.
+    for (k, (m, w, d)) in [(11, 2, 1), (11, 2, 2), (10, 1, 3), (4, 3, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let seed = 2300 + 10 * k as u64;
+        let (q, keys) = (rand(&[2, m, 4], seed), rand(&[2, m, 4], seed + 1));
+        let args = vec![t("A", &q), t("B", &keys), int("W", w), int("D", d)];
+        check("g2bmm", args, &[r::g2bmm(&q, &keys, w, d)]);
+        let (scores, values) = (
+            rand(&[2, m, 2 * w + 1], seed + 2),
+            rand(&[2, m, 3], seed + 3),
+        );
+        let args = vec![t("A", &scores), t("B", &values), int("D", d)];
+        check("gbmm", args, &[r::gbmm(&scores, &values, d)]);
+    }
+}

@@ -700,14 +700,13 @@ fn pooling() {
         ([8, 9], [4, 4], [3, 3], [1, 2, 2, 1]),
     ];
     for (k, (size, kernel, strides, pads)) in cases.into_iter().enumerate() {
-        let x = rand(&[2, 3, size[0], size[1]], 500 + k as u64);
-        for (name, mode) in [
-            ("maxpool2d", Pool::Max),
-            ("avgpool2d", Pool::AvgExcludePad),
-            ("avgpool2d_incpad", Pool::AvgIncludePad),
-        ] {
-            let args = vec![
-                t("X", &x),
+        let shape = [2, 3, size[0], size[1]];
+        let x = rand(&shape, 500 + k as u64);
+        // All values below zero: a padded point taken as 0 would win the max.
+        let negative = rand_with(&shape, 520 + k as u64, |v| v - 1.5);
+        let pool_args = |x: &Nd| {
+            vec![
+                t("X", x),
                 int("KH", kernel[0]),
                 int("KW", kernel[1]),
                 int("sh", strides[0]),
@@ -716,8 +715,20 @@ fn pooling() {
                 int("pw0", pads[1]),
                 int("ph1", pads[2]),
                 int("pw1", pads[3]),
-            ];
-            check(name, args, &[&r::pool2d(&x, kernel, strides, pads, mode)]);
+            ]
+        };
+        let want = r::pool2d(&negative, kernel, strides, pads, Pool::Max);
+        check("maxpool2d", pool_args(&negative), &[&want]);
+        for (name, mode) in [
+            ("maxpool2d", Pool::Max),
+            ("avgpool2d", Pool::AvgExcludePad),
+            ("avgpool2d_incpad", Pool::AvgIncludePad),
+        ] {
+            check(
+                name,
+                pool_args(&x),
+                &[&r::pool2d(&x, kernel, strides, pads, mode)],
+            );
         }
     }
     let x = rand(&[2, 3, 4, 5], 510);

@@ -1,0 +1,504 @@
+//! File tests: the `tessera` binary is run on every `*.tc` under
+//! `tests/files/` (workspace root) and its exit code, standard output and
+//! standard error are compared with the expectation written in the file.
+//!
+//! The first line of a test file names the kind of test and the command's
+//! arguments; the file's path goes right after the subcommand:
+//!
+//! ```text
+//! # test: check --size H=8          `tessera check FILE --size H=8`, full output
+//! # test: run --def f --seed 7      `tessera run FILE --def f --seed 7`, full output
+//! # test: reject                    `tessera check FILE` must fail
+//! # test: reject run --def f        `tessera run FILE --def f` must fail
+//! ```
+//!
+//! A full-output test ends with its expectation, every line commented:
+//!
+//! ```text
+//! # expect:
+//! # exit: 0
+//! # ...standard output, line by line...
+//! # stderr:
+//! # ...standard error, line by line (only when there is some)...
+//! ```
+//!
+//! `BLESS=1 cargo test -p tessera --test filetests` rewrites these blocks in
+//! place from what the binary prints; review the diff before committing.
+//!
+//! A rejection test carries hand-written lines instead, which blessing never
+//! touches: `# error: FRAGMENT` (each fragment must appear in standard error)
+//! and `# at: LINE:COL` or `# at: LINE` (standard error must point at
+//! `FILE:LINE:COL`). The binary must exit with status 1, print nothing on
+//! standard output, start standard error with `error:`, and never panic.
+//!
+//! The file path is given relative to the workspace root, which is the
+//! working directory, so messages show `tests/files/...`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The subcommands a test may run.
+const KINDS: [&str; 2] = ["check", "run"];
+
+/// The line that starts the expectation of a full-output test.
+const EXPECT: &str = "# expect:";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root exists")
+}
+
+/// Every `*.tc` under `dir`, sorted.
+fn tc_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).unwrap_or_else(|e| panic!("cannot list {}: {e}", d.display()));
+        for e in entries {
+            let p = e.expect("a readable directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "tc") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What one run of the binary did.
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    /// The outcome in the form a full-output expectation records it.
+    fn render(&self) -> String {
+        let mut s = match self.code {
+            Some(c) => format!("exit: {c}\n"),
+            None => "exit: killed by a signal\n".to_string(),
+        };
+        push_stream(&mut s, &self.stdout);
+        if !self.stderr.is_empty() {
+            s.push_str("stderr:\n");
+            push_stream(&mut s, &self.stderr);
+        }
+        s
+    }
+}
+
+fn push_stream(s: &mut String, text: &str) {
+    s.push_str(text);
+    if !text.is_empty() && !text.ends_with('\n') {
+        s.push_str("\n(no newline at end)\n");
+    }
+}
+
+fn tessera(root: &Path, args: &[String]) -> Outcome {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("the tessera binary starts");
+    Outcome {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A test file's first line, read.
+struct Header {
+    reject: bool,
+    /// The subcommand and its arguments, without the file.
+    subcommand: String,
+    args: Vec<String>,
+}
+
+fn parse_header(text: &str) -> Result<Header, String> {
+    let first = text.lines().next().unwrap_or("");
+    let spec = first
+        .strip_prefix("# test:")
+        .ok_or_else(|| format!("the first line must be `# test: KIND ARGS...`, found `{first}`"))?;
+    let mut words: Vec<String> = spec.split_whitespace().map(str::to_string).collect();
+    let reject = words.first().is_some_and(|w| w == "reject");
+    if reject {
+        words.remove(0);
+        if words.first().is_none_or(|w| w.starts_with("--")) {
+            words.insert(0, "check".to_string());
+        }
+    }
+    if words.is_empty() {
+        return Err("the header names no test kind".to_string());
+    }
+    let subcommand = words.remove(0);
+    if !KINDS.contains(&subcommand.as_str()) {
+        return Err(format!(
+            "unknown test kind `{subcommand}`; kinds: reject, {}",
+            KINDS.join(", ")
+        ));
+    }
+    Ok(Header {
+        reject,
+        subcommand,
+        args: words,
+    })
+}
+
+/// The expectation block of a full-output test, uncommented.
+fn parse_expectation(text: &str) -> Result<Option<String>, String> {
+    let mut lines = text.lines();
+    if !lines.any(|l| l == EXPECT) {
+        return Ok(None);
+    }
+    let mut out = String::new();
+    for l in lines {
+        let body = if l == "#" {
+            ""
+        } else {
+            l.strip_prefix("# ")
+                .ok_or_else(|| format!("expectation line `{l}` does not start with `# `"))?
+        };
+        out.push_str(body);
+        out.push('\n');
+    }
+    Ok(Some(out))
+}
+
+/// `text` with its expectation block replaced by `rendered`.
+fn blessed(text: &str, rendered: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines().take_while(|l| *l != EXPECT) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str(EXPECT);
+    out.push('\n');
+    for l in rendered.lines() {
+        if l.is_empty() {
+            out.push_str("#\n");
+        } else {
+            let _ = writeln!(out, "# {l}");
+        }
+    }
+    out
+}
+
+/// A line diff of `expected` against `actual` (longest common subsequence),
+/// with up to three unchanged lines around each change.
+fn diff(expected: &str, actual: &str) -> String {
+    let a: Vec<&str> = expected.lines().collect();
+    let b: Vec<&str> = actual.lines().collect();
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            ops.push(('-', a[i]));
+            i += 1;
+        } else {
+            ops.push(('+', b[j]));
+            j += 1;
+        }
+    }
+    let near_change = |k: usize| {
+        ops[k.saturating_sub(3)..(k + 4).min(ops.len())]
+            .iter()
+            .any(|(c, _)| *c != ' ')
+    };
+    let mut out = String::from("--- expected\n+++ actual\n");
+    let mut elided = false;
+    for (k, (c, line)) in ops.iter().enumerate() {
+        if near_change(k) {
+            let _ = writeln!(out, "{c} {line}");
+            elided = false;
+        } else if !elided {
+            out.push_str("  ...\n");
+            elided = true;
+        }
+    }
+    out
+}
+
+/// The last `max` characters of `s` at most, for failure messages.
+fn tail(s: &str, max: usize) -> &str {
+    let n = s.chars().count();
+    match s.char_indices().nth(n.saturating_sub(max)) {
+        Some((k, _)) => &s[k..],
+        None => s,
+    }
+}
+
+/// Lines `# KEY: value` of a file, values trimmed.
+fn tagged<'t>(text: &'t str, key: &str) -> Vec<&'t str> {
+    let prefix = format!("# {key}:");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::trim)
+        .collect()
+}
+
+fn check_rejection(text: &str, shown: &str, out: &Outcome) -> Result<(), String> {
+    let fragments = tagged(text, "error");
+    if fragments.is_empty() {
+        return Err("a rejection test needs at least one `# error: FRAGMENT` line".to_string());
+    }
+    if text.lines().any(|l| l == EXPECT) {
+        return Err("a rejection test has no `# expect:` block; use `# error:` lines".to_string());
+    }
+    let mut problems = Vec::new();
+    if out.code != Some(1) {
+        problems.push(format!("exit status {:?}, expected 1", out.code));
+    }
+    if !out.stdout.is_empty() {
+        problems.push("standard output is not empty".to_string());
+    }
+    if !out.stderr.starts_with("error:") {
+        problems.push("standard error does not start with `error:`".to_string());
+    }
+    if out.stderr.contains("panicked") || out.stdout.contains("panicked") {
+        problems.push("the binary panicked".to_string());
+    }
+    for f in &fragments {
+        if !out.stderr.contains(f) {
+            problems.push(format!("standard error lacks: {f}"));
+        }
+    }
+    for at in tagged(text, "at") {
+        let place = if at.contains(':') {
+            format!("--> {shown}:{at}")
+        } else {
+            format!("--> {shown}:{at}:")
+        };
+        if !out.stderr.contains(&place) {
+            problems.push(format!("standard error does not point at: {place}"));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}\nstandard output:\n{}\nstandard error:\n{}",
+        problems.join("\n"),
+        tail(&out.stdout, 2000),
+        tail(&out.stderr, 4000)
+    ))
+}
+
+/// Runs the file test at `path`: a rejection test, or a full-output test
+/// whose expectation is rewritten instead of compared when `BLESS` is set.
+fn check(path: &Path) -> Result<(), String> {
+    let root = root();
+    let shown = match path.strip_prefix(&root) {
+        Ok(rel) => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => path.display().to_string(),
+    };
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let header = parse_header(&text)?;
+    let mut args = vec![header.subcommand.clone(), shown.clone()];
+    args.extend(header.args.iter().cloned());
+    let out = tessera(&root, &args);
+    if header.reject {
+        return check_rejection(&text, &shown, &out);
+    }
+    let rendered = out.render();
+    let expected = parse_expectation(&text)?;
+    if expected.as_deref() == Some(rendered.as_str()) {
+        return Ok(());
+    }
+    if std::env::var_os("BLESS").is_some() {
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| "cannot bless a file that is not UTF-8".to_string())?;
+        return std::fs::write(path, blessed(text, &rendered))
+            .map_err(|e| format!("cannot bless: {e}"));
+    }
+    match expected {
+        None => Err(format!(
+            "no `{EXPECT}` block (run with BLESS=1 to write one); the output is:\n{rendered}"
+        )),
+        Some(e) => Err(format!(
+            "the output differs from the expectation (BLESS=1 rewrites it):\n{}",
+            diff(&e, &rendered)
+        )),
+    }
+}
+
+#[test]
+fn every_file_test_passes() {
+    let root = root();
+    let dir = root.join("tests/files");
+    let files = tc_files(&dir);
+    let mut failures = Vec::new();
+    let (mut rejects, mut full) = (0, 0);
+    for f in &files {
+        let text = std::fs::read(f)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        if parse_header(&text).is_ok_and(|h| h.reject) {
+            rejects += 1;
+        } else {
+            full += 1;
+        }
+        if let Err(e) = check(f) {
+            failures.push(format!(
+                "FAIL {}\n{e}",
+                f.strip_prefix(&root).unwrap_or(f).display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} file tests failed:\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+    // The corpus cannot silently disappear.
+    assert!(
+        full >= 30,
+        "only {full} full-output file tests under {}",
+        dir.display()
+    );
+    assert!(
+        rejects >= 45,
+        "only {rejects} rejection file tests under {}",
+        dir.display()
+    );
+}
+
+/// Runs a rejection test whose program is generated: `body` is written after
+/// the header into a scratch file, followed by the expected fragment.
+fn reject_generated(name: &str, body: &[u8], fragment: &str, at: Option<&str>) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("filetests");
+    std::fs::create_dir_all(&dir).expect("the scratch directory can be created");
+    let path = dir.join(format!("{name}.tc"));
+    let mut text = b"# test: reject\n".to_vec();
+    text.extend_from_slice(body);
+    text.extend_from_slice(format!("\n# error: {fragment}\n").as_bytes());
+    if let Some(at) = at {
+        text.extend_from_slice(format!("# at: {at}\n").as_bytes());
+    }
+    std::fs::write(&path, text).expect("the scratch file can be written");
+    if let Err(e) = check(&path) {
+        panic!("{}: {e}", path.display());
+    }
+}
+
+/// `def f(float(N) A) -> (B) {` + one statement whose right side is `rhs`.
+fn one_statement(rhs: &str) -> Vec<u8> {
+    format!("def f(float(N) A) -> (B) {{\n  B(i) = {rhs}\n}}\n").into_bytes()
+}
+
+#[test]
+fn ten_thousand_parentheses_are_rejected_without_overflow() {
+    let rhs = format!("{}A(i){}", "(".repeat(10_000), ")".repeat(10_000));
+    // The header is line 1, so the statement is on line 3; the 129th `(`
+    // (column 10 + 128) is the first one past the nesting limit.
+    reject_generated(
+        "parens",
+        &one_statement(&rhs),
+        "nested more than 128 levels deep",
+        Some("3:138"),
+    );
+}
+
+#[test]
+fn a_hundred_thousand_unary_minuses_are_rejected_without_overflow() {
+    let rhs = format!("{}A(i)", "-".repeat(100_000));
+    reject_generated(
+        "minuses",
+        &one_statement(&rhs),
+        "nested more than 128 levels deep",
+        Some("3:138"),
+    );
+}
+
+#[test]
+fn a_hundred_thousand_term_sum_is_rejected_without_overflow() {
+    let rhs = vec!["A(i)"; 100_000].join(" + ");
+    reject_generated(
+        "sum",
+        &one_statement(&rhs),
+        "nested more than 128 levels deep",
+        Some("3"),
+    );
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_rejected() {
+    let mut body = b"def f(float(N) A) -> (B) {\n  B(i) = A(i) ".to_vec();
+    body.extend_from_slice(&[0xff, 0xfe, 0x80, 0xc3]);
+    body.extend_from_slice(b"\n}\n");
+    // The header line is 15 bytes, so the first bad byte is byte 56.
+    reject_generated("not_utf8", &body, "is not valid UTF-8 (byte 56)", None);
+}
+
+#[test]
+fn the_paper_examples_get_the_papers_ranges() {
+    let root = root();
+    let cases = [
+        ("mv", "i in 0:M, k in 0:K"),
+        ("conv2d", "h in 0:H-KH+1, w in 0:W-KW+1"),
+        ("conv1d", "i in 0:M-N+1, x in 0:N"),
+        // floor((H-2)/2)+1 = floor(H/2).
+        ("maxpool2x2", "i in 0:H/2, j in 0:W/2"),
+    ];
+    for (name, ranges) in cases {
+        let file = format!("tests/files/check/paper/{name}.tc");
+        let out = tessera(&root, &["check".to_string(), file.clone()]);
+        assert_eq!(out.code, Some(0), "{file}: {}", out.stderr);
+        assert!(
+            out.stdout.contains(ranges),
+            "{file}: expected `{ranges}` in\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn the_diff_shows_changed_lines_with_context() {
+    let d = diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nd\nE\nf\ng\nh\n");
+    assert_eq!(
+        d,
+        "--- expected\n+++ actual\n  ...\n  b\n  c\n  d\n- e\n+ E\n  f\n  g\n  h\n"
+    );
+}
+
+#[test]
+fn blessing_replaces_only_the_expectation() {
+    let text = "# test: check\ndef f() -> () {\n}\n# expect:\n# exit: 1\n# old\n";
+    let out = blessed(text, "exit: 0\n\nnew\n");
+    assert_eq!(
+        out,
+        "# test: check\ndef f() -> () {\n}\n# expect:\n# exit: 0\n#\n# new\n"
+    );
+    assert_eq!(
+        parse_expectation(&out).unwrap().as_deref(),
+        Some("exit: 0\n\nnew\n")
+    );
+}

@@ -166,6 +166,22 @@ pub(crate) fn float_binary(b: Builtin) -> Option<fn(f64, f64) -> f64> {
     })
 }
 
+/// Converts a value to type `t` as a cast does (used for literals, whose
+/// kind the verifier matches to their type, but which stay total here).
+pub(crate) fn cast_value(t: DType, v: Value) -> Value {
+    match (v, t) {
+        (Value::Bool(b), DType::Bool) => Value::Bool(b),
+        (Value::Int(i), DType::Bool) => Value::Bool(i != 0),
+        (Value::Float(x), DType::Bool) => Value::Bool(x != 0.0),
+        (Value::Bool(b), _) if t.is_float() => Value::Float(f64::from(u8::from(b))),
+        (Value::Int(i), _) if t.is_float() => Value::Float(int_to_float(DType::I64, t, i)),
+        (Value::Float(x), _) if t.is_float() => Value::Float(round(t, x)),
+        (Value::Bool(b), _) => Value::Int(i64::from(b)),
+        (Value::Int(i), _) => Value::Int(wrap(t, i)),
+        (Value::Float(x), _) => Value::Int(float_to_int(t, x)),
+    }
+}
+
 /// Converts a scalar argument to the declared type of its parameter.
 ///
 /// Integers must fit the integer type exactly (no silent wrapping of a
@@ -279,6 +295,25 @@ mod tests {
         assert_eq!(int_abs(DType::I8, -128), -128);
         assert_eq!(int_cmp(DType::U64, -1, 1), Ordering::Greater);
         assert_eq!(int_cmp(DType::I64, -1, 1), Ordering::Less);
+    }
+
+    #[test]
+    fn literal_values_convert_like_casts() {
+        assert_eq!(
+            cast_value(DType::F32, Value::Float(0.1)),
+            Value::Float(0.1f32 as f64)
+        );
+        assert_eq!(
+            cast_value(DType::F32, Value::Int(16_777_217)),
+            Value::Float(16_777_216.0)
+        );
+        assert_eq!(cast_value(DType::I8, Value::Int(200)), Value::Int(-56));
+        assert_eq!(cast_value(DType::I32, Value::Float(-2.5)), Value::Int(-2));
+        assert_eq!(
+            cast_value(DType::Bool, Value::Float(0.5)),
+            Value::Bool(true)
+        );
+        assert_eq!(cast_value(DType::F64, Value::Bool(true)), Value::Float(1.0));
     }
 
     #[test]

@@ -132,27 +132,10 @@ fn compares(op: BinOp, o: Option<Ordering>) -> bool {
 }
 
 fn constant<'a>(t: DType, v: Value) -> Compiled<'a> {
-    // A literal takes its type as a cast would; the verifier guarantees the
-    // value's kind matches the type, but this stays total either way.
-    let c = match v {
-        Value::Float(x) => Compiled::Float(Box::new(move |_| Ok(x)), DType::F64),
-        Value::Int(i) => Compiled::Int(Box::new(move |_| Ok(i)), DType::I64),
+    match arith::cast_value(t, v) {
+        Value::Float(x) => Compiled::Float(Box::new(move |_| Ok(x)), t),
+        Value::Int(i) => Compiled::Int(Box::new(move |_| Ok(i)), t),
         Value::Bool(b) => Compiled::Bool(Box::new(move |_| Ok(b))),
-    };
-    let mut frame = Frame::default();
-    match cast(t, c) {
-        Compiled::Float(g, t) => g(&mut frame).map_or_else(
-            |_| Compiled::Float(g, t),
-            |x| Compiled::Float(Box::new(move |_| Ok(x)), t),
-        ),
-        Compiled::Int(g, t) => g(&mut frame).map_or_else(
-            |_| Compiled::Int(g, t),
-            |x| Compiled::Int(Box::new(move |_| Ok(x)), t),
-        ),
-        Compiled::Bool(g) => g(&mut frame).map_or_else(
-            |_| Compiled::Bool(g),
-            |x| Compiled::Bool(Box::new(move |_| Ok(x))),
-        ),
     }
 }
 
@@ -303,13 +286,8 @@ impl<'a> Scope<'a> {
     fn symbol(&self, n: &str) -> Result<Compiled<'a>, String> {
         if let (Some(t), Some(&v)) = (self.def.scalar(n), self.scalars.get(n)) {
             // In mod-p mode a float scalar may hold an integer (a residue);
-            // read ordinarily, it is that integer as a float.
-            return Ok(match v {
-                Value::Int(i) if t.is_float() => {
-                    constant(t, Value::Float(arith::int_to_float(DType::I64, t, i)))
-                }
-                _ => constant(t, v),
-            });
+            // read ordinarily, it is that integer converted to the type.
+            return Ok(constant(t, v));
         }
         match self.sizes.get(n) {
             Some(&v) => Ok(constant(DType::I64, Value::Int(v))),

@@ -14,7 +14,7 @@
 //! a copy, which replaces the old tensor afterwards; so `b(i,j) = b(j,i)`
 //! transposes `b`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ir::{Comprehension, DType, Def, Reduction, Value};
 
@@ -56,6 +56,10 @@ pub(crate) fn exec_comp(
     c: &Comprehension,
     stmt: usize,
 ) -> Result<Tensor, String> {
+    let mut ranged = HashSet::new();
+    if let Some(r) = c.ranges.iter().find(|r| !ranged.insert(&r.name)) {
+        return Err(format!("iterator `{}` has two ranges", r.name));
+    }
     let mut order = Vec::with_capacity(c.ranges.len());
     for ix in &c.indices {
         order.push(
@@ -67,7 +71,7 @@ pub(crate) fn exec_comp(
     let mut iters = HashMap::new();
     for (k, r) in order.iter().enumerate() {
         if iters.insert(r.name.clone(), k).is_some() {
-            return Err(format!("iterator `{}` appears twice", r.name));
+            return Err(format!("iterator `{}` appears twice on the left", r.name));
         }
     }
     if c.op == Reduction::Assign {
@@ -137,13 +141,7 @@ pub(crate) fn exec_comp(
         iters,
         lets: HashMap::new(),
     };
-    let (lets, frame_sizes) = compile_lets(&mut scope, c, order.len())?;
-    let mut frame = Frame {
-        ints: vec![0; frame_sizes.0],
-        floats: vec![0.0; frame_sizes.1],
-        residues: vec![0; frame_sizes.2],
-        message: String::new(),
-    };
+    let (lets, mut frame) = compile_lets(&mut scope, c, order.len())?;
     let space = Space {
         strides: tensor::strides(&out.shape),
         bounds,
@@ -230,13 +228,13 @@ fn check_body_type(c: &Comprehension, body: DType, lhs: DType) -> Result<(), Str
 }
 
 /// Compiles the lets of `c` in order, giving each the slots it needs after
-/// the `n_iters` iterator slots; returns them with the frame's array sizes
-/// (ints, floats, residues).
+/// the `n_iters` iterator slots; returns them with a frame that has room
+/// for every slot.
 fn compile_lets<'a>(
     scope: &mut Scope<'a>,
     c: &Comprehension,
     n_iters: usize,
-) -> Result<(Vec<LetEval<'a>>, (usize, usize, usize)), String> {
+) -> Result<(Vec<LetEval<'a>>, Frame), String> {
     let needs = match scope.mode {
         Mode::Real => vec![
             Need {
@@ -277,7 +275,13 @@ fn compile_lets<'a>(
         }
         scope.lets.insert(name.clone(), slots);
     }
-    Ok((lets, (ints, floats, residues)))
+    let frame = Frame {
+        ints: vec![0; ints],
+        floats: vec![0.0; floats],
+        residues: vec![0; residues],
+        message: String::new(),
+    };
+    Ok((lets, frame))
 }
 
 /// How a float reduction combines the accumulator with a value. `min` and

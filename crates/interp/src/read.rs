@@ -101,10 +101,9 @@ impl<'a> ReadPlan<'a> {
             .map(|e| match affine(scope, e) {
                 Some(a) => Ok(Subscript::Affine(a)),
                 None => {
-                    let (g, t) = scope
+                    let (g, _) = scope
                         .int(e, cx)
                         .map_err(|m| format!("subscript of `{name}`: {m}"))?;
-                    debug_assert!(t.is_int());
                     Ok(Subscript::Dynamic(g))
                 }
             })

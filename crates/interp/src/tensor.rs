@@ -95,13 +95,11 @@ impl Tensor {
     pub(crate) fn zeros_in(mode: Mode, dtype: DType, shape: &[usize]) -> Tensor {
         match mode {
             Mode::Real => Tensor::zeros(dtype, shape),
-            Mode::ModP => Tensor::zeros(DType::I64, shape).with_dtype(dtype),
+            Mode::ModP => Tensor {
+                dtype,
+                ..Tensor::zeros(DType::I64, shape)
+            },
         }
-    }
-
-    fn with_dtype(mut self, dtype: DType) -> Tensor {
-        self.dtype = dtype;
-        self
     }
 
     /// The number of elements.

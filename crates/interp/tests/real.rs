@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use interp::{Arg, Data, Tensor};
-use ir::{BinOp, Builtin, DType, Reduction, SizeExpr, Value};
+use ir::{BinOp, Builtin, DType, Expr, Reduction, SizeExpr, Value};
 
 fn matmul(t: DType) -> ir::Program {
     program(vec![DefBuilder::new("matmul")
@@ -79,7 +79,7 @@ fn conv1d_padding_comes_from_skipped_points() {
             Reduction::Add,
             true,
             mul(
-                read("I", vec![sub(add(it("n"), it("r")), ir::Expr::int(1))]),
+                read("I", vec![sub(add(it("n"), it("r")), Expr::int(1))]),
                 at("W", &["r"]),
             ),
             vec![upto("n", "N"), upto("r", "3")],
@@ -114,7 +114,7 @@ fn max_pool_padding_skips_instead_of_reading_zero() {
             &["n"],
             Reduction::Max,
             true,
-            read("I", vec![sub(add(it("n"), it("r")), ir::Expr::int(1))]),
+            read("I", vec![sub(add(it("n"), it("r")), Expr::int(1))]),
             vec![upto("n", "N"), upto("r", "3")],
         ))
         .build()]);
@@ -567,10 +567,10 @@ fn logical_operators_short_circuit() {
             false,
             bin(
                 BinOp::And,
-                bin(BinOp::Lt, add(it("i"), ir::Expr::int(1)), sym("N")),
+                bin(BinOp::Lt, add(it("i"), Expr::int(1)), sym("N")),
                 bin(
                     BinOp::Gt,
-                    read("A", vec![add(it("i"), ir::Expr::int(1))]),
+                    read("A", vec![add(it("i"), Expr::int(1))]),
                     at("A", &["i"]),
                 ),
             ),
@@ -580,4 +580,68 @@ fn logical_operators_short_circuit() {
     let a = Tensor::from_i64(DType::I32, &[4], vec![1, 3, 2, 5]);
     let o = only_output(run_real(&p, &tensor_args(&[("A", &a)])));
     assert_eq!(o.data, Data::I(vec![1, 0, 1, 0]));
+}
+
+/// A 3x3 convolution with zero padding 1 (by skipped points), bit for bit
+/// against plain loops folding in the same order in `f32`.
+#[test]
+fn conv2d_with_padding_matches_plain_loops() {
+    let shifted = |i: &str, r: &str| sub(add(it(i), it(r)), Expr::int(1));
+    let p = program(vec![DefBuilder::new("conv")
+        .input("I", DType::F32, &["N", "C", "H", "W"])
+        .input("K", DType::F32, &["F", "C", "3", "3"])
+        .output("O", DType::F32, &["N", "F", "H", "W"])
+        .comp(comp(
+            "O",
+            &["n", "f", "h", "w"],
+            Reduction::Add,
+            true,
+            mul(
+                read(
+                    "I",
+                    vec![it("n"), it("c"), shifted("h", "r"), shifted("w", "s")],
+                ),
+                at("K", &["f", "c", "r", "s"]),
+            ),
+            vec![
+                upto("n", "N"),
+                upto("f", "F"),
+                upto("h", "H"),
+                upto("w", "W"),
+                upto("c", "C"),
+                upto("r", "3"),
+                upto("s", "3"),
+            ],
+        ))
+        .build()]);
+    let (n, c, h, w, f) = (2, 16, 32, 32, 16);
+    let x = Tensor::random(DType::F32, &[n, c, h, w], 1);
+    let k = Tensor::random(DType::F32, &[f, c, 3, 3], 2);
+    let o = only_output(run_real(&p, &tensor_args(&[("I", &x), ("K", &k)])));
+    let (xv, kv) = (x.to_f64_vec(), k.to_f64_vec());
+    let mut want = Vec::with_capacity(n * f * h * w);
+    for ni in 0..n {
+        for fi in 0..f {
+            for hi in 0..h {
+                for wi in 0..w {
+                    let mut acc = 0.0f32;
+                    for ci in 0..c {
+                        for r in 0..3 {
+                            for s in 0..3 {
+                                let (y, z) = ((hi + r) as i64 - 1, (wi + s) as i64 - 1);
+                                if y < 0 || z < 0 || y >= h as i64 || z >= w as i64 {
+                                    continue;
+                                }
+                                let xe =
+                                    xv[((ni * c + ci) * h + y as usize) * w + z as usize] as f32;
+                                acc += xe * kv[((fi * c + ci) * 3 + r) * 3 + s] as f32;
+                            }
+                        }
+                    }
+                    want.push(f64::from(acc));
+                }
+            }
+        }
+    }
+    assert_eq!(o.data, Data::F(want));
 }

@@ -17,8 +17,9 @@ pub struct CheckArgs {
 
 pub fn run(a: &CheckArgs) -> Result<String, String> {
     let (name, text) = crate::load::read_source(&a.file)?;
-    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
     let sizes = crate::load::parse_sizes(&a.sizes)?;
+    let checked = tc::check_source_with_sizes(&text, &sizes)
+        .map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
     Ok(print_checked(&checked.program, &sizes))
 }
 
@@ -27,7 +28,11 @@ fn show(s: &SizeExpr, sizes: &HashMap<String, i64>) -> String {
 }
 
 fn dims(shape: &[SizeExpr], sizes: &HashMap<String, i64>) -> String {
-    shape.iter().map(|s| show(s, sizes)).collect::<Vec<_>>().join(", ")
+    shape
+        .iter()
+        .map(|s| show(s, sizes))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn print_checked(p: &Program, sizes: &HashMap<String, i64>) -> String {
@@ -43,7 +48,13 @@ pub fn print_checked(p: &Program, sizes: &HashMap<String, i64>) -> String {
 
 fn print_def(out: &mut String, p: &Program, d: &Def, sizes: &HashMap<String, i64>) {
     let _ = writeln!(out, "def {}", d.name);
-    let width = d.tensors.iter().map(|t| t.name.len()).chain(d.params.iter().map(|p| p.name().len())).max().unwrap_or(0);
+    let width = d
+        .tensors
+        .iter()
+        .map(|t| t.name.len())
+        .chain(d.params.iter().map(|p| p.name().len()))
+        .max()
+        .unwrap_or(0);
     for prm in &d.params {
         if let ir::Param::Scalar { name, dtype } = prm {
             let _ = writeln!(out, "  scalar  {name:width$}  {dtype}");
@@ -56,20 +67,49 @@ fn print_def(out: &mut String, p: &Program, d: &Def, sizes: &HashMap<String, i64
             TensorRole::InOut => "inout ",
             TensorRole::Temp => "temp  ",
         };
-        let _ = writeln!(out, "  {role}  {:width$}  {}({})", t.name, t.dtype, dims(&t.shape, sizes));
+        let _ = writeln!(
+            out,
+            "  {role}  {:width$}  {}({})",
+            t.name,
+            t.dtype,
+            dims(&t.shape, sizes)
+        );
     }
     for (k, s) in d.stmts.iter().enumerate() {
         match s {
             Stmt::Comp(c) => {
                 let lhs_type = None;
-                let text = ir::print_comprehension(d, &ir::Comprehension { ranges: Vec::new(), ..c.clone() }, lhs_type);
+                let text = ir::print_comprehension(
+                    d,
+                    &ir::Comprehension {
+                        ranges: Vec::new(),
+                        ..c.clone()
+                    },
+                    lhs_type,
+                );
                 let _ = writeln!(out, "  {}: {text}", k + 1);
-                let ranges: Vec<String> =
-                    c.ranges.iter().map(|r| format!("{} in {}:{}", r.name, show(&r.lo, sizes), show(&r.hi, sizes))).collect();
+                let ranges: Vec<String> = c
+                    .ranges
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} in {}:{}",
+                            r.name,
+                            show(&r.lo, sizes),
+                            show(&r.hi, sizes)
+                        )
+                    })
+                    .collect();
                 let _ = writeln!(out, "     {}", ranges.join(", "));
             }
             Stmt::Call(_) => {
-                let text = ir::print_def(p, &Def { stmts: vec![s.clone()], ..d.clone() });
+                let text = ir::print_def(
+                    p,
+                    &Def {
+                        stmts: vec![s.clone()],
+                        ..d.clone()
+                    },
+                );
                 let line = text.lines().nth(1).unwrap_or("").trim();
                 let _ = writeln!(out, "  {}: {line}", k + 1);
             }

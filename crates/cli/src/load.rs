@@ -21,7 +21,10 @@ pub fn parse_sizes(items: &[String]) -> Result<HashMap<String, i64>, String> {
         let Some((k, v)) = it.split_once('=') else {
             return Err(format!("error: `--size {it}` is not of the form SYM=N"));
         };
-        let v: i64 = v.trim().parse().map_err(|_| format!("error: `--size {it}`: `{v}` is not an integer"))?;
+        let v: i64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("error: `--size {it}`: `{v}` is not an integer"))?;
         if v < 1 {
             return Err(format!("error: `--size {it}`: sizes must be positive"));
         }

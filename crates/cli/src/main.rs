@@ -5,13 +5,19 @@
 
 mod check;
 mod load;
+mod npy;
+mod run;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "tessera", version, about = "A tensor-program optimizer and compiler for the CPU")]
+#[command(
+    name = "tessera",
+    version,
+    about = "A tensor-program optimizer and compiler for the CPU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -21,12 +27,15 @@ struct Cli {
 enum Command {
     /// Parse, check and infer ranges; print every def's tensors and ranges.
     Check(check::CheckArgs),
+    /// Run a def with the reference interpreter on .npy inputs and numbers.
+    Run(run::RunArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(a) => check::run(&a),
+        Command::Run(a) => run::run(&a),
     };
     match result {
         Ok(out) => {

@@ -17,7 +17,9 @@ mod verify;
 
 pub use dtype::DType;
 pub use expr::{BinOp, Builtin, Expr, UnOp, Value};
-pub use print::{default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program};
+pub use print::{
+    default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program,
+};
 pub use program::{
     int_max, int_min, CallArg, CallStmt, Comprehension, Def, IterRange, Param, Program, Reduction,
     Stmt, TensorDecl, TensorRole,

@@ -46,7 +46,13 @@ pub fn print_def(p: &Program, d: &Def) -> String {
             _ => tensor_type(d, o),
         })
         .collect();
-    let _ = writeln!(out, "def {}({}) -> ({}) {{", d.name, params.join(", "), outputs.join(", "));
+    let _ = writeln!(
+        out,
+        "def {}({}) -> ({}) {{",
+        d.name,
+        params.join(", "),
+        outputs.join(", ")
+    );
     let mut known: HashSet<&str> = d
         .tensors
         .iter()
@@ -57,9 +63,9 @@ pub fn print_def(p: &Program, d: &Def) -> String {
         out.push_str("  ");
         match s {
             Stmt::Comp(c) => {
-                let expected = known.contains(c.tensor.as_str()).then(|| {
-                    d.tensor(&c.tensor).map(|t| t.dtype).unwrap_or(DType::F32)
-                });
+                let expected = known
+                    .contains(c.tensor.as_str())
+                    .then(|| d.tensor(&c.tensor).map(|t| t.dtype).unwrap_or(DType::F32));
                 out.push_str(&print_comprehension(d, c, expected));
                 known.insert(&c.tensor);
             }
@@ -112,7 +118,10 @@ fn tensor_type(d: &Def, name: &str) -> String {
 /// if the checker will know it before reading the body (a parameter, a typed
 /// output, or a tensor defined by an earlier statement).
 pub fn print_comprehension(d: &Def, c: &Comprehension, lhs_type: Option<DType>) -> String {
-    let p = ExprPrinter { def: d, comp: Some(c) };
+    let p = ExprPrinter {
+        def: d,
+        comp: Some(c),
+    };
     let mut s = format!(
         "{}({}) {}{} {}",
         c.tensor,
@@ -159,7 +168,9 @@ pub fn is_weak(e: &Expr) -> bool {
     match e {
         Expr::Lit(..) => true,
         Expr::Unary(UnOp::Neg, a) => is_weak(a),
-        Expr::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => is_weak(a) && is_weak(b),
+        Expr::Binary(op, a, b) if !op.is_comparison() && !op.is_logical() => {
+            is_weak(a) && is_weak(b)
+        }
         Expr::Select(_, a, b) => is_weak(a) && is_weak(b),
         Expr::Call(_, args) => args.iter().all(is_weak),
         _ => false,
@@ -173,7 +184,10 @@ fn weak_default(e: &Expr) -> DType {
         Expr::Binary(_, a, b) | Expr::Select(_, a, b) => {
             DType::promote(weak_default(a), weak_default(b))
         }
-        Expr::Call(_, args) => args.iter().map(weak_default).fold(DType::Bool, DType::promote),
+        Expr::Call(_, args) => args
+            .iter()
+            .map(weak_default)
+            .fold(DType::Bool, DType::promote),
         _ => DType::I64,
     }
 }
@@ -221,7 +235,10 @@ impl ExprPrinter<'_> {
             }
             Expr::Iter(n) | Expr::Sym(n) | Expr::Local(n) => n.clone(),
             Expr::Read(tensor, ix) => {
-                let args: Vec<String> = ix.iter().map(|x| self.print(x, Some(DType::I64), 0)).collect();
+                let args: Vec<String> = ix
+                    .iter()
+                    .map(|x| self.print(x, Some(DType::I64), 0))
+                    .collect();
                 format!("{tensor}({})", args.join(", "))
             }
             Expr::Unary(op, a) => {
@@ -229,7 +246,10 @@ impl ExprPrinter<'_> {
                     UnOp::Neg => ("-", expected.or(Some(t))),
                     UnOp::Not => ("!", Some(DType::Bool)),
                 };
-                paren(format!("{sym}{}", self.print(a, want, UNARY_PREC)), UNARY_PREC)
+                paren(
+                    format!("{sym}{}", self.print(a, want, UNARY_PREC)),
+                    UNARY_PREC,
+                )
             }
             Expr::Binary(op, a, b) => {
                 let own = op.precedence();

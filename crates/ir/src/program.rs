@@ -129,7 +129,10 @@ impl Def {
                 }
             }
             Expr::Select(_, a, _) => self.type_of(c, a),
-            Expr::Call(_, args) => args.first().map(|a| self.type_of(c, a)).unwrap_or(DType::F32),
+            Expr::Call(_, args) => args
+                .first()
+                .map(|a| self.type_of(c, a))
+                .unwrap_or(DType::F32),
         }
     }
 }
@@ -249,7 +252,9 @@ impl Comprehension {
 
     /// The iterators that do not appear on the left.
     pub fn reduction_iters(&self) -> impl Iterator<Item = &IterRange> {
-        self.ranges.iter().filter(|r| !self.indices.contains(&r.name))
+        self.ranges
+            .iter()
+            .filter(|r| !self.indices.contains(&r.name))
     }
 }
 

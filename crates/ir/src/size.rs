@@ -167,7 +167,7 @@ impl SizeExpr {
         }
         if let (Some(a), Some(b)) = (self.as_const(), other.as_const()) {
             if b != 0 {
-                return SizeExpr::constant(a.div_euclid(b));
+                return SizeExpr::constant(floor_div(a, b));
             }
         }
         if self == other {
@@ -191,6 +191,11 @@ impl SizeExpr {
                     return SizeExpr::constant(rc.rem_euclid(d));
                 }
                 return SizeExpr::atom(Atom::Mod(Box::new(r), Box::new(other.clone())));
+            }
+        }
+        if let (Some(a), Some(b)) = (self.as_const(), other.as_const()) {
+            if b != 0 {
+                return SizeExpr::constant(floor_mod(a, b));
             }
         }
         SizeExpr::atom(Atom::Mod(Box::new(self.clone()), Box::new(other.clone())))
@@ -291,6 +296,21 @@ impl SizeExpr {
     }
 }
 
+/// Floor division (rounds toward negative infinity, as Python's `//`).
+pub fn floor_div(a: i64, b: i64) -> i64 {
+    let q = a.wrapping_div(b);
+    if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) {
+        q.wrapping_sub(1)
+    } else {
+        q
+    }
+}
+
+/// Floor modulo (the result has the sign of the divisor, as Python's `%`).
+pub fn floor_mod(a: i64, b: i64) -> i64 {
+    a.wrapping_sub(floor_div(a, b).wrapping_mul(b))
+}
+
 fn ordered(a: &SizeExpr, b: &SizeExpr) -> (SizeExpr, SizeExpr) {
     if a <= b {
         (a.clone(), b.clone())
@@ -308,14 +328,14 @@ impl Atom {
                 if d == 0 {
                     return Err(EvalError::DivisionByZero);
                 }
-                a.eval(env)?.div_euclid(d)
+                floor_div(a.eval(env)?, d)
             }
             Atom::Mod(a, b) => {
                 let d = b.eval(env)?;
                 if d == 0 {
                     return Err(EvalError::DivisionByZero);
                 }
-                a.eval(env)?.rem_euclid(d)
+                floor_mod(a.eval(env)?, d)
             }
             Atom::Min(a, b) => a.eval(env)?.min(b.eval(env)?),
             Atom::Max(a, b) => a.eval(env)?.max(b.eval(env)?),
@@ -358,6 +378,7 @@ impl fmt::Display for SizeExpr {
             .chain(self.terms.iter().filter(|(m, _)| m.is_empty()));
         for (m, c) in ordered {
             let c = *c;
+            let leading_minus = first && c < 0;
             if first {
                 if c < 0 {
                     f.write_str("-")?;
@@ -373,7 +394,9 @@ impl fmt::Display for SizeExpr {
                 write!(f, "{a}")?;
                 continue;
             }
-            let product = m.len() > 1 || a != 1;
+            // A leading `-` binds tighter than `/` and `%`, so a negated
+            // division is parenthesized like a product: `-((b-e)/s)`.
+            let product = m.len() > 1 || a != 1 || leading_minus;
             let mut parts = Vec::new();
             if a != 1 {
                 parts.push(a.to_string());
@@ -406,7 +429,11 @@ impl Atom {
         match self {
             Atom::Sym(s) => s.clone(),
             Atom::Div(a, b) | Atom::Mod(a, b) => {
-                let op = if matches!(self, Atom::Div(..)) { "/" } else { "%" };
+                let op = if matches!(self, Atom::Div(..)) {
+                    "/"
+                } else {
+                    "%"
+                };
                 let s = format!("{}{op}{}", operand(a), operand(b));
                 if in_product {
                     format!("({s})")
@@ -439,7 +466,10 @@ mod tests {
     fn floor_division_splits_off_divisible_terms() {
         let e = s("H").scale(6).add_const(1).div(&SizeExpr::constant(3));
         assert_eq!(e, s("H").scale(2));
-        let e = s("H").add_const(-2).div(&SizeExpr::constant(2)).add_const(1);
+        let e = s("H")
+            .add_const(-2)
+            .div(&SizeExpr::constant(2))
+            .add_const(1);
         assert_eq!(e.to_string(), "H/2");
         let mut env = HashMap::new();
         env.insert("H".to_string(), 7);
@@ -451,6 +481,26 @@ mod tests {
         assert_eq!(s("N").smin(&s("N").add_const(3)), s("N"));
         assert_eq!(s("N").smax(&s("N").add_const(3)), s("N").add_const(3));
         assert_eq!(s("N").smin(&s("M")).to_string(), "min(M,N)");
+    }
+
+    #[test]
+    fn negated_divisions_print_with_parentheses() {
+        let e = s("b").sub(&s("e")).div(&s("s")).neg();
+        assert_eq!(e.to_string(), "-((b-e)/s)");
+    }
+
+    #[test]
+    fn constant_division_floors_for_negative_divisors() {
+        let e = SizeExpr::constant(-11).div(&SizeExpr::constant(-3));
+        assert_eq!(e.as_const(), Some(3));
+        let e = s("a").div(&s("d"));
+        let mut env = HashMap::new();
+        env.insert("a".to_string(), -11);
+        env.insert("d".to_string(), -3);
+        assert_eq!(e.eval_map(&env), Ok(3));
+        assert_eq!(s("a").rem(&s("d")).eval_map(&env), Ok(-2));
+        env.insert("a".to_string(), 7);
+        assert_eq!(s("a").rem(&s("d")).eval_map(&env), Ok(-2));
     }
 
     #[test]

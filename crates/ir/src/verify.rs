@@ -70,7 +70,9 @@ fn check_call_cycles(p: &Program, errs: &mut Vec<String>) {
             for c in callees(d) {
                 let Some(cd) = p.def(&c) else { continue };
                 match color.get(cd.name.as_str()) {
-                    Some(1) => errs.push(format!("def `{name}` calls `{c}`, which calls back: recursion is not allowed")),
+                    Some(1) => errs.push(format!(
+                        "def `{name}` calls `{c}`, which calls back: recursion is not allowed"
+                    )),
                     Some(_) => {}
                     None => visit(p, &cd.name, color, callees, errs),
                 }
@@ -111,7 +113,10 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
         for s in &t.shape {
             for sym in s.symbols() {
                 if !size_symbol_ok(d, &sym) {
-                    err(format!("shape of `{}` mentions `{sym}`, which is no size symbol or integer scalar", t.name));
+                    err(format!(
+                        "shape of `{}` mentions `{sym}`, which is no size symbol or integer scalar",
+                        t.name
+                    ));
                 }
             }
         }
@@ -159,16 +164,26 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
                             }
                         }
                         (Param::Scalar { dtype, .. }, CallArg::Scalar(e)) => {
-                            let mut ctx = TypeCheck { d, c: None, errs: Vec::new() };
+                            let mut ctx = TypeCheck {
+                                d,
+                                c: None,
+                                errs: Vec::new(),
+                            };
                             let t = ctx.check(e, &HashSet::new());
                             if t != *dtype {
-                                ctx.errs.push(format!("scalar argument for `{}` has type {t}, expected {dtype}", prm.name()));
+                                ctx.errs.push(format!(
+                                    "scalar argument for `{}` has type {t}, expected {dtype}",
+                                    prm.name()
+                                ));
                             }
                             for e in ctx.errs {
                                 serr(e);
                             }
                         }
-                        _ => serr(format!("argument for `{}` is of the wrong kind", prm.name())),
+                        _ => serr(format!(
+                            "argument for `{}` is of the wrong kind",
+                            prm.name()
+                        )),
                     }
                 }
                 if callee.outputs.len() != call.results.len() {
@@ -229,7 +244,12 @@ fn verify_comprehension(
             err(format!("iterator `{ix}` appears twice on the left"));
         }
     }
-    let lhs_ranges: Vec<&str> = c.ranges.iter().take(c.indices.len()).map(|r| r.name.as_str()).collect();
+    let lhs_ranges: Vec<&str> = c
+        .ranges
+        .iter()
+        .take(c.indices.len())
+        .map(|r| r.name.as_str())
+        .collect();
     if lhs_ranges != c.indices.iter().map(String::as_str).collect::<Vec<_>>() {
         err("ranges must list the left-hand-side iterators first, in order".into());
     }
@@ -240,7 +260,10 @@ fn verify_comprehension(
         }
         for s in r.lo.symbols().into_iter().chain(r.hi.symbols()) {
             if !size_symbol_ok(d, &s) {
-                err(format!("range of `{}` mentions `{s}`, which is no size symbol or integer scalar", r.name));
+                err(format!(
+                    "range of `{}` mentions `{s}`, which is no size symbol or integer scalar",
+                    r.name
+                ));
             }
         }
     }
@@ -283,7 +306,11 @@ fn verify_comprehension(
     reads_ok(&c.body);
     c.lets.iter().for_each(|(_, e)| reads_ok(e));
 
-    let mut tc = TypeCheck { d, c: Some(c), errs: Vec::new() };
+    let mut tc = TypeCheck {
+        d,
+        c: Some(c),
+        errs: Vec::new(),
+    };
     let mut bound = HashSet::new();
     for (n, v) in &c.lets {
         tc.check(v, &bound);
@@ -294,10 +321,14 @@ fn verify_comprehension(
     }
     let t = tc.check(&c.body, &bound);
     if t != lhs.dtype {
-        tc.errs.push(format!("body has type {t} but `{}` is {}", c.tensor, lhs.dtype));
+        tc.errs.push(format!(
+            "body has type {t} but `{}` is {}",
+            c.tensor, lhs.dtype
+        ));
     }
     if lhs.dtype == DType::Bool && c.op != Reduction::Assign {
-        tc.errs.push("reductions on bool tensors are not defined".into());
+        tc.errs
+            .push("reductions on bool tensors are not defined".into());
     }
     for e in tc.errs {
         err(e);
@@ -332,7 +363,8 @@ impl TypeCheck<'_> {
             }
             Expr::Local(n) => {
                 if !lets.contains(n) {
-                    self.errs.push(format!("let `{n}` is used before it is bound"));
+                    self.errs
+                        .push(format!("let `{n}` is used before it is bound"));
                 }
             }
             Expr::Read(tname, ix) => {
@@ -343,19 +375,24 @@ impl TypeCheck<'_> {
                         ix.len()
                     )),
                     Some(_) => {}
-                    None => self.errs.push(format!("read of undeclared tensor `{tname}`")),
+                    None => self
+                        .errs
+                        .push(format!("read of undeclared tensor `{tname}`")),
                 }
                 for x in ix {
                     let xt = self.check(x, lets);
                     if !xt.is_int() {
-                        self.errs.push(format!("subscript of `{tname}` has type {xt}"));
+                        self.errs
+                            .push(format!("subscript of `{tname}` has type {xt}"));
                     }
                 }
             }
             Expr::Unary(op, a) => {
                 let at = self.check(a, lets);
                 match op {
-                    UnOp::Not if at != DType::Bool => self.errs.push(format!("`!` applied to {at}")),
+                    UnOp::Not if at != DType::Bool => {
+                        self.errs.push(format!("`!` applied to {at}"))
+                    }
                     UnOp::Neg if at == DType::Bool => self.errs.push("`-` applied to bool".into()),
                     _ => {}
                 }
@@ -364,10 +401,16 @@ impl TypeCheck<'_> {
                 let at = self.check(a, lets);
                 let bt = self.check(b, lets);
                 if at != bt {
-                    self.errs.push(format!("operands of `{}` have types {at} and {bt}", op.symbol()));
+                    self.errs.push(format!(
+                        "operands of `{}` have types {at} and {bt}",
+                        op.symbol()
+                    ));
                 }
                 if op.is_logical() && at != DType::Bool {
-                    self.errs.push(format!("operands of `{}` must be bool, not {at}", op.symbol()));
+                    self.errs.push(format!(
+                        "operands of `{}` must be bool, not {at}",
+                        op.symbol()
+                    ));
                 }
                 if !op.is_logical() && !matches!(op, BinOp::Eq | BinOp::Ne) && at == DType::Bool {
                     self.errs.push(format!("`{}` applied to bool", op.symbol()));
@@ -380,20 +423,28 @@ impl TypeCheck<'_> {
                 let at = self.check(a, lets);
                 let bt = self.check(b, lets);
                 if at != bt {
-                    self.errs.push(format!("branches of `?:` have types {at} and {bt}"));
+                    self.errs
+                        .push(format!("branches of `?:` have types {at} and {bt}"));
                 }
             }
             Expr::Call(f, args) => {
                 if args.len() != f.arity() {
-                    self.errs.push(format!("`{}` takes {} arguments, got {}", f.name(), f.arity(), args.len()));
+                    self.errs.push(format!(
+                        "`{}` takes {} arguments, got {}",
+                        f.name(),
+                        f.arity(),
+                        args.len()
+                    ));
                 }
                 for a in args {
                     let at = self.check(a, lets);
                     if at != t {
-                        self.errs.push(format!("arguments of `{}` have different types", f.name()));
+                        self.errs
+                            .push(format!("arguments of `{}` have different types", f.name()));
                     }
                     if !at.is_float() && !f.accepts_int() {
-                        self.errs.push(format!("`{}` needs float arguments, got {at}", f.name()));
+                        self.errs
+                            .push(format!("`{}` needs float arguments, got {at}", f.name()));
                     }
                 }
             }

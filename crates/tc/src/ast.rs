@@ -73,8 +73,15 @@ pub struct CompAst {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum WhereAst {
-    Range { iter: Ident, lo: ExprAst, hi: ExprAst },
-    Let { name: Ident, value: ExprAst },
+    Range {
+        iter: Ident,
+        lo: ExprAst,
+        hi: ExprAst,
+    },
+    Let {
+        name: Ident,
+        value: ExprAst,
+    },
     Exists(ExprAst),
 }
 

@@ -21,10 +21,17 @@ pub struct Violation {
 }
 
 /// Checks one comprehension of `def` with the sizes in `sizes` bound.
-pub fn check_comprehension(def: &Def, c: &Comprehension, sizes: &HashMap<String, i64>) -> Option<Violation> {
+pub fn check_comprehension(
+    def: &Def,
+    c: &Comprehension,
+    sizes: &HashMap<String, i64>,
+) -> Option<Violation> {
     let bind = |s: &SizeExpr| s.partial_eval(sizes);
-    let ranges: HashMap<String, (SizeExpr, SizeExpr)> =
-        c.ranges.iter().map(|r| (r.name.clone(), (bind(&r.lo), bind(&r.hi)))).collect();
+    let ranges: HashMap<String, (SizeExpr, SizeExpr)> = c
+        .ranges
+        .iter()
+        .map(|r| (r.name.clone(), (bind(&r.lo), bind(&r.hi))))
+        .collect();
     for r in &c.ranges {
         let (lo, hi) = &ranges[&r.name];
         if hi.sub(lo).as_const().is_some_and(|n| n <= 0) {
@@ -35,14 +42,21 @@ pub fn check_comprehension(def: &Def, c: &Comprehension, sizes: &HashMap<String,
             });
         }
     }
-    let shape = |t: &str| def.tensor(t).map(|d| d.shape.iter().map(bind).collect::<Vec<_>>());
+    let shape = |t: &str| {
+        def.tensor(t)
+            .map(|d| d.shape.iter().map(bind).collect::<Vec<_>>())
+    };
     if let Some(dims) = shape(&c.tensor) {
         for (ix, dim) in c.indices.iter().zip(&dims) {
             let (_, hi) = &ranges[ix];
             if dim.sub(hi).as_const().is_some_and(|v| v < 0) {
                 return Some(Violation {
                     name: ix.clone(),
-                    message: format!("writes `{}` out of bounds: `{ix}` reaches {} but the dimension is {dim}", c.tensor, hi.add_const(-1)),
+                    message: format!(
+                        "writes `{}` out of bounds: `{ix}` reaches {} but the dimension is {dim}",
+                        c.tensor,
+                        hi.add_const(-1)
+                    ),
                     help: "narrow the `where` range of this iterator",
                 });
             }
@@ -59,9 +73,16 @@ pub fn check_comprehension(def: &Def, c: &Comprehension, sizes: &HashMap<String,
     for (t, subs) in reads {
         let Some(dims) = shape(t) else { continue };
         for (k, (sub, dim)) in subs.iter().zip(&dims).enumerate() {
-            let Some((lin, dim)) = infer::bounded_form(&sub.clone(), dim) else { continue };
-            let lin = infer::Linear { coefs: lin.coefs, rest: bind(&lin.rest) };
-            let Some((lo, hi)) = infer::extent(&lin, &ranges, None) else { continue };
+            let Some((lin, dim)) = infer::bounded_form(&sub.clone(), dim) else {
+                continue;
+            };
+            let lin = infer::Linear {
+                coefs: lin.coefs,
+                rest: bind(&lin.rest),
+            };
+            let Some((lo, hi)) = infer::extent(&lin, &ranges, None) else {
+                continue;
+            };
             let below = lo.as_const().is_some_and(|v| v < 0);
             let above = dim.add_const(-1).sub(&hi).as_const().is_some_and(|v| v < 0);
             if below || above {

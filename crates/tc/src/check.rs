@@ -18,8 +18,8 @@ use crate::diag::{Diagnostic, Span};
 use crate::infer::{self, Access, InferError};
 use crate::typing::{coerce, expr_to_size, settle, Scope, TensorInfo};
 use ir::{
-    CallArg, CallStmt, Comprehension, DType, Def, Expr, IterRange, Param, Program, Reduction, SizeExpr, Stmt,
-    TensorDecl, TensorRole,
+    CallArg, CallStmt, Comprehension, DType, Def, Expr, IterRange, Param, Program, Reduction,
+    SizeExpr, Stmt, TensorDecl, TensorRole,
 };
 
 pub struct CheckOutput {
@@ -34,8 +34,11 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
     for d in &file.defs {
         if let Some(prev) = by_name.get(d.name.name.as_str()) {
             errs.push(
-                Diagnostic::error(format!("def `{}` is defined twice", d.name.name), d.name.span)
-                    .with_extra(prev.name.span, "first defined here"),
+                Diagnostic::error(
+                    format!("def `{}` is defined twice", d.name.name),
+                    d.name.span,
+                )
+                .with_extra(prev.name.span, "first defined here"),
             );
         } else {
             by_name.insert(&d.name.name, d);
@@ -74,12 +77,21 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
     if let Err(problems) = ir::verify_program(&program) {
         let span = file.defs.first().map(|d| d.name.span).unwrap_or_default();
         return Err(vec![Diagnostic::error(
-            format!("internal error: the checker produced invalid IR: {}", problems.join("; ")),
+            format!(
+                "internal error: the checker produced invalid IR: {}",
+                problems.join("; ")
+            ),
             span,
         )
-        .with_help("this is a bug in tessera; please report it with this file")]);
+        .with_help(
+            "this is a bug in tessera; please report it with this file",
+        )]);
     }
-    Ok(CheckOutput { program, stmt_spans, def_spans })
+    Ok(CheckOutput {
+        program,
+        stmt_spans,
+        def_spans,
+    })
 }
 
 fn stmt_span(s: &StmtAst) -> Span {
@@ -90,7 +102,11 @@ fn stmt_span(s: &StmtAst) -> Span {
 }
 
 /// Defs in an order where every callee comes before its callers.
-fn call_order<'a>(file: &'a File, by_name: &HashMap<&str, &'a DefAst>, errs: &mut Vec<Diagnostic>) -> Vec<&'a DefAst> {
+fn call_order<'a>(
+    file: &'a File,
+    by_name: &HashMap<&str, &'a DefAst>,
+    errs: &mut Vec<Diagnostic>,
+) -> Vec<&'a DefAst> {
     fn visit<'a>(
         d: &'a DefAst,
         by_name: &HashMap<&str, &'a DefAst>,
@@ -105,10 +121,15 @@ fn call_order<'a>(file: &'a File, by_name: &HashMap<&str, &'a DefAst>, errs: &mu
                     match state.get(&callee.name.name) {
                         Some(1) => errs.push(
                             Diagnostic::error(
-                                format!("recursive call: `{}` calls `{}`, which is still being defined", d.name.name, c.callee.name),
+                                format!(
+                                    "recursive call: `{}` calls `{}`, which is still being defined",
+                                    d.name.name, c.callee.name
+                                ),
                                 c.callee.span,
                             )
-                            .with_help("defs cannot call themselves, directly or through other defs"),
+                            .with_help(
+                                "defs cannot call themselves, directly or through other defs",
+                            ),
                         ),
                         Some(_) => {}
                         None => visit(callee, by_name, state, out, errs),
@@ -122,7 +143,11 @@ fn call_order<'a>(file: &'a File, by_name: &HashMap<&str, &'a DefAst>, errs: &mu
     let mut state = HashMap::new();
     let mut out = Vec::new();
     for d in &file.defs {
-        if by_name.get(d.name.name.as_str()).is_some_and(|x| std::ptr::eq(*x, d)) && !state.contains_key(&d.name.name) {
+        if by_name
+            .get(d.name.name.as_str())
+            .is_some_and(|x| std::ptr::eq(*x, d))
+            && !state.contains_key(&d.name.name)
+        {
             visit(d, by_name, &mut state, &mut out, errs);
         }
     }
@@ -197,7 +222,9 @@ impl<'a> DefCx<'a> {
         let defined_later = first_definitions(d);
         for (i, s) in d.stmts.iter().enumerate() {
             let p = match s {
-                StmtAst::Comp(c) => self.type_comp(&d.stmts, i, c, &defined_later).map(Pending::Comp),
+                StmtAst::Comp(c) => self
+                    .type_comp(&d.stmts, i, c, &defined_later)
+                    .map(Pending::Comp),
                 StmtAst::Call(c) => self.type_call(c).map(Pending::Call),
             };
             match p {
@@ -210,12 +237,25 @@ impl<'a> DefCx<'a> {
             return None;
         }
         for r in &d.returns {
-            if !self.order.iter().any(|(n, role)| n == &r.name.name && *role != TensorRole::Input) {
-                let role_inout = self.order.iter().any(|(n, role)| n == &r.name.name && *role == TensorRole::InOut);
+            if !self
+                .order
+                .iter()
+                .any(|(n, role)| n == &r.name.name && *role != TensorRole::Input)
+            {
+                let role_inout = self
+                    .order
+                    .iter()
+                    .any(|(n, role)| n == &r.name.name && *role == TensorRole::InOut);
                 if !role_inout {
                     self.err(
-                        Diagnostic::error(format!("result `{}` is never defined", r.name.name), r.name.span)
-                            .with_help(format!("add a statement such as `{}(i) = ...`", r.name.name)),
+                        Diagnostic::error(
+                            format!("result `{}` is never defined", r.name.name),
+                            r.name.span,
+                        )
+                        .with_help(format!(
+                            "add a statement such as `{}(i) = ...`",
+                            r.name.name
+                        )),
                     );
                 }
             }
@@ -224,7 +264,8 @@ impl<'a> DefCx<'a> {
             return None;
         }
         let def = self.build(d, pending);
-        self.errs.extend(bounds_diagnostics(d, &def, &HashMap::new()));
+        self.errs
+            .extend(bounds_diagnostics(d, &def, &HashMap::new()));
         Some(def)
     }
 
@@ -233,8 +274,11 @@ impl<'a> DefCx<'a> {
         for p in &d.params {
             if let Some(prev) = seen.insert(&p.name.name, p.name.span) {
                 self.err(
-                    Diagnostic::error(format!("parameter `{}` is declared twice", p.name.name), p.name.span)
-                        .with_extra(prev, "first declared here"),
+                    Diagnostic::error(
+                        format!("parameter `{}` is declared twice", p.name.name),
+                        p.name.span,
+                    )
+                    .with_extra(prev, "first declared here"),
                 );
             }
         }
@@ -250,21 +294,30 @@ impl<'a> DefCx<'a> {
                 match dim {
                     DimAst::Const(v, span) => {
                         if *v < 1 {
-                            self.err(Diagnostic::error(format!("dimension {v} is not positive"), *span));
+                            self.err(Diagnostic::error(
+                                format!("dimension {v} is not positive"),
+                                *span,
+                            ));
                         }
                         shape.push(SizeExpr::constant(*v));
                     }
                     DimAst::Expr(e) => {
                         self.err(
-                            Diagnostic::error("parameter dimensions must be size symbols or integers", e.span)
-                                .with_help("computed sizes are allowed in result types only"),
+                            Diagnostic::error(
+                                "parameter dimensions must be size symbols or integers",
+                                e.span,
+                            )
+                            .with_help("computed sizes are allowed in result types only"),
                         );
                     }
                     DimAst::Sym(id) => {
                         if let Some(t) = self.scalars.get(&id.name) {
                             if !t.is_int() {
                                 self.err(Diagnostic::error(
-                                    format!("`{}` is a {t} scalar and cannot be a dimension", id.name),
+                                    format!(
+                                        "`{}` is a {t} scalar and cannot be a dimension",
+                                        id.name
+                                    ),
                                     id.span,
                                 ));
                             }
@@ -281,24 +334,37 @@ impl<'a> DefCx<'a> {
             }
             self.tensors.insert(
                 p.name.name.clone(),
-                TensorInfo { dtype: p.ty.dtype, rank: shape.len(), shape: Some(shape) },
+                TensorInfo {
+                    dtype: p.ty.dtype,
+                    rank: shape.len(),
+                    shape: Some(shape),
+                },
             );
         }
         let mut rseen: HashMap<&str, Span> = HashMap::new();
         for r in &d.returns {
             if let Some(prev) = rseen.insert(&r.name.name, r.name.span) {
                 self.err(
-                    Diagnostic::error(format!("result `{}` is listed twice", r.name.name), r.name.span)
-                        .with_extra(prev, "first listed here"),
+                    Diagnostic::error(
+                        format!("result `{}` is listed twice", r.name.name),
+                        r.name.span,
+                    )
+                    .with_extra(prev, "first listed here"),
                 );
                 continue;
             }
             if self.scalars.contains_key(&r.name.name) {
-                self.err(Diagnostic::error(format!("`{}` is a scalar; only tensors can be results", r.name.name), r.name.span));
+                self.err(Diagnostic::error(
+                    format!("`{}` is a scalar; only tensors can be results", r.name.name),
+                    r.name.span,
+                ));
                 continue;
             }
             if self.sizes.contains(&r.name.name) {
-                self.err(Diagnostic::error(format!("`{}` is a size symbol, not a tensor", r.name.name), r.name.span));
+                self.err(Diagnostic::error(
+                    format!("`{}` is a size symbol, not a tensor", r.name.name),
+                    r.name.span,
+                ));
                 continue;
             }
             self.returns.push(r.name.name.clone());
@@ -313,7 +379,10 @@ impl<'a> DefCx<'a> {
             }
             if let Some(ty) = &r.ty {
                 let Some(dims) = &ty.dims else {
-                    self.err(Diagnostic::error("results are tensors: give dimensions, e.g. `float(N) C`", ty.span));
+                    self.err(Diagnostic::error(
+                        "results are tensors: give dimensions, e.g. `float(N) C`",
+                        ty.span,
+                    ));
                     continue;
                 };
                 let mut shape = Vec::new();
@@ -321,7 +390,10 @@ impl<'a> DefCx<'a> {
                     match dim {
                         DimAst::Const(v, span) => {
                             if *v < 1 {
-                                self.err(Diagnostic::error(format!("dimension {v} is not positive"), *span));
+                                self.err(Diagnostic::error(
+                                    format!("dimension {v} is not positive"),
+                                    *span,
+                                ));
                             }
                             shape.push(SizeExpr::constant(*v));
                         }
@@ -333,7 +405,9 @@ impl<'a> DefCx<'a> {
                             }
                         }
                         DimAst::Sym(id) => {
-                            if !self.sizes.contains(&id.name) && !self.scalars.get(&id.name).is_some_and(|t| t.is_int()) {
+                            if !self.sizes.contains(&id.name)
+                                && !self.scalars.get(&id.name).is_some_and(|t| t.is_int())
+                            {
                                 self.err(
                                     Diagnostic::error(
                                         format!("size symbol `{}` of result `{}` is not bound by any parameter", id.name, r.name.name),
@@ -348,19 +422,31 @@ impl<'a> DefCx<'a> {
                 }
                 self.typed_returns.insert(
                     r.name.name.clone(),
-                    TensorInfo { dtype: ty.dtype, rank: shape.len(), shape: Some(shape) },
+                    TensorInfo {
+                        dtype: ty.dtype,
+                        rank: shape.len(),
+                        shape: Some(shape),
+                    },
                 );
             }
         }
         for p in &d.params {
             if p.ty.dims.is_some() {
-                let role = if self.returns.contains(&p.name.name) { TensorRole::InOut } else { TensorRole::Input };
+                let role = if self.returns.contains(&p.name.name) {
+                    TensorRole::InOut
+                } else {
+                    TensorRole::Input
+                };
                 self.order.push((p.name.name.clone(), role));
             }
         }
     }
 
-    fn scope<'s>(&'s self, unreadable: &'s HashMap<String, String>, allow_iters: bool) -> Scope<'s> {
+    fn scope<'s>(
+        &'s self,
+        unreadable: &'s HashMap<String, String>,
+        allow_iters: bool,
+    ) -> Scope<'s> {
         Scope {
             scalars: &self.scalars,
             sizes: &self.sizes,
@@ -374,7 +460,11 @@ impl<'a> DefCx<'a> {
     }
 
     /// Why each not-yet-defined tensor cannot be read at statement `i`.
-    fn unreadable(&self, i: usize, defined_later: &HashMap<String, usize>) -> HashMap<String, String> {
+    fn unreadable(
+        &self,
+        i: usize,
+        defined_later: &HashMap<String, usize>,
+    ) -> HashMap<String, String> {
         let mut out = HashMap::new();
         for (name, at) in defined_later {
             if self.tensors.contains_key(name) {
@@ -383,15 +473,24 @@ impl<'a> DefCx<'a> {
             let why = if *at == i {
                 "is read in its own first definition, before it has any value".to_string()
             } else if self.returns.contains(name) {
-                format!("is a result that is read before any statement defines it (statement {} does)", at + 1)
+                format!(
+                    "is a result that is read before any statement defines it (statement {} does)",
+                    at + 1
+                )
             } else {
-                format!("is read before it is defined (statement {} defines it)", at + 1)
+                format!(
+                    "is read before it is defined (statement {} defines it)",
+                    at + 1
+                )
             };
             out.insert(name.clone(), why);
         }
         for r in &self.returns {
             if !self.tensors.contains_key(r) && !out.contains_key(r) {
-                out.insert(r.clone(), "is a result that no statement defines".to_string());
+                out.insert(
+                    r.clone(),
+                    "is a result that no statement defines".to_string(),
+                );
             }
         }
         out
@@ -411,26 +510,45 @@ impl<'a> DefCx<'a> {
             }
         };
         if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), what(&c.lhs.name)) {
-            self.errs.push(Diagnostic::error(format!("`{}` is {w}, not a tensor", c.lhs.name), c.lhs.span));
+            self.errs.push(Diagnostic::error(
+                format!("`{}` is {w}, not a tensor", c.lhs.name),
+                c.lhs.span,
+            ));
             ok = false;
         }
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for ix in &c.indices {
             if let Some(w) = what(&ix.name) {
                 self.errs.push(
-                    Diagnostic::error(format!("`{}` is {w}; the left side takes iterator names", ix.name), ix.span)
-                        .with_help("write the left side with fresh iterators and constrain them with `where`"),
+                    Diagnostic::error(
+                        format!("`{}` is {w}; the left side takes iterator names", ix.name),
+                        ix.span,
+                    )
+                    .with_help(
+                        "write the left side with fresh iterators and constrain them with `where`",
+                    ),
                 );
                 ok = false;
             } else if self.tensors.contains_key(&ix.name) {
-                self.errs.push(Diagnostic::error(format!("`{}` is a tensor; the left side takes iterator names", ix.name), ix.span));
+                self.errs.push(Diagnostic::error(
+                    format!(
+                        "`{}` is a tensor; the left side takes iterator names",
+                        ix.name
+                    ),
+                    ix.span,
+                ));
                 ok = false;
             }
             if let Some(prev) = seen.insert(&ix.name, ix.span) {
                 self.errs.push(
-                    Diagnostic::error(format!("iterator `{}` appears twice on the left side", ix.name), ix.span)
-                        .with_extra(prev, "first here")
-                        .with_help("a diagonal is written with two iterators and a `?:` or a second tensor"),
+                    Diagnostic::error(
+                        format!("iterator `{}` appears twice on the left side", ix.name),
+                        ix.span,
+                    )
+                    .with_extra(prev, "first here")
+                    .with_help(
+                        "a diagonal is written with two iterators and a `?:` or a second tensor",
+                    ),
                 );
                 ok = false;
             }
@@ -449,11 +567,18 @@ impl<'a> DefCx<'a> {
             return None;
         }
         let existing = self.tensors.get(&c.lhs.name).cloned();
-        let declared = existing.clone().or_else(|| self.typed_returns.get(&c.lhs.name).cloned());
+        let declared = existing
+            .clone()
+            .or_else(|| self.typed_returns.get(&c.lhs.name).cloned());
         if let Some(info) = &declared {
             if info.rank != c.indices.len() {
                 self.err(Diagnostic::error(
-                    format!("`{}` has {} dimensions but is written with {} indices", c.lhs.name, info.rank, c.indices.len()),
+                    format!(
+                        "`{}` has {} dimensions but is written with {} indices",
+                        c.lhs.name,
+                        info.rank,
+                        c.indices.len()
+                    ),
                     c.lhs.span,
                 ));
                 return None;
@@ -462,10 +587,18 @@ impl<'a> DefCx<'a> {
         if existing.is_none() && c.op != Reduction::Assign && !c.init {
             self.err(
                 Diagnostic::error(
-                    format!("`{}` accumulates onto `{}`, which no earlier statement defines", c.op.symbol(), c.lhs.name),
+                    format!(
+                        "`{}` accumulates onto `{}`, which no earlier statement defines",
+                        c.op.symbol(),
+                        c.lhs.name
+                    ),
                     c.op_span,
                 )
-                .with_help(format!("use `{}!` to start from the identity, or define `{}` first", c.op.symbol(), c.lhs.name)),
+                .with_help(format!(
+                    "use `{}!` to start from the identity, or define `{}` first",
+                    c.op.symbol(),
+                    c.lhs.name
+                )),
             );
             return None;
         }
@@ -484,13 +617,19 @@ impl<'a> DefCx<'a> {
             match w {
                 WhereAst::Range { iter, lo, hi } => {
                     if scope.scalars.contains_key(&iter.name) || scope.sizes.contains(&iter.name) {
-                        errs.push(Diagnostic::error(format!("`{}` is not an iterator", iter.name), iter.span));
+                        errs.push(Diagnostic::error(
+                            format!("`{}` is not an iterator", iter.name),
+                            iter.span,
+                        ));
                         continue;
                     }
                     match (scope.size(lo), scope.size(hi)) {
                         (Ok(l), Ok(h)) => {
                             if fixed.insert(iter.name.clone(), (l, h)).is_some() {
-                                errs.push(Diagnostic::error(format!("iterator `{}` has two ranges", iter.name), iter.span));
+                                errs.push(Diagnostic::error(
+                                    format!("iterator `{}` has two ranges", iter.name),
+                                    iter.span,
+                                ));
                             }
                             fixed_spans.push(iter.clone());
                         }
@@ -504,8 +643,13 @@ impl<'a> DefCx<'a> {
                         || scope.lets.contains_key(&name.name)
                         || c.indices.iter().any(|x| x.name == name.name);
                     if taken {
-                        errs.push(Diagnostic::error(format!("`{}` is already a name in this statement", name.name), name.span)
-                            .with_help("give the let a fresh name"));
+                        errs.push(
+                            Diagnostic::error(
+                                format!("`{}` is already a name in this statement", name.name),
+                                name.span,
+                            )
+                            .with_help("give the let a fresh name"),
+                        );
                         continue;
                     }
                     match scope.expr(value) {
@@ -538,14 +682,19 @@ impl<'a> DefCx<'a> {
         }
         let (body, dtype) = match &declared {
             Some(info) => (coerce(body, info.dtype), info.dtype),
-            None if body.weak => match self.next_writer_type(d_stmts, i, &c.lhs.name, &unreadable) {
-                Some(t) => (coerce(body, t), t),
-                None => settle(body),
-            },
+            None if body.weak => {
+                match self.next_writer_type(d_stmts, i, &c.lhs.name, &unreadable) {
+                    Some(t) => (coerce(body, t), t),
+                    None => settle(body),
+                }
+            }
             None => settle(body),
         };
         if dtype == DType::Bool && c.op != Reduction::Assign {
-            self.err(Diagnostic::error("reductions are not defined on bool tensors", c.op_span));
+            self.err(Diagnostic::error(
+                "reductions are not defined on bool tensors",
+                c.op_span,
+            ));
             return None;
         }
         // Iterators in canonical order: left side, then body, lets, exists.
@@ -573,16 +722,27 @@ impl<'a> DefCx<'a> {
         }
         for id in &fixed_spans {
             if !iters.contains(&id.name) {
-                self.err(Diagnostic::error(format!("iterator `{}` has a range but is not used", id.name), id.span));
+                self.err(Diagnostic::error(
+                    format!("iterator `{}` has a range but is not used", id.name),
+                    id.span,
+                ));
                 return None;
             }
         }
         if c.op == Reduction::Assign {
-            if let Some(r) = iters.iter().find(|x| !c.indices.iter().any(|i| &i.name == *x)) {
+            if let Some(r) = iters
+                .iter()
+                .find(|x| !c.indices.iter().any(|i| &i.name == *x))
+            {
                 self.err(
-                    Diagnostic::error(format!("iterator `{r}` appears only on the right side of `=`"), name_span(c, r))
-                        .with_label("a reduction iterator")
-                        .with_help("use a reduction such as `+=!` to sum over it, or put it on the left side"),
+                    Diagnostic::error(
+                        format!("iterator `{r}` appears only on the right side of `=`"),
+                        name_span(c, r),
+                    )
+                    .with_label("a reduction iterator")
+                    .with_help(
+                        "use a reduction such as `+=!` to sum over it, or put it on the left side",
+                    ),
                 );
                 return None;
             }
@@ -609,7 +769,13 @@ impl<'a> DefCx<'a> {
     /// that statement's right side has a type of its own (`C(i) += A(i,k) *
     /// x(k)` makes `C` float). Problems in that statement are reported when
     /// it is checked itself, not here.
-    fn next_writer_type(&self, stmts: &[StmtAst], i: usize, name: &str, unreadable: &HashMap<String, String>) -> Option<DType> {
+    fn next_writer_type(
+        &self,
+        stmts: &[StmtAst],
+        i: usize,
+        name: &str,
+        unreadable: &HashMap<String, String>,
+    ) -> Option<DType> {
         let next = stmts[i + 1..].iter().find_map(|s| match s {
             StmtAst::Comp(c) if c.lhs.name == name => Some(c),
             _ => None,
@@ -630,31 +796,51 @@ impl<'a> DefCx<'a> {
         if self.tensors.contains_key(name) {
             return;
         }
-        self.tensors.insert(name.to_string(), TensorInfo { dtype, rank, shape });
-        let role = if self.returns.iter().any(|r| r == name) { TensorRole::Output } else { TensorRole::Temp };
+        self.tensors
+            .insert(name.to_string(), TensorInfo { dtype, rank, shape });
+        let role = if self.returns.iter().any(|r| r == name) {
+            TensorRole::Output
+        } else {
+            TensorRole::Temp
+        };
         self.order.push((name.to_string(), role));
     }
 
     fn type_call(&mut self, c: &CallAst) -> Option<PendingCall> {
         let Some(callee) = self.callees.get(&c.callee.name) else {
             let msg = if self.all_defs.contains(&c.callee.name) {
-                format!("`{}` could not be checked, so it cannot be called", c.callee.name)
+                format!(
+                    "`{}` could not be checked, so it cannot be called",
+                    c.callee.name
+                )
             } else {
                 format!("call of unknown def `{}`", c.callee.name)
             };
-            self.err(Diagnostic::error(msg, c.callee.span).with_label("no def of this name in the file"));
+            self.err(
+                Diagnostic::error(msg, c.callee.span).with_label("no def of this name in the file"),
+            );
             return None;
         };
         if callee.params.len() != c.args.len() {
             self.err(Diagnostic::error(
-                format!("`{}` takes {} arguments, but {} are given", callee.name, callee.params.len(), c.args.len()),
+                format!(
+                    "`{}` takes {} arguments, but {} are given",
+                    callee.name,
+                    callee.params.len(),
+                    c.args.len()
+                ),
                 c.span,
             ));
             return None;
         }
         if callee.outputs.len() != c.results.len() {
             self.err(Diagnostic::error(
-                format!("`{}` returns {} tensors, but {} names receive them", callee.name, callee.outputs.len(), c.results.len()),
+                format!(
+                    "`{}` returns {} tensors, but {} names receive them",
+                    callee.name,
+                    callee.outputs.len(),
+                    c.results.len()
+                ),
                 c.span,
             ));
             return None;
@@ -665,20 +851,28 @@ impl<'a> DefCx<'a> {
         for (p, a) in callee.params.iter().zip(&c.args) {
             match p {
                 Param::Tensor(pname) => match &a.kind {
-                    ExprKind::Name(n) if self.tensors.contains_key(n) => args.push(CallArg::Tensor(n.clone())),
-                    ExprKind::Name(n) if unreadable.contains_key(n) => errs.push(Diagnostic::error(
-                        format!("`{n}` {}", unreadable[n]),
+                    ExprKind::Name(n) if self.tensors.contains_key(n) => {
+                        args.push(CallArg::Tensor(n.clone()))
+                    }
+                    ExprKind::Name(n) if unreadable.contains_key(n) => errs.push(
+                        Diagnostic::error(format!("`{n}` {}", unreadable[n]), a.span),
+                    ),
+                    _ => errs.push(Diagnostic::error(
+                        format!(
+                            "parameter `{pname}` of `{}` is a tensor; pass a tensor name",
+                            callee.name
+                        ),
                         a.span,
                     )),
-                    _ => errs.push(
-                        Diagnostic::error(format!("parameter `{pname}` of `{}` is a tensor; pass a tensor name", callee.name), a.span),
-                    ),
                 },
                 Param::Scalar { name, dtype } => {
                     let mut scope = self.scope(&unreadable, false);
                     match scope.expr(a) {
                         Ok(x) => args.push(CallArg::Scalar(coerce(x, *dtype))),
-                        Err(e) => errs.push(e.with_help(format!("`{name}` is a {dtype} scalar parameter of `{}`", callee.name))),
+                        Err(e) => errs.push(e.with_help(format!(
+                            "`{name}` is a {dtype} scalar parameter of `{}`",
+                            callee.name
+                        ))),
                     }
                 }
             }
@@ -690,15 +884,25 @@ impl<'a> DefCx<'a> {
         let mut seen = HashSet::new();
         for (r, o) in c.results.iter().zip(&callee.outputs) {
             if !seen.insert(r.name.as_str()) {
-                self.err(Diagnostic::error(format!("`{}` receives two results", r.name), r.span));
+                self.err(Diagnostic::error(
+                    format!("`{}` receives two results", r.name),
+                    r.span,
+                ));
                 return None;
             }
             if self.scalars.contains_key(&r.name) || self.sizes.contains(&r.name) {
-                self.err(Diagnostic::error(format!("`{}` is not a tensor name", r.name), r.span));
+                self.err(Diagnostic::error(
+                    format!("`{}` is not a tensor name", r.name),
+                    r.span,
+                ));
                 return None;
             }
-            let Some(out) = callee.tensor(o) else { return None };
-            if let Some(existing) = self.tensors.get(&r.name).or_else(|| self.typed_returns.get(&r.name)) {
+            let out = callee.tensor(o)?;
+            if let Some(existing) = self
+                .tensors
+                .get(&r.name)
+                .or_else(|| self.typed_returns.get(&r.name))
+            {
                 if existing.dtype != out.dtype || existing.rank != out.shape.len() {
                     self.err(Diagnostic::error(
                         format!(
@@ -715,7 +919,10 @@ impl<'a> DefCx<'a> {
                     return None;
                 }
             }
-            let shape = self.typed_returns.get(&r.name).and_then(|t| t.shape.clone());
+            let shape = self
+                .typed_returns
+                .get(&r.name)
+                .and_then(|t| t.shape.clone());
             self.define(&r.name, out.dtype, out.shape.len(), shape);
         }
         Some(PendingCall {
@@ -768,11 +975,18 @@ impl<'a> DefCx<'a> {
                 }
                 Pending::Call(pc) if !pc.done => {
                     let span = d.stmts.iter().find_map(|s| match s {
-                        StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => Some(c.span),
+                        StmtAst::Call(c)
+                            if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) =>
+                        {
+                            Some(c.span)
+                        }
                         _ => None,
                     });
                     self.err(Diagnostic::error(
-                        format!("the shapes of the arguments of `{}` cannot be inferred", pc.callee),
+                        format!(
+                            "the shapes of the arguments of `{}` cannot be inferred",
+                            pc.callee
+                        ),
                         span.unwrap_or(d.name.span),
                     ));
                 }
@@ -788,7 +1002,11 @@ impl<'a> DefCx<'a> {
         let mut out = Vec::new();
         let mut unknown = false;
         let mut add = |t: &str, subs: &[Expr], out: &mut Vec<Access>| match self.shape_of(t) {
-            Some(dims) => out.push(Access { dims, subs: subs.to_vec(), text: format!("{t}(..)") }),
+            Some(dims) => out.push(Access {
+                dims,
+                subs: subs.to_vec(),
+                text: format!("{t}(..)"),
+            }),
             None => unknown = true,
         };
         let mut reads = Vec::new();
@@ -808,7 +1026,9 @@ impl<'a> DefCx<'a> {
     }
 
     fn try_infer(&mut self, d: &DefAst, pc: &PendingComp, report: bool) -> Option<Vec<IterRange>> {
-        let StmtAst::Comp(c) = &d.stmts[pc.ast] else { return None };
+        let StmtAst::Comp(c) = &d.stmts[pc.ast] else {
+            return None;
+        };
         let (accesses, unknown) = self.accesses(pc);
         let ranges = match infer::infer(&pc.iters, &pc.fixed, &accesses) {
             Ok(r) => r,
@@ -819,21 +1039,38 @@ impl<'a> DefCx<'a> {
                 let diag = match e {
                     InferError::Unconstrained(its) => {
                         let x = &its[0];
-                        let lhs_unknown = pc.indices.contains(x) && self.shape_of(&pc.tensor).is_none();
-                        let mut diag = Diagnostic::error(format!("cannot infer the range of iterator `{x}`"), name_span(c, x))
-                            .with_label(if lhs_unknown {
-                                format!("indexes no input tensor, and the shape of `{}` is not known", pc.tensor)
-                            } else {
-                                "indexes no tensor whose shape bounds it".to_string()
-                            });
+                        let lhs_unknown =
+                            pc.indices.contains(x) && self.shape_of(&pc.tensor).is_none();
+                        let mut diag = Diagnostic::error(
+                            format!("cannot infer the range of iterator `{x}`"),
+                            name_span(c, x),
+                        )
+                        .with_label(if lhs_unknown {
+                            format!(
+                                "indexes no input tensor, and the shape of `{}` is not known",
+                                pc.tensor
+                            )
+                        } else {
+                            "indexes no tensor whose shape bounds it".to_string()
+                        });
                         diag = diag.with_help(format!("add a range: `where {x} in 0:N`"));
                         diag
                     }
                     InferError::Ambiguous { iters, .. } => {
-                        let list = iters.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(" and ");
-                        Diagnostic::error(format!("ambiguous ranges: {list} only appear together in subscripts"), name_span(c, &iters[0]))
-                            .with_label("no subscript bounds this iterator alone")
-                            .with_help(format!("fix one of them with a `where` clause, e.g. `where {} in 0:N`", iters[0]))
+                        let list = iters
+                            .iter()
+                            .map(|x| format!("`{x}`"))
+                            .collect::<Vec<_>>()
+                            .join(" and ");
+                        Diagnostic::error(
+                            format!("ambiguous ranges: {list} only appear together in subscripts"),
+                            name_span(c, &iters[0]),
+                        )
+                        .with_label("no subscript bounds this iterator alone")
+                        .with_help(format!(
+                            "fix one of them with a `where` clause, e.g. `where {} in 0:N`",
+                            iters[0]
+                        ))
                     }
                 };
                 self.err(diag);
@@ -842,17 +1079,24 @@ impl<'a> DefCx<'a> {
         };
         let mut out = Vec::new();
         for it in &pc.iters {
-            let Some((lo, hi)) = ranges.get(it).cloned() else { return None };
+            let (lo, hi) = ranges.get(it).cloned()?;
             if let Some(n) = hi.sub(&lo).as_const() {
                 if n <= 0 {
                     self.err(
-                        Diagnostic::error(format!("the range of iterator `{it}` is empty ({lo}:{hi})"), name_span(c, it))
-                            .with_help("check the sizes involved and the `where` clauses"),
+                        Diagnostic::error(
+                            format!("the range of iterator `{it}` is empty ({lo}:{hi})"),
+                            name_span(c, it),
+                        )
+                        .with_help("check the sizes involved and the `where` clauses"),
                     );
                     return None;
                 }
             }
-            out.push(IterRange { name: it.clone(), lo, hi });
+            out.push(IterRange {
+                name: it.clone(),
+                lo,
+                hi,
+            });
         }
         // The left side: starts at 0 or above, stays inside a known shape,
         // or defines the shape.
@@ -860,8 +1104,14 @@ impl<'a> DefCx<'a> {
         for r in &lhs_ranges {
             if r.lo.as_const().is_some_and(|v| v < 0) || !infer::nonneg(&r.lo) {
                 self.err(
-                    Diagnostic::error(format!("iterator `{}` of the left side starts at {}; tensors start at index 0", r.name, r.lo), name_span(c, &r.name))
-                        .with_help("shift the subscripts so the left side starts at 0"),
+                    Diagnostic::error(
+                        format!(
+                            "iterator `{}` of the left side starts at {}; tensors start at index 0",
+                            r.name, r.lo
+                        ),
+                        name_span(c, &r.name),
+                    )
+                    .with_help("shift the subscripts so the left side starts at 0"),
                 );
                 return None;
             }
@@ -879,12 +1129,16 @@ impl<'a> DefCx<'a> {
     }
 
     fn try_call(&mut self, d: &DefAst, pc: &PendingCall) -> bool {
-        let Some(callee) = self.callees.get(&pc.callee) else { return false };
+        let Some(callee) = self.callees.get(&pc.callee) else {
+            return false;
+        };
         let span = d
             .stmts
             .iter()
             .find_map(|s| match s {
-                StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => Some(c.span),
+                StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => {
+                    Some(c.span)
+                }
                 _ => None,
             })
             .unwrap_or(d.name.span);
@@ -892,9 +1146,15 @@ impl<'a> DefCx<'a> {
         for (p, a) in callee.params.iter().zip(&pc.args) {
             match (p, a) {
                 (Param::Tensor(pn), CallArg::Tensor(an)) => {
-                    let Some(decl) = callee.tensor(pn) else { return false };
-                    let Some(info) = self.tensors.get(an).cloned() else { return false };
-                    let Some(shape) = info.shape else { return false };
+                    let Some(decl) = callee.tensor(pn) else {
+                        return false;
+                    };
+                    let Some(info) = self.tensors.get(an).cloned() else {
+                        return false;
+                    };
+                    let Some(shape) = info.shape else {
+                        return false;
+                    };
                     if info.dtype != decl.dtype || shape.len() != decl.shape.len() {
                         self.err(Diagnostic::error(
                             format!(
@@ -940,7 +1200,9 @@ impl<'a> DefCx<'a> {
             }
         }
         for (r, o) in pc.results.iter().zip(&callee.outputs) {
-            let Some(out) = callee.tensor(o) else { return false };
+            let Some(out) = callee.tensor(o) else {
+                return false;
+            };
             let mut shape = Vec::new();
             for dim in &out.shape {
                 if let Some(s) = dim.symbols().into_iter().find(|s| !map.contains_key(s)) {
@@ -956,7 +1218,12 @@ impl<'a> DefCx<'a> {
             match info {
                 Some(info) => match &info.shape {
                     Some(existing) if *existing != shape => {
-                        let msg = format!("`{r}` has shape ({}), but `{}` returns shape ({}) here", join(existing), callee.name, join(&shape));
+                        let msg = format!(
+                            "`{r}` has shape ({}), but `{}` returns shape ({}) here",
+                            join(existing),
+                            callee.name,
+                            join(&shape)
+                        );
                         self.err(Diagnostic::error(msg, span));
                         return false;
                     }
@@ -974,7 +1241,10 @@ impl<'a> DefCx<'a> {
             .params
             .iter()
             .map(|p| match p.ty.dims {
-                None => Param::Scalar { name: p.name.name.clone(), dtype: p.ty.dtype },
+                None => Param::Scalar {
+                    name: p.name.name.clone(),
+                    dtype: p.ty.dtype,
+                },
                 Some(_) => Param::Tensor(p.name.name.clone()),
             })
             .collect();
@@ -983,7 +1253,12 @@ impl<'a> DefCx<'a> {
             .iter()
             .map(|(n, role)| {
                 let info = &self.tensors[n];
-                TensorDecl { name: n.clone(), dtype: info.dtype, shape: info.shape.clone().unwrap_or_default(), role: *role }
+                TensorDecl {
+                    name: n.clone(),
+                    dtype: info.dtype,
+                    shape: info.shape.clone().unwrap_or_default(),
+                    role: *role,
+                }
             })
             .collect();
         let stmts = pending
@@ -999,10 +1274,20 @@ impl<'a> DefCx<'a> {
                     lets: pc.lets,
                     exists: pc.exists,
                 }),
-                Pending::Call(pc) => Stmt::Call(CallStmt { callee: pc.callee, args: pc.args, results: pc.results }),
+                Pending::Call(pc) => Stmt::Call(CallStmt {
+                    callee: pc.callee,
+                    args: pc.args,
+                    results: pc.results,
+                }),
             })
             .collect();
-        Def { name: d.name.name.clone(), params, outputs: self.returns.clone(), tensors, stmts }
+        Def {
+            name: d.name.name.clone(),
+            params,
+            outputs: self.returns.clone(),
+            tensors,
+            stmts,
+        }
     }
 }
 
@@ -1020,7 +1305,10 @@ pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -
 }
 
 fn join(s: &[SizeExpr]) -> String {
-    s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+    s.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The statement index that first writes each tensor.
@@ -1076,7 +1364,9 @@ fn name_span(c: &CompAst, name: &str) -> Span {
             }
             ExprKind::Unary(_, a) => find(a, name),
             ExprKind::Binary(_, a, b) => find(a, name).or_else(|| find(b, name)),
-            ExprKind::Select(a, b, x) => find(a, name).or_else(|| find(b, name)).or_else(|| find(x, name)),
+            ExprKind::Select(a, b, x) => find(a, name)
+                .or_else(|| find(b, name))
+                .or_else(|| find(x, name)),
             _ => None,
         }
     }

@@ -42,7 +42,13 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>, span: Span) -> Diagnostic {
-        Diagnostic { message: message.into(), span, label: None, extra: Vec::new(), help: None }
+        Diagnostic {
+            message: message.into(),
+            span,
+            label: None,
+            extra: Vec::new(),
+            help: None,
+        }
     }
 
     pub fn with_label(mut self, text: impl Into<String>) -> Diagnostic {
@@ -51,7 +57,10 @@ impl Diagnostic {
     }
 
     pub fn with_extra(mut self, span: Span, text: impl Into<String>) -> Diagnostic {
-        self.extra.push(Label { span, text: text.into() });
+        self.extra.push(Label {
+            span,
+            text: text.into(),
+        });
         self
     }
 
@@ -115,14 +124,20 @@ impl miette::Diagnostic for Report<'_> {
         let extra = d.extra.iter().map(|l| {
             miette::LabeledSpan::new_with_span(
                 Some(l.text.clone()),
-                miette::SourceSpan::new(l.span.start.into(), l.span.end.saturating_sub(l.span.start)),
+                miette::SourceSpan::new(
+                    l.span.start.into(),
+                    l.span.end.saturating_sub(l.span.start),
+                ),
             )
         });
         Some(Box::new(std::iter::once(primary).chain(extra)))
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.diag.help.as_ref().map(|h| Box::new(h.clone()) as Box<dyn fmt::Display>)
+        self.diag
+            .help
+            .as_ref()
+            .map(|h| Box::new(h.clone()) as Box<dyn fmt::Display>)
     }
 }
 
@@ -130,9 +145,10 @@ impl miette::Diagnostic for Report<'_> {
 /// with a line `error: message`, then `--> name:line:col` and the source
 /// snippet with the spans underlined (miette, no colours), then the help.
 pub fn render_diagnostics(diags: &[Diagnostic], name: &str, text: &str) -> String {
-    let handler = miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
-        .with_context_lines(1)
-        .with_width(100);
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .with_context_lines(1)
+            .with_width(100);
     let mut out = String::new();
     for d in diags {
         let mut d = d.clone();
@@ -141,8 +157,14 @@ pub fn render_diagnostics(diags: &[Diagnostic], name: &str, text: &str) -> Strin
             l.span = Span::new(l.span.start.min(text.len()), l.span.end.min(text.len()));
         }
         let (line, col) = line_col(text, d.span.start);
-        out.push_str(&format!("error: {}\n  --> {name}:{line}:{col}\n", d.message));
-        let report = Report { diag: &d, source: miette::NamedSource::new(name, text.to_string()) };
+        out.push_str(&format!(
+            "error: {}\n  --> {name}:{line}:{col}\n",
+            d.message
+        ));
+        let report = Report {
+            diag: &d,
+            source: miette::NamedSource::new(name, text.to_string()),
+        };
         let mut body = String::new();
         if handler.render_report(&mut body, &report).is_ok() {
             // miette repeats the message on its first line; the line above

@@ -5,7 +5,10 @@
 //! non-zero coefficient `a`) bounds it: the largest range, starting at 0 or
 //! above, for which `a*x + rest` stays inside the dimension for every value
 //! of the already-resolved iterators in `rest`. Bounds found in the same
-//! round intersect. Subscripts `e / c` with `e` affine and `c` a positive
+//! round intersect, except that a subscript of the iterator alone (`K(x)`)
+//! overrides subscripts that also mention resolved iterators (`I(h+x)`), so
+//! a window fixed by `where` over a padded input keeps its full extent and
+//! its out-of-bounds points are skipped (DESIGN.md semantics 1). Subscripts `e / c` with `e` affine and `c` a positive
 //! constant or symbol bound `e` to `0 : c*D`. Size symbols and scalars used
 //! as coefficients or offsets are assumed non-negative, as sizes are.
 //!
@@ -38,12 +41,19 @@ pub struct Linear {
 
 impl Linear {
     fn constant(rest: SizeExpr) -> Linear {
-        Linear { coefs: BTreeMap::new(), rest }
+        Linear {
+            coefs: BTreeMap::new(),
+            rest,
+        }
     }
 
     fn add(mut self, o: Linear, sign: i64) -> Linear {
         for (k, v) in o.coefs {
-            let cur = self.coefs.remove(&k).unwrap_or_default().add(&v.scale(sign));
+            let cur = self
+                .coefs
+                .remove(&k)
+                .unwrap_or_default()
+                .add(&v.scale(sign));
             if cur != SizeExpr::zero() {
                 self.coefs.insert(k, cur);
             }
@@ -59,7 +69,10 @@ impl Linear {
             .map(|(n, c)| (n, c.mul(k)))
             .filter(|(_, c)| *c != SizeExpr::zero())
             .collect();
-        Linear { coefs, rest: self.rest.mul(k) }
+        Linear {
+            coefs,
+            rest: self.rest.mul(k),
+        }
     }
 }
 
@@ -71,7 +84,10 @@ pub fn linear(e: &Expr) -> Option<Linear> {
         Expr::Iter(i) => {
             let mut coefs = BTreeMap::new();
             coefs.insert(i.clone(), SizeExpr::constant(1));
-            Some(Linear { coefs, rest: SizeExpr::zero() })
+            Some(Linear {
+                coefs,
+                rest: SizeExpr::zero(),
+            })
         }
         Expr::Cast(t, x) if t.is_int() => linear(x),
         Expr::Unary(ir::UnOp::Neg, x) => Some(linear(x)?.scale(&SizeExpr::constant(-1))),
@@ -178,15 +194,28 @@ pub fn infer(
 ) -> Result<HashMap<String, (SizeExpr, SizeExpr)>, InferError> {
     let mut ranges = fixed.clone();
     loop {
+        // Bounds from subscripts of the iterator alone (`W(f,c,r,s)`) take
+        // precedence over bounds from subscripts that also mention resolved
+        // iterators (`I(n,c,h+r-1,w+s-1)` with `h` fixed by `where`): that is
+        // what makes the padding idiom keep every kernel tap.
         let mut found: HashMap<String, (SizeExpr, SizeExpr)> = HashMap::new();
+        let mut alone: HashMap<String, bool> = HashMap::new();
         for acc in accesses {
             for (sub, dim) in acc.subs.iter().zip(&acc.dims) {
-                let Some((lin, dim)) = bounded_form(sub, dim) else { continue };
-                let unresolved: Vec<&String> = lin.coefs.keys().filter(|k| !ranges.contains_key(*k)).collect();
+                let Some((lin, dim)) = bounded_form(sub, dim) else {
+                    continue;
+                };
+                let unresolved: Vec<&String> = lin
+                    .coefs
+                    .keys()
+                    .filter(|k| !ranges.contains_key(*k))
+                    .collect();
                 let [x] = unresolved.as_slice() else { continue };
                 let x = (*x).clone();
                 let a = lin.coefs[&x].clone();
-                let Some((rmin, rmax)) = extent(&lin, &ranges, Some(&x)) else { continue };
+                let Some((rmin, rmax)) = extent(&lin, &ranges, Some(&x)) else {
+                    continue;
+                };
                 let last = dim.add_const(-1);
                 let (lo, hi) = if sign_of(&a) > 0 {
                     // a*x + rmin >= 0 and a*x + rmax <= D-1; iterators start
@@ -205,6 +234,15 @@ pub fn infer(
                     (lo, hi)
                 };
                 let lo = clamp0(lo);
+                let is_alone = lin.coefs.len() == 1;
+                match alone.get(&x) {
+                    Some(true) if !is_alone => continue,
+                    Some(false) if is_alone => {
+                        found.remove(&x);
+                    }
+                    _ => {}
+                }
+                alone.insert(x.clone(), is_alone);
                 let e = found.entry(x).or_insert((lo.clone(), hi.clone()));
                 *e = (e.0.smax(&lo), e.1.smin(&hi));
             }
@@ -214,16 +252,30 @@ pub fn infer(
         }
         ranges.extend(found);
     }
-    let missing: Vec<String> = iters.iter().filter(|i| !ranges.contains_key(*i)).cloned().collect();
+    let missing: Vec<String> = iters
+        .iter()
+        .filter(|i| !ranges.contains_key(*i))
+        .cloned()
+        .collect();
     if missing.is_empty() {
         return Ok(ranges);
     }
     for acc in accesses {
         for (sub, dim) in acc.subs.iter().zip(&acc.dims) {
-            let Some((lin, _)) = bounded_form(sub, dim) else { continue };
-            let together: Vec<String> = lin.coefs.keys().filter(|k| missing.contains(k)).cloned().collect();
+            let Some((lin, _)) = bounded_form(sub, dim) else {
+                continue;
+            };
+            let together: Vec<String> = lin
+                .coefs
+                .keys()
+                .filter(|k| missing.contains(k))
+                .cloned()
+                .collect();
             if together.len() > 1 {
-                return Err(InferError::Ambiguous { iters: together, access: acc.text.clone() });
+                return Err(InferError::Ambiguous {
+                    iters: together,
+                    access: acc.text.clone(),
+                });
             }
         }
     }

@@ -57,7 +57,11 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         }
         let start = i;
         let push = |tok: Tok, end: usize, toks: &mut Vec<Token>| {
-            toks.push(Token { tok, span: Span::new(start, end), line_start });
+            toks.push(Token {
+                tok,
+                span: Span::new(start, end),
+                line_start,
+            });
         };
         // The paper writes the arrow as a Unicode character.
         if src[i..].starts_with('→') {
@@ -66,8 +70,16 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
             line_start = false;
             continue;
         }
-        let after_name = matches!(toks.last(), Some(Token { tok: Tok::Ident(_), .. }));
-        if c.is_ascii_digit() || (c == b'.' && !after_name && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        let after_name = matches!(
+            toks.last(),
+            Some(Token {
+                tok: Tok::Ident(_),
+                ..
+            })
+        );
+        if c.is_ascii_digit()
+            || (c == b'.' && !after_name && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
             let (tok, end, err) = lex_number(src, i);
             if let Some(e) = err {
                 errs.push(e);
@@ -103,12 +115,19 @@ pub fn lex(src: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         let ch = src[i..].chars().next().unwrap_or('\u{fffd}');
         let end = i + ch.len_utf8();
         errs.push(
-            Diagnostic::error(format!("unexpected character `{}`", ch.escape_debug()), Span::new(i, end))
-                .with_label("not part of the TC language"),
+            Diagnostic::error(
+                format!("unexpected character `{}`", ch.escape_debug()),
+                Span::new(i, end),
+            )
+            .with_label("not part of the TC language"),
         );
         i = end;
     }
-    toks.push(Token { tok: Tok::Eof, span: Span::new(src.len(), src.len()), line_start: true });
+    toks.push(Token {
+        tok: Tok::Eof,
+        span: Span::new(src.len(), src.len()),
+        line_start: true,
+    });
     (toks, errs)
 }
 
@@ -122,7 +141,15 @@ fn lex_number(src: &str, start: usize) -> (Tok, usize, Option<Diagnostic>) {
             j += 1;
         }
         // Include an exponent sign: `3E-5`.
-        if j < b.len() && (b[j] == b'-' || b[j] == b'+') && j > start && matches!(b[j - 1], b'e' | b'E') && b.get(j + 1).is_some_and(u8::is_ascii_digit) && src[start..j - 1].bytes().all(|c| c.is_ascii_digit() || c == b'.') {
+        if j < b.len()
+            && (b[j] == b'-' || b[j] == b'+')
+            && j > start
+            && matches!(b[j - 1], b'e' | b'E')
+            && b.get(j + 1).is_some_and(u8::is_ascii_digit)
+            && src[start..j - 1]
+                .bytes()
+                .all(|c| c.is_ascii_digit() || c == b'.')
+        {
             j += 1;
             while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_' || b[j] == b'.') {
                 j += 1;
@@ -133,7 +160,11 @@ fn lex_number(src: &str, start: usize) -> (Tok, usize, Option<Diagnostic>) {
     let word = &src[start..word_end];
     let span = Span::new(start, word_end);
     let bad = |msg: String, help: &str| {
-        (Tok::Int(0), word_end, Some(Diagnostic::error(msg, span).with_help(help.to_string())))
+        (
+            Tok::Int(0),
+            word_end,
+            Some(Diagnostic::error(msg, span).with_help(help.to_string())),
+        )
     };
     let lower = word.to_ascii_lowercase();
     if lower.starts_with("0x") || lower.starts_with("0b") || lower.starts_with("0o") {
@@ -144,7 +175,10 @@ fn lex_number(src: &str, start: usize) -> (Tok, usize, Option<Diagnostic>) {
     }
     // A digit-led word without `.` that is not a decimal number is a name.
     let is_decimal_float = |w: &str| -> bool {
-        let w = w.strip_suffix(['f', 'F']).filter(|r| r.contains(['.', 'e', 'E'])).unwrap_or(w);
+        let w = w
+            .strip_suffix(['f', 'F'])
+            .filter(|r| r.contains(['.', 'e', 'E']))
+            .unwrap_or(w);
         let (mant, exp) = match w.find(['e', 'E']) {
             Some(k) => (&w[..k], Some(&w[k + 1..])),
             None => (w, None),
@@ -167,21 +201,32 @@ fn lex_number(src: &str, start: usize) -> (Tok, usize, Option<Diagnostic>) {
     if word.bytes().all(|c| c.is_ascii_digit()) {
         return match word.parse::<i64>() {
             Ok(v) => (Tok::Int(v), word_end, None),
-            Err(_) => bad(format!("integer literal `{word}` does not fit in 64 bits"), "use a smaller value"),
+            Err(_) => bad(
+                format!("integer literal `{word}` does not fit in 64 bits"),
+                "use a smaller value",
+            ),
         };
     }
     if is_decimal_float(word) {
         let digits = word.strip_suffix(['f', 'F']).unwrap_or(word);
         return match digits.parse::<f64>() {
             Ok(v) if v.is_finite() => (Tok::Float(v), word_end, None),
-            _ => bad(format!("float literal `{word}` is out of range"), "use a smaller value"),
+            _ => bad(
+                format!("float literal `{word}` is out of range"),
+                "use a smaller value",
+            ),
         };
     }
-    let is_ident = !word.contains('.') && word.bytes().any(|c| c.is_ascii_alphabetic() || c == b'_');
+    let is_ident =
+        !word.contains('.') && word.bytes().any(|c| c.is_ascii_alphabetic() || c == b'_');
     let looks_numeric = word.bytes().next().is_some_and(|c| c.is_ascii_digit())
-        && word.trim_start_matches(|c: char| c.is_ascii_digit()).starts_with(['e', 'E'])
+        && word
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .starts_with(['e', 'E'])
         && word.len() <= 24
-        && word.trim_start_matches(|c: char| c.is_ascii_digit())[1..].bytes().all(|c| c.is_ascii_digit() || c == b'+' || c == b'-');
+        && word.trim_start_matches(|c: char| c.is_ascii_digit())[1..]
+            .bytes()
+            .all(|c| c.is_ascii_digit() || c == b'+' || c == b'-');
     if is_ident && !looks_numeric {
         return (Tok::Ident(word.to_string()), word_end, None);
     }

@@ -34,7 +34,11 @@ pub struct Checked {
 pub fn check_source(text: &str) -> Result<Checked, Vec<Diagnostic>> {
     let file = parse_source(text)?;
     let out = check::check_file(&file)?;
-    Ok(Checked { program: out.program, stmt_spans: out.stmt_spans, def_spans: out.def_spans })
+    Ok(Checked {
+        program: out.program,
+        stmt_spans: out.stmt_spans,
+        def_spans: out.def_spans,
+    })
 }
 
 fn parse_source(text: &str) -> Result<ast::File, Vec<Diagnostic>> {
@@ -51,7 +55,10 @@ fn parse_source(text: &str) -> Result<ast::File, Vec<Diagnostic>> {
 /// Checks a TC source text with some size symbols bound (`--size`): on top
 /// of [`check_source`], rejects ranges that become empty and `=` reads and
 /// writes that fall out of bounds with those sizes.
-pub fn check_source_with_sizes(text: &str, sizes: &HashMap<String, i64>) -> Result<Checked, Vec<Diagnostic>> {
+pub fn check_source_with_sizes(
+    text: &str,
+    sizes: &HashMap<String, i64>,
+) -> Result<Checked, Vec<Diagnostic>> {
     let checked = check_source(text)?;
     let file = parse_source(text)?;
     let mut errs = Vec::new();

@@ -17,7 +17,12 @@ pub const MAX_DEPTH: usize = 128;
 type PResult<T> = Result<T, Diagnostic>;
 
 pub fn parse(tokens: Vec<Token>) -> (File, Vec<Diagnostic>) {
-    let mut p = Parser { toks: tokens, pos: 0, errs: Vec::new(), depth: 0 };
+    let mut p = Parser {
+        toks: tokens,
+        pos: 0,
+        errs: Vec::new(),
+        depth: 0,
+    };
     let file = p.file();
     (file, p.errs)
 }
@@ -83,8 +88,11 @@ impl Parser {
 
     fn unexpected(&self, wanted: &str) -> Diagnostic {
         let t = self.peek();
-        Diagnostic::error(format!("expected {wanted}, found {}", describe(&t.tok)), t.span)
-            .with_label(format!("expected {wanted} here"))
+        Diagnostic::error(
+            format!("expected {wanted}, found {}", describe(&t.tok)),
+            t.span,
+        )
+        .with_label(format!("expected {wanted} here"))
     }
 
     fn expect(&mut self, p: &str) -> PResult<Span> {
@@ -120,8 +128,11 @@ impl Parser {
             } else {
                 let t = self.bump();
                 self.errs.push(
-                    Diagnostic::error(format!("expected `def`, found {}", describe(&t.tok)), t.span)
-                        .with_help("a TC file is a list of `def name(params) -> (results) { ... }`"),
+                    Diagnostic::error(
+                        format!("expected `def`, found {}", describe(&t.tok)),
+                        t.span,
+                    )
+                    .with_help("a TC file is a list of `def name(params) -> (results) { ... }`"),
                 );
                 self.skip_to_def();
             }
@@ -151,7 +162,9 @@ impl Parser {
             }
         }
         self.expect(")")?;
-        self.expect("->").map_err(|e| e.with_help("a def's results follow `->`: `def f(float(N) A) -> (B) { ... }`"))?;
+        self.expect("->").map_err(|e| {
+            e.with_help("a def's results follow `->`: `def f(float(N) A) -> (B) { ... }`")
+        })?;
         self.expect("(")?;
         let mut returns = Vec::new();
         if !self.is(")") {
@@ -170,15 +183,21 @@ impl Parser {
                 break;
             }
             if self.peek().tok == Tok::Eof {
-                return Err(Diagnostic::error(format!("def `{}` is not closed", name.name), name.span)
-                    .with_label("this def")
-                    .with_help("add `}` after its last statement"));
+                return Err(Diagnostic::error(
+                    format!("def `{}` is not closed", name.name),
+                    name.span,
+                )
+                .with_label("this def")
+                .with_help("add `}` after its last statement"));
             }
             if self.is_ident("def") && self.peek().line_start {
-                return Err(Diagnostic::error(format!("def `{}` is not closed", name.name), name.span)
-                    .with_label("this def")
-                    .with_extra(self.peek().span, "the next def starts here")
-                    .with_help("add `}` after its last statement"));
+                return Err(Diagnostic::error(
+                    format!("def `{}` is not closed", name.name),
+                    name.span,
+                )
+                .with_label("this def")
+                .with_extra(self.peek().span, "the next def starts here")
+                .with_help("add `}` after its last statement"));
             }
             let before = self.pos;
             match self.stmt() {
@@ -190,7 +209,13 @@ impl Parser {
             }
         }
         let end = self.expect("}")?;
-        Ok(DefAst { name, params, returns, stmts, span: start.to(end) })
+        Ok(DefAst {
+            name,
+            params,
+            returns,
+            stmts,
+            span: start.to(end),
+        })
     }
 
     /// Skips to the start of the next statement, making progress.
@@ -200,7 +225,8 @@ impl Parser {
         }
         while self.peek().tok != Tok::Eof
             && !self.is("}")
-            && !(self.peek().line_start && matches!(self.peek().tok, Tok::Ident(_) | Tok::Punct("(")))
+            && !(self.peek().line_start
+                && matches!(self.peek().tok, Tok::Ident(_) | Tok::Punct("(")))
         {
             self.bump();
         }
@@ -230,7 +256,11 @@ impl Parser {
     fn type_ast(&mut self) -> PResult<TypeAst> {
         let (dtype, span) = self.dtype()?;
         if !self.is("(") {
-            return Ok(TypeAst { dtype, span, dims: None });
+            return Ok(TypeAst {
+                dtype,
+                span,
+                dims: None,
+            });
         }
         self.bump();
         let mut dims = Vec::new();
@@ -238,7 +268,10 @@ impl Parser {
             loop {
                 let e = self.binary(1)?;
                 dims.push(match e.kind {
-                    ExprKind::Name(n) => DimAst::Sym(Ident { name: n, span: e.span }),
+                    ExprKind::Name(n) => DimAst::Sym(Ident {
+                        name: n,
+                        span: e.span,
+                    }),
                     ExprKind::Int(v) => DimAst::Const(v, e.span),
                     _ => DimAst::Expr(e),
                 });
@@ -248,7 +281,11 @@ impl Parser {
             }
         }
         let end = self.expect(")")?;
-        Ok(TypeAst { dtype, span: span.to(end), dims: Some(dims) })
+        Ok(TypeAst {
+            dtype,
+            span: span.to(end),
+            dims: Some(dims),
+        })
     }
 
     fn return_ast(&mut self) -> PResult<ReturnAst> {
@@ -319,7 +356,16 @@ impl Parser {
         }
         self.eat(";");
         let span = start.to(Span::new(self.prev_end(), self.prev_end()));
-        Ok(StmtAst::Comp(CompAst { lhs, indices, op, init, op_span, body, wheres, span }))
+        Ok(StmtAst::Comp(CompAst {
+            lhs,
+            indices,
+            op,
+            init,
+            op_span,
+            body,
+            wheres,
+            span,
+        }))
     }
 
     fn call_rest(&mut self, results: Vec<Ident>, start: Span) -> PResult<StmtAst> {
@@ -339,7 +385,12 @@ impl Parser {
         self.expect(")")?;
         self.eat(";");
         let span = start.to(Span::new(self.prev_end(), self.prev_end()));
-        Ok(StmtAst::Call(CallAst { results, callee, args, span }))
+        Ok(StmtAst::Call(CallAst {
+            results,
+            callee,
+            args,
+            span,
+        }))
     }
 
     fn reduction(&mut self) -> PResult<(Reduction, bool, Span)> {
@@ -350,9 +401,15 @@ impl Parser {
             Tok::Punct("*=") => (Reduction::Mul, false),
             Tok::Punct("+=!") => (Reduction::Add, true),
             Tok::Punct("*=!") => (Reduction::Mul, true),
-            Tok::Ident(s) if (s == "min" || s == "max") && matches!(self.peek_at(1).tok, Tok::Punct("=")) => {
+            Tok::Ident(s)
+                if (s == "min" || s == "max") && matches!(self.peek_at(1).tok, Tok::Punct("=")) =>
+            {
                 self.bump();
-                let op = if s == "min" { Reduction::Min } else { Reduction::Max };
+                let op = if s == "min" {
+                    Reduction::Min
+                } else {
+                    Reduction::Max
+                };
                 let eq = self.bump().span;
                 let init = self.is("!") && self.peek().span.start == eq.end;
                 let mut span = t.span.to(eq);
@@ -362,9 +419,9 @@ impl Parser {
                 return Ok((op, init, span));
             }
             _ => {
-                return Err(self
-                    .unexpected("`=` or a reduction operator")
-                    .with_help("operators: = += *= min= max= and the initializing +=! *=! min=! max=!"))
+                return Err(self.unexpected("`=` or a reduction operator").with_help(
+                    "operators: = += *= min= max= and the initializing +=! *=! min=! max=!",
+                ))
             }
         };
         self.bump();
@@ -378,14 +435,20 @@ impl Parser {
         }
         let name = self.ident("`i in lo:hi`, `x = e` or `exists e`")?;
         if self.eat("=") {
-            return Ok(WhereAst::Let { name, value: self.expr()? });
+            return Ok(WhereAst::Let {
+                name,
+                value: self.expr()?,
+            });
         }
         if !self.is_ident("in") {
-            return Err(self.unexpected("`in` or `=`").with_help("where clauses: `i in lo:hi`, `x = e`, `exists e`"));
+            return Err(self
+                .unexpected("`in` or `=`")
+                .with_help("where clauses: `i in lo:hi`, `x = e`, `exists e`"));
         }
         self.bump();
         let lo = self.binary(1)?;
-        self.expect(":").map_err(|e| e.with_help("ranges are half-open: `i in 0:N`"))?;
+        self.expect(":")
+            .map_err(|e| e.with_help("ranges are half-open: `i in 0:N`"))?;
         let hi = self.binary(1)?;
         Ok(WhereAst::Range { iter: name, lo, hi })
     }
@@ -420,7 +483,10 @@ impl Parser {
         self.expect(":")?;
         let b = self.expr()?;
         let span = c.span.to(b.span);
-        Ok(ExprAst { kind: ExprKind::Select(Box::new(c), Box::new(a), Box::new(b)), span })
+        Ok(ExprAst {
+            kind: ExprKind::Select(Box::new(c), Box::new(a), Box::new(b)),
+            span,
+        })
     }
 
     fn binop(&self) -> Option<BinOp> {
@@ -452,7 +518,9 @@ impl Parser {
         // the chain counts against the depth limit until it ends.
         let saved = self.depth;
         let result = loop {
-            let Some(op) = self.binop() else { break Ok(lhs) };
+            let Some(op) = self.binop() else {
+                break Ok(lhs);
+            };
             let prec = op.precedence();
             if prec < min {
                 break Ok(lhs);
@@ -466,7 +534,10 @@ impl Parser {
                 Err(e) => break Err(e),
             };
             let span = lhs.span.to(rhs.span);
-            lhs = ExprAst { kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)), span };
+            lhs = ExprAst {
+                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                span,
+            };
         };
         self.depth = saved;
         result
@@ -488,7 +559,10 @@ impl Parser {
                 self.depth -= 1;
                 let a = a?;
                 let span = start.to(a.span);
-                Ok(ExprAst { kind: ExprKind::Unary(op, Box::new(a)), span })
+                Ok(ExprAst {
+                    kind: ExprKind::Unary(op, Box::new(a)),
+                    span,
+                })
             }
             None => self.primary(),
         }
@@ -499,11 +573,17 @@ impl Parser {
         match t.tok {
             Tok::Int(v) => {
                 self.bump();
-                Ok(ExprAst { kind: ExprKind::Int(v), span: t.span })
+                Ok(ExprAst {
+                    kind: ExprKind::Int(v),
+                    span: t.span,
+                })
             }
             Tok::Float(v) => {
                 self.bump();
-                Ok(ExprAst { kind: ExprKind::Float(v), span: t.span })
+                Ok(ExprAst {
+                    kind: ExprKind::Float(v),
+                    span: t.span,
+                })
             }
             Tok::Punct("(") => {
                 self.bump();
@@ -514,7 +594,10 @@ impl Parser {
             Tok::Ident(name) => {
                 self.bump();
                 if name == "true" || name == "false" {
-                    return Ok(ExprAst { kind: ExprKind::Bool(name == "true"), span: t.span });
+                    return Ok(ExprAst {
+                        kind: ExprKind::Bool(name == "true"),
+                        span: t.span,
+                    });
                 }
                 let id = Ident { name, span: t.span };
                 if self.is("(") {
@@ -530,7 +613,10 @@ impl Parser {
                     }
                     let end = self.expect(")")?;
                     let span = id.span.to(end);
-                    return Ok(ExprAst { kind: ExprKind::Apply(id, args), span });
+                    return Ok(ExprAst {
+                        kind: ExprKind::Apply(id, args),
+                        span,
+                    });
                 }
                 if self.is(".") {
                     self.bump();
@@ -539,12 +625,20 @@ impl Parser {
                         Tok::Int(v) => {
                             self.bump();
                             let span = id.span.to(d.span);
-                            Ok(ExprAst { kind: ExprKind::Dim(id, v), span })
+                            Ok(ExprAst {
+                                kind: ExprKind::Dim(id, v),
+                                span,
+                            })
                         }
-                        _ => Err(self.unexpected("a dimension number after `.`").with_help("`T.1` is the size of dimension 1 of `T`")),
+                        _ => Err(self
+                            .unexpected("a dimension number after `.`")
+                            .with_help("`T.1` is the size of dimension 1 of `T`")),
                     };
                 }
-                Ok(ExprAst { kind: ExprKind::Name(id.name), span: id.span })
+                Ok(ExprAst {
+                    kind: ExprKind::Name(id.name),
+                    span: id.span,
+                })
             }
             _ => Err(self.unexpected("an expression")),
         }

@@ -69,7 +69,11 @@ pub fn convert(v: Value, t: DType) -> Value {
             Value::Float(f) => f,
             Value::Bool(b) => f64::from(u8::from(b)),
         };
-        return Value::Float(if t == DType::F32 { f64::from(f as f32) } else { f });
+        return Value::Float(if t == DType::F32 {
+            f64::from(f as f32)
+        } else {
+            f
+        });
     }
     let i = match v {
         Value::Int(i) => i,
@@ -108,10 +112,16 @@ fn retype(e: Expr, t: DType) -> Expr {
     match e {
         Expr::Lit(v, _) => Expr::Lit(convert(v, t), t),
         Expr::Unary(op, a) => Expr::Unary(op, Box::new(retype(*a, t))),
-        Expr::Binary(op, a, b) => Expr::Binary(op, Box::new(retype(*a, t)), Box::new(retype(*b, t))),
+        Expr::Binary(op, a, b) => {
+            Expr::Binary(op, Box::new(retype(*a, t)), Box::new(retype(*b, t)))
+        }
         Expr::Select(c, a, b) => Expr::Select(c, Box::new(retype(*a, t)), Box::new(retype(*b, t))),
         Expr::Call(f, args) => {
-            let t = if !t.is_float() && !f.accepts_int() { DType::F32 } else { t };
+            let t = if !t.is_float() && !f.accepts_int() {
+                DType::F32
+            } else {
+                t
+            };
             Expr::Call(f, args.into_iter().map(|a| retype(a, t)).collect())
         }
         other => other,
@@ -158,9 +168,21 @@ pub fn settle(x: Typed) -> (Expr, DType) {
 impl Scope<'_> {
     pub fn expr(&mut self, a: &ExprAst) -> TResult {
         match &a.kind {
-            ExprKind::Int(v) => Ok(Typed { e: Expr::Lit(Value::Int(*v), DType::I32), t: DType::I32, weak: true }),
-            ExprKind::Float(v) => Ok(Typed { e: Expr::Lit(Value::Float(*v), DType::F32), t: DType::F32, weak: true }),
-            ExprKind::Bool(v) => Ok(Typed { e: Expr::Lit(Value::Bool(*v), DType::Bool), t: DType::Bool, weak: true }),
+            ExprKind::Int(v) => Ok(Typed {
+                e: Expr::Lit(Value::Int(*v), DType::I32),
+                t: DType::I32,
+                weak: true,
+            }),
+            ExprKind::Float(v) => Ok(Typed {
+                e: Expr::Lit(Value::Float(*v), DType::F32),
+                t: DType::F32,
+                weak: true,
+            }),
+            ExprKind::Bool(v) => Ok(Typed {
+                e: Expr::Lit(Value::Bool(*v), DType::Bool),
+                t: DType::Bool,
+                weak: true,
+            }),
             ExprKind::Name(n) => self.name(n, a.span),
             ExprKind::Dim(t, d) => {
                 let s = self.dim(t, *d)?;
@@ -180,16 +202,30 @@ impl Scope<'_> {
                                 Value::Float(f) => Value::Float(-f),
                                 Value::Bool(b) => Value::Bool(*b),
                             };
-                            return Ok(Typed { e: Expr::Lit(v, *t), t: *t, weak: true });
+                            return Ok(Typed {
+                                e: Expr::Lit(v, *t),
+                                t: *t,
+                                weak: true,
+                            });
                         }
-                        Ok(Typed { e: Expr::Unary(UnOp::Neg, Box::new(x.e)), t: x.t, weak: x.weak })
+                        Ok(Typed {
+                            e: Expr::Unary(UnOp::Neg, Box::new(x.e)),
+                            t: x.t,
+                            weak: x.weak,
+                        })
                     }
                     UnOp::Not => {
                         if x.t != DType::Bool {
-                            return Err(Diagnostic::error(format!("`!` needs a bool operand, found {}", x.t), a.span)
-                                .with_help("compare explicitly, e.g. `x == 0`"));
+                            return Err(Diagnostic::error(
+                                format!("`!` needs a bool operand, found {}", x.t),
+                                a.span,
+                            )
+                            .with_help("compare explicitly, e.g. `x == 0`"));
                         }
-                        Ok(strong(Expr::Unary(UnOp::Not, Box::new(coerce(x, DType::Bool))), DType::Bool))
+                        Ok(strong(
+                            Expr::Unary(UnOp::Not, Box::new(coerce(x, DType::Bool))),
+                            DType::Bool,
+                        ))
                     }
                 }
             }
@@ -201,15 +237,22 @@ impl Scope<'_> {
             ExprKind::Select(c, x, y) => {
                 let ct = self.expr(c)?;
                 if ct.t != DType::Bool {
-                    return Err(Diagnostic::error(format!("the condition of `?:` must be bool, found {}", ct.t), c.span)
-                        .with_help("compare explicitly, e.g. `x != 0 ? a : b`"));
+                    return Err(Diagnostic::error(
+                        format!("the condition of `?:` must be bool, found {}", ct.t),
+                        c.span,
+                    )
+                    .with_help("compare explicitly, e.g. `x != 0 ? a : b`"));
                 }
                 let xt = self.expr(x)?;
                 let yt = self.expr(y)?;
                 let t = unify(&xt, &yt);
                 let weak = xt.weak && yt.weak;
                 let c = coerce(ct, DType::Bool);
-                let e = Expr::Select(Box::new(c), Box::new(coerce(xt, t)), Box::new(coerce(yt, t)));
+                let e = Expr::Select(
+                    Box::new(c),
+                    Box::new(coerce(xt, t)),
+                    Box::new(coerce(yt, t)),
+                );
                 Ok(Typed { e, t, weak })
             }
         }
@@ -226,15 +269,23 @@ impl Scope<'_> {
             return Ok(strong(Expr::Sym(n.to_string()), DType::I64));
         }
         if self.tensors.contains_key(n) || self.unreadable.contains_key(n) {
-            return Err(Diagnostic::error(format!("tensor `{n}` is used as a value without subscripts"), span)
-                .with_help(format!("read an element, e.g. `{n}(i)`")));
+            return Err(Diagnostic::error(
+                format!("tensor `{n}` is used as a value without subscripts"),
+                span,
+            )
+            .with_help(format!("read an element, e.g. `{n}(i)`")));
         }
         if self.defs.contains(n) {
-            return Err(Diagnostic::error(format!("`{n}` is a def, not a value"), span));
+            return Err(Diagnostic::error(
+                format!("`{n}` is a def, not a value"),
+                span,
+            ));
         }
         if !self.allow_iters {
-            return Err(Diagnostic::error(format!("unknown size symbol or scalar `{n}`"), span)
-                .with_label("not a size symbol or scalar parameter of this def"));
+            return Err(
+                Diagnostic::error(format!("unknown size symbol or scalar `{n}`"), span)
+                    .with_label("not a size symbol or scalar parameter of this def"),
+            );
         }
         if !self.iters.iter().any(|i| i == n) {
             self.iters.push(n.to_string());
@@ -245,17 +296,31 @@ impl Scope<'_> {
     /// The size of dimension `d` of a tensor, as a size expression.
     pub fn dim(&self, t: &Ident, d: i64) -> Result<SizeExpr, Diagnostic> {
         let Some(info) = self.tensors.get(&t.name) else {
-            return Err(Diagnostic::error(format!("unknown tensor `{}` in `{}.{d}`", t.name, t.name), t.span));
+            return Err(Diagnostic::error(
+                format!("unknown tensor `{}` in `{}.{d}`", t.name, t.name),
+                t.span,
+            ));
         };
         let Some(shape) = &info.shape else {
-            return Err(Diagnostic::error(format!("the shape of `{}` is not known yet here", t.name), t.span));
+            return Err(Diagnostic::error(
+                format!("the shape of `{}` is not known yet here", t.name),
+                t.span,
+            ));
         };
         usize::try_from(d)
             .ok()
             .and_then(|d| shape.get(d))
             .cloned()
             .ok_or_else(|| {
-                Diagnostic::error(format!("`{}` has {} dimensions; `{}.{d}` does not exist", t.name, shape.len(), t.name), t.span)
+                Diagnostic::error(
+                    format!(
+                        "`{}` has {} dimensions; `{}.{d}` does not exist",
+                        t.name,
+                        shape.len(),
+                        t.name
+                    ),
+                    t.span,
+                )
             })
     }
 
@@ -263,7 +328,12 @@ impl Scope<'_> {
         if let Some(info) = self.tensors.get(&f.name).cloned() {
             if args.len() != info.rank {
                 return Err(Diagnostic::error(
-                    format!("`{}` has {} dimensions but is read with {} subscripts", f.name, info.rank, args.len()),
+                    format!(
+                        "`{}` has {} dimensions but is read with {} subscripts",
+                        f.name,
+                        info.rank,
+                        args.len()
+                    ),
                     span,
                 ));
             }
@@ -271,8 +341,11 @@ impl Scope<'_> {
             for a in args {
                 let x = self.expr(a)?;
                 if !x.t.is_int() {
-                    return Err(Diagnostic::error(format!("subscripts must be integers; this one is {}", x.t), a.span)
-                        .with_help("convert explicitly with `int64(...)`"));
+                    return Err(Diagnostic::error(
+                        format!("subscripts must be integers; this one is {}", x.t),
+                        a.span,
+                    )
+                    .with_help("convert explicitly with `int64(...)`"));
                 }
                 subs.push(if x.weak { retype(x.e, DType::I64) } else { x.e });
             }
@@ -283,7 +356,10 @@ impl Scope<'_> {
         }
         if let Some(t) = DType::from_name(&f.name) {
             if args.len() != 1 {
-                return Err(Diagnostic::error(format!("the conversion `{}` takes one argument", f.name), span));
+                return Err(Diagnostic::error(
+                    format!("the conversion `{}` takes one argument", f.name),
+                    span,
+                ));
             }
             let x = self.expr(&args[0])?;
             if x.weak {
@@ -297,7 +373,13 @@ impl Scope<'_> {
         if let Some(b) = Builtin::from_name(&f.name) {
             if args.len() != b.arity() {
                 return Err(Diagnostic::error(
-                    format!("`{}` takes {} argument{}, found {}", f.name, b.arity(), if b.arity() == 1 { "" } else { "s" }, args.len()),
+                    format!(
+                        "`{}` takes {} argument{}, found {}",
+                        f.name,
+                        b.arity(),
+                        if b.arity() == 1 { "" } else { "s" },
+                        args.len()
+                    ),
                     span,
                 ));
             }
@@ -305,7 +387,10 @@ impl Scope<'_> {
             for a in args {
                 let x = self.expr(a)?;
                 if x.t == DType::Bool {
-                    return Err(Diagnostic::error(format!("`{}` applied to a bool value", f.name), a.span));
+                    return Err(Diagnostic::error(
+                        format!("`{}` applied to a bool value", f.name),
+                        a.span,
+                    ));
                 }
                 xs.push(x);
             }
@@ -313,7 +398,11 @@ impl Scope<'_> {
             let mut t = xs[0].clone();
             for x in &xs[1..] {
                 let u = unify(&t, x);
-                t = Typed { e: Expr::int(0), t: u, weak: t.weak && x.weak };
+                t = Typed {
+                    e: Expr::int(0),
+                    t: u,
+                    weak: t.weak && x.weak,
+                };
             }
             let mut t = t.t;
             if !t.is_float() && !b.accepts_int() {
@@ -323,8 +412,14 @@ impl Scope<'_> {
             return Ok(Typed { e, t, weak });
         }
         if self.defs.contains(&f.name) {
-            return Err(Diagnostic::error(format!("`{}` is a def; calls of defs are statements", f.name), f.span)
-                .with_help(format!("write `X = {}(...)` as its own statement, then read `X`", f.name)));
+            return Err(Diagnostic::error(
+                format!("`{}` is a def; calls of defs are statements", f.name),
+                f.span,
+            )
+            .with_help(format!(
+                "write `X = {}(...)` as its own statement, then read `X`",
+                f.name
+            )));
         }
         Err(Diagnostic::error(format!("unknown tensor or function `{}`", f.name), f.span)
             .with_label("not a tensor of this def, a builtin or a type")
@@ -344,10 +439,15 @@ impl Scope<'_> {
                 if self.sizes.contains(n) || self.scalars.get(n).is_some_and(|t| t.is_int()) {
                     Ok(SizeExpr::sym(n))
                 } else if self.scalars.contains_key(n) {
-                    Err(Diagnostic::error(format!("scalar `{n}` is not an integer, so it cannot be a size"), a.span))
+                    Err(Diagnostic::error(
+                        format!("scalar `{n}` is not an integer, so it cannot be a size"),
+                        a.span,
+                    ))
                 } else {
-                    Err(Diagnostic::error(format!("unknown size symbol or scalar `{n}`"), a.span)
-                        .with_label("sizes may use only size symbols and integer scalars"))
+                    Err(
+                        Diagnostic::error(format!("unknown size symbol or scalar `{n}`"), a.span)
+                            .with_label("sizes may use only size symbols and integer scalars"),
+                    )
                 }
             }
             ExprKind::Dim(t, d) => self.dim(t, *d),
@@ -362,14 +462,22 @@ impl Scope<'_> {
                         if y.as_const() == Some(0) {
                             return Err(Diagnostic::error("division by zero in a size", a.span));
                         }
-                        Ok(if *op == BinOp::Div { x.div(&y) } else { x.rem(&y) })
+                        Ok(if *op == BinOp::Div {
+                            x.div(&y)
+                        } else {
+                            x.rem(&y)
+                        })
                     }
                     _ => Err(not_size()),
                 }
             }
             ExprKind::Apply(f, args) if (f.name == "min" || f.name == "max") && args.len() == 2 => {
                 let (x, y) = (self.size(&args[0])?, self.size(&args[1])?);
-                Ok(if f.name == "min" { x.smin(&y) } else { x.smax(&y) })
+                Ok(if f.name == "min" {
+                    x.smin(&y)
+                } else {
+                    x.smax(&y)
+                })
             }
             _ => Err(not_size()),
         }
@@ -380,7 +488,10 @@ fn binary(op: BinOp, x: Typed, y: Typed, span: Span) -> TResult {
     if op.is_logical() {
         for v in [&x, &y] {
             if v.t != DType::Bool {
-                return Err(Diagnostic::error(format!("`{}` needs bool operands, found {}", op.symbol(), v.t), span));
+                return Err(Diagnostic::error(
+                    format!("`{}` needs bool operands, found {}", op.symbol(), v.t),
+                    span,
+                ));
             }
         }
         let e = Expr::binary(op, coerce(x, DType::Bool), coerce(y, DType::Bool));
@@ -388,18 +499,29 @@ fn binary(op: BinOp, x: Typed, y: Typed, span: Span) -> TResult {
     }
     let t = unify(&x, &y);
     if t == DType::Bool && !matches!(op, BinOp::Eq | BinOp::Ne) {
-        return Err(Diagnostic::error(format!("`{}` is not defined on bool values", op.symbol()), span));
+        return Err(Diagnostic::error(
+            format!("`{}` is not defined on bool values", op.symbol()),
+            span,
+        ));
     }
     let weak = x.weak && y.weak;
     let (a, b) = (coerce(x, t), coerce(y, t));
     if let (Expr::Lit(va, _), Expr::Lit(vb, _)) = (&a, &b) {
         if let Some(v) = fold(op, *va, *vb, t, span)? {
             let rt = if op.is_comparison() { DType::Bool } else { t };
-            return Ok(Typed { e: Expr::Lit(v, rt), t: rt, weak: weak && !op.is_comparison() });
+            return Ok(Typed {
+                e: Expr::Lit(v, rt),
+                t: rt,
+                weak: weak && !op.is_comparison(),
+            });
         }
     }
     let rt = if op.is_comparison() { DType::Bool } else { t };
-    Ok(Typed { e: Expr::binary(op, a, b), t: rt, weak: weak && !op.is_comparison() })
+    Ok(Typed {
+        e: Expr::binary(op, a, b),
+        t: rt,
+        weak: weak && !op.is_comparison(),
+    })
 }
 
 /// Folds an operation on two literals of type `t`; `None` when the result
@@ -447,7 +569,11 @@ fn fold(op: BinOp, a: Value, b: Value, t: DType, span: Span) -> Result<Option<Va
                 BinOp::Mod => x - y * (x / y).floor(),
                 _ => return Ok(None),
             };
-            let v = if t == DType::F32 { f64::from(v as f32) } else { v };
+            let v = if t == DType::F32 {
+                f64::from(v as f32)
+            } else {
+                v
+            };
             v.is_finite().then_some(Value::Float(v))
         }
         (Value::Bool(x), Value::Bool(y)) if op.is_comparison() => cmp(Some(x.cmp(&y))),
@@ -472,7 +598,11 @@ pub fn size_to_expr(s: &SizeExpr) -> Expr {
         let mut only_const = true;
         for a in m {
             let f = atom_to_expr(a);
-            term = if only_const && c == 1 { f } else { Expr::binary(BinOp::Mul, term, f) };
+            term = if only_const && c == 1 {
+                f
+            } else {
+                Expr::binary(BinOp::Mul, term, f)
+            };
             only_const = false;
         }
         acc = Some(match acc {
@@ -511,8 +641,12 @@ pub fn expr_to_size(e: &Expr) -> Option<SizeExpr> {
                 _ => None,
             }
         }
-        Expr::Call(Builtin::Min, a) if a.len() == 2 => Some(expr_to_size(&a[0])?.smin(&expr_to_size(&a[1])?)),
-        Expr::Call(Builtin::Max, a) if a.len() == 2 => Some(expr_to_size(&a[0])?.smax(&expr_to_size(&a[1])?)),
+        Expr::Call(Builtin::Min, a) if a.len() == 2 => {
+            Some(expr_to_size(&a[0])?.smin(&expr_to_size(&a[1])?))
+        }
+        Expr::Call(Builtin::Max, a) if a.len() == 2 => {
+            Some(expr_to_size(&a[0])?.smax(&expr_to_size(&a[1])?))
+        }
         _ => None,
     }
 }

@@ -1,0 +1,243 @@
+//! `tessera run`: run a def on `.npy` tensors and numbers with the
+//! reference interpreter.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use interp::{Arg, Data, Tensor};
+use ir::{DType, Def, Param, Value};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The TC file.
+    pub file: PathBuf,
+    /// The def to run (may be left out when the file has one def).
+    #[arg(long)]
+    pub def: Option<String>,
+    /// `NAME=FILE.npy` for a tensor, `NAME=NUMBER` for a scalar (repeatable).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// Bind a size symbol: `--size N=128` (repeatable).
+    #[arg(long = "size", value_name = "SYM=N")]
+    pub sizes: Vec<String>,
+    /// Seed for the random values of inputs not given.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write each output as DIR/NAME.npy instead of printing it.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(a: &RunArgs) -> Result<String, String> {
+    let (name, text) = crate::load::read_source(&a.file)?;
+    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    let program = &checked.program;
+    let def = pick_def(program, a.def.as_deref(), &name)?;
+    let given = crate::load::parse_sizes(&a.sizes)?;
+    let mut args = read_inputs(def, &a.inputs)?;
+    let sizes =
+        interp::bind_sizes(def, &args, &given).map_err(|e| format!("error: {}", e.message))?;
+    let mut notes = String::new();
+    for (k, p) in def.params.iter().enumerate() {
+        if args.contains_key(p.name()) {
+            continue;
+        }
+        match p {
+            Param::Scalar { name, dtype } => {
+                return Err(format!("error: scalar `{name}` ({dtype}) has no value\n  = help: pass `--input {name}=NUMBER`"));
+            }
+            Param::Tensor(t) => {
+                let shape = interp::param_shape(def, t, &sizes).map_err(|e| {
+                    format!("error: cannot make a random value for input `{t}`: {}\n  = help: pass `--input {t}=FILE.npy` or bind the size with `--size`", e.message)
+                })?;
+                let dtype = def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
+                let seed = a.seed.wrapping_add(k as u64);
+                let _ = writeln!(
+                    notes,
+                    "note: input `{t}` is random {dtype}({}), seed {seed}",
+                    join(&shape)
+                );
+                args.insert(t.clone(), Arg::Tensor(Tensor::random(dtype, &shape, seed)));
+            }
+        }
+    }
+    eprint!("{notes}");
+    let outputs =
+        interp::run(program, &def.name, &args, &given, interp::Mode::Real).map_err(|e| {
+            let span = e
+                .stmt
+                .and_then(|s| checked.stmt_spans.get(&(e.def.clone(), s)).copied());
+            match span {
+                Some(span) => {
+                    let d = tc::Diagnostic::error(e.message.clone(), span)
+                        .with_label(format!("in this statement of `{}`", e.def));
+                    tc::render_diagnostics(&[d], &name, &text)
+                }
+                None => format!("error: {} (in def `{}`)", e.message, e.def),
+            }
+        })?;
+    let mut out = String::new();
+    match &a.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))?;
+            for (n, t) in &outputs {
+                let path = dir.join(format!("{n}.npy"));
+                crate::npy::write(&path, t)?;
+                let _ = writeln!(
+                    out,
+                    "wrote {} {}({})",
+                    path.display(),
+                    t.dtype,
+                    join(&t.shape)
+                );
+            }
+        }
+        None => {
+            for (n, t) in &outputs {
+                let _ = writeln!(out, "{n}: {}({})", t.dtype, join(&t.shape));
+                let _ = writeln!(out, "  {}", preview(t, 10));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn pick_def<'p>(p: &'p ir::Program, want: Option<&str>, file: &str) -> Result<&'p Def, String> {
+    let names = || {
+        p.defs
+            .iter()
+            .map(|d| format!("`{}`", d.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match want {
+        Some(n) => p.def(n).ok_or_else(|| {
+            format!(
+                "error: `{file}` has no def `{n}`\n  = help: its defs are {}",
+                names()
+            )
+        }),
+        None if p.defs.len() == 1 => Ok(&p.defs[0]),
+        None => Err(format!(
+            "error: `{file}` has several defs; choose one with `--def`\n  = help: its defs are {}",
+            names()
+        )),
+    }
+}
+
+fn read_inputs(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, String> {
+    let mut args = HashMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else {
+            return Err(format!(
+                "error: `--input {it}` is not of the form NAME=FILE.npy or NAME=NUMBER"
+            ));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let Some(param) = def.params.iter().find(|p| p.name() == k) else {
+            let names = def
+                .params
+                .iter()
+                .map(|p| format!("`{}`", p.name()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(format!(
+                "error: def `{}` has no parameter `{k}`\n  = help: its parameters are {names}",
+                def.name
+            ));
+        };
+        let arg =
+            match param {
+                Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
+                Param::Tensor(t) => {
+                    let tensor = crate::npy::read(std::path::Path::new(v))?;
+                    let decl = def
+                        .tensor(t)
+                        .ok_or_else(|| format!("error: no declaration for `{t}`"))?;
+                    if tensor.dtype != decl.dtype {
+                        return Err(format!(
+                            "error: input `{t}`: `{v}` holds {} but `{t}` is {}",
+                            tensor.dtype, decl.dtype
+                        ));
+                    }
+                    if tensor.shape.len() != decl.shape.len() {
+                        return Err(format!(
+                        "error: input `{t}`: `{v}` has {} dimensions ({}), but `{t}` has {} ({})",
+                        tensor.shape.len(),
+                        join(&tensor.shape),
+                        decl.shape.len(),
+                        decl.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+                    ));
+                    }
+                    Arg::Tensor(tensor)
+                }
+            };
+        if args.insert(k.to_string(), arg).is_some() {
+            return Err(format!("error: input `{k}` is given twice"));
+        }
+    }
+    Ok(args)
+}
+
+fn parse_scalar(name: &str, v: &str, dtype: DType) -> Result<Value, String> {
+    let bad = || format!("error: input `{name}`: `{v}` is not a valid {dtype}");
+    if dtype == DType::Bool {
+        return match v {
+            "true" | "1" => Ok(Value::Bool(true)),
+            "false" | "0" => Ok(Value::Bool(false)),
+            _ => Err(bad()),
+        };
+    }
+    if dtype.is_float() {
+        let x: f64 = v.parse().map_err(|_| bad())?;
+        return Ok(Value::Float(if dtype == DType::F32 {
+            f64::from(x as f32)
+        } else {
+            x
+        }));
+    }
+    let x: i64 = v.parse().map_err(|_| bad())?;
+    let fits = match dtype {
+        DType::I8 => i8::try_from(x).is_ok(),
+        DType::I16 => i16::try_from(x).is_ok(),
+        DType::I32 => i32::try_from(x).is_ok(),
+        DType::U8 => u8::try_from(x).is_ok(),
+        DType::U16 => u16::try_from(x).is_ok(),
+        DType::U32 => u32::try_from(x).is_ok(),
+        DType::U64 => x >= 0,
+        _ => true,
+    };
+    if !fits {
+        return Err(format!(
+            "error: input `{name}`: {x} does not fit in {dtype}"
+        ));
+    }
+    Ok(Value::Int(x))
+}
+
+fn join(s: &[usize]) -> String {
+    s.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The first `n` values, in the shortest form that reads back exactly.
+pub fn preview(t: &Tensor, n: usize) -> String {
+    let total = t.len();
+    let mut vals: Vec<String> = (0..total.min(n))
+        .map(|i| match (&t.data, t.dtype) {
+            (Data::F(v), DType::F32) => format!("{:?}", v[i] as f32),
+            (Data::F(v), _) => format!("{:?}", v[i]),
+            (Data::I(v), DType::Bool) => (v[i] != 0).to_string(),
+            (Data::I(v), DType::U64) => (v[i] as u64).to_string(),
+            (Data::I(v), _) => v[i].to_string(),
+        })
+        .collect();
+    if total > n {
+        vals.push(format!("... ({total} values)"));
+    }
+    format!("[{}]", vals.join(", "))
+}

@@ -14,7 +14,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use ir::{BinOp, Builtin, Comprehension, DType, Def, Expr, UnOp, Value};
+use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
 
 use crate::arith;
 use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
@@ -55,8 +55,6 @@ impl Cx {
 /// Everything names in an expression can refer to during one statement.
 pub(crate) struct Scope<'a> {
     pub def: &'a Def,
-    /// The comprehension being compiled (`None` for call arguments).
-    pub comp: Option<&'a Comprehension>,
     /// The statement's 0-based index, for messages.
     pub stmt: usize,
     pub env: &'a HashMap<String, Tensor>,

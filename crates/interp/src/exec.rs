@@ -131,7 +131,6 @@ pub(crate) fn exec_comp(
 
     let mut scope = Scope {
         def: b.def,
-        comp: Some(c),
         stmt,
         env,
         scalars: &b.scalars,

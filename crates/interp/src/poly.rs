@@ -12,10 +12,12 @@
 //! a tensor is an error. A let can be needed both ways (`t = i + 1` in
 //! `A(t) * t`), so [`let_needs`] decides, per let, which versions to compute.
 
+use std::collections::HashMap;
+
 use ir::{BinOp, Comprehension, DType, Expr, UnOp, Value};
 
 use crate::compile::{Cx, Scope};
-use crate::frame::ResidueFn;
+use crate::frame::{ResidueFn, Slot};
 use crate::read::ReadPlan;
 use crate::residue;
 use crate::tensor::Data;
@@ -34,19 +36,49 @@ fn constant<'a>(r: u64) -> ResidueFn<'a> {
 }
 
 impl<'a> Scope<'a> {
+    /// Whether `e` has type `bool` under the IR's typing rules, `let_bool`
+    /// telling which lets in scope are `bool`. (`Def::type_of` is not used:
+    /// it types a let by typing its definition, which recurses forever on a
+    /// let that refers to itself in unverified IR.)
+    fn bool_typed(&self, e: &Expr, let_bool: &dyn Fn(&str) -> bool) -> bool {
+        match e {
+            Expr::Lit(_, t) | Expr::Cast(t, _) => *t == DType::Bool,
+            Expr::Iter(_) => false,
+            Expr::Sym(n) => self.def.scalar(n) == Some(DType::Bool),
+            Expr::Local(n) => let_bool(n),
+            Expr::Read(t, _) => self.env.get(t).is_some_and(|t| t.dtype == DType::Bool),
+            Expr::Unary(UnOp::Not, _) => true,
+            Expr::Binary(op, ..) if op.is_comparison() || op.is_logical() => true,
+            Expr::Unary(_, a) | Expr::Binary(_, a, _) | Expr::Select(_, a, _) => {
+                self.bool_typed(a, let_bool)
+            }
+            Expr::Call(_, args) => args.first().is_some_and(|a| self.bool_typed(a, let_bool)),
+        }
+    }
+
+    /// Whether `e` is `bool`, with the lets compiled so far in scope.
     fn is_bool(&self, e: &Expr) -> bool {
-        self.def.type_of(self.comp, e) == DType::Bool
+        self.bool_typed(e, &|n| {
+            matches!(self.lets.get(n).and_then(|l| l.real), Some(Slot::Bool(_)))
+        })
     }
 
     /// Records which lets `e` uses as values and which ordinarily; `value`
     /// says whether `e` itself is in value position.
-    fn mark(&self, e: &Expr, value: bool, needs: &mut Vec<(String, Need)>) {
-        let value = value && (matches!(e, Expr::Read(..)) || !self.is_bool(e));
+    fn mark(
+        &self,
+        e: &Expr,
+        value: bool,
+        let_bool: &dyn Fn(&str) -> bool,
+        uses: &mut Vec<(String, Need)>,
+    ) {
+        let value = value && (matches!(e, Expr::Read(..)) || !self.bool_typed(e, let_bool));
+        let mut mark = |e: &Expr, value: bool| self.mark(e, value, let_bool, uses);
         match e {
             Expr::Local(n) => {
                 // Lets may shadow earlier ones; the last binding before the
                 // use is the one meant, which `let_needs` resolves by order.
-                needs.push((
+                uses.push((
                     n.clone(),
                     Need {
                         residue: value,
@@ -54,16 +86,13 @@ impl<'a> Scope<'a> {
                     },
                 ));
             }
-            Expr::Read(_, subs) => subs.iter().for_each(|s| self.mark(s, false, needs)),
+            Expr::Read(_, subs) => subs.iter().for_each(|s| mark(s, false)),
             Expr::Select(c, a, b) => {
-                self.mark(c, false, needs);
-                self.mark(a, value, needs);
-                self.mark(b, value, needs);
+                mark(c, false);
+                mark(a, value);
+                mark(b, value);
             }
-            _ => e
-                .children()
-                .into_iter()
-                .for_each(|c| self.mark(c, value, needs)),
+            _ => e.children().into_iter().for_each(|c| mark(c, value)),
         }
     }
 
@@ -167,13 +196,27 @@ impl<'a> Scope<'a> {
 /// reads may skip a point): as a residue if it reads a tensor, else
 /// ordinarily.
 pub(crate) fn let_needs(scope: &Scope, c: &Comprehension) -> Vec<Need> {
+    // Which lets are bool, as seen by each let (`before[k]`) and the body.
+    let mut before = Vec::with_capacity(c.lets.len());
+    let mut bools: HashMap<&str, bool> = HashMap::new();
+    for (name, e) in &c.lets {
+        let b = scope.bool_typed(e, &|n| bools.get(n).copied().unwrap_or(false));
+        before.push(bools.clone());
+        bools.insert(name, b);
+    }
     let mut uses = Vec::new();
-    scope.mark(&c.body, true, &mut uses);
+    scope.mark(
+        &c.body,
+        true,
+        &|n| bools.get(n).copied().unwrap_or(false),
+        &mut uses,
+    );
     let mut needs = vec![Need::default(); c.lets.len()];
     // Walking the lets backwards, every use recorded so far comes from the
     // body or a later let, so it refers to this let unless a later let of
     // the same name shadows it (then it was already attributed, below).
     for (k, (name, e)) in c.lets.iter().enumerate().rev() {
+        let let_bool = |n: &str| before[k].get(n).copied().unwrap_or(false);
         let mut need = Need::default();
         uses.retain(|(n, u)| {
             if n == name {
@@ -186,16 +229,17 @@ pub(crate) fn let_needs(scope: &Scope, c: &Comprehension) -> Vec<Need> {
         });
         if need == Need::default() {
             let reads = e.any(&|x| matches!(x, Expr::Read(..)));
+            let is_bool = scope.bool_typed(e, &let_bool);
             need = Need {
-                residue: reads && !scope.is_bool(e),
-                real: !reads || scope.is_bool(e),
+                residue: reads && !is_bool,
+                real: !reads || is_bool,
             };
         }
         if need.residue {
-            scope.mark(e, true, &mut uses);
+            scope.mark(e, true, &let_bool, &mut uses);
         }
         if need.real {
-            scope.mark(e, false, &mut uses);
+            scope.mark(e, false, &let_bool, &mut uses);
         }
         needs[k] = need;
     }

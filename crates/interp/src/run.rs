@@ -190,7 +190,6 @@ fn exec_call(
     }
     let scope = Scope {
         def,
-        comp: None,
         stmt,
         env,
         scalars: &b.scalars,

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Cross-checks `tessera run` against numpy (tests/numpy/check.py). Installs
+# numpy into a private virtual environment under target/ on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=target/numpy-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check numpy
+fi
+cargo build --quiet -p tessera
+"$venv/bin/python" tests/numpy/check.py target/debug/tessera

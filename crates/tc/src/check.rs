@@ -154,6 +154,10 @@ fn call_order<'a>(
     out
 }
 
+/// The note of a tensor whose definition failed; errors that carry it are
+/// consequences of an error already reported, and are dropped.
+const POISONED: &str = "is defined by a statement that has errors";
+
 /// A statement after phase 1.
 enum Pending {
     Comp(PendingComp),
@@ -191,6 +195,8 @@ struct DefCx<'a> {
     order: Vec<(String, TensorRole)>,
     returns: Vec<String>,
     typed_returns: HashMap<String, TensorInfo>,
+    /// Tensors whose defining statement failed to check.
+    poisoned: HashSet<String>,
     errs: Vec<Diagnostic>,
 }
 
@@ -205,12 +211,15 @@ impl<'a> DefCx<'a> {
             order: Vec::new(),
             returns: Vec::new(),
             typed_returns: HashMap::new(),
+            poisoned: HashSet::new(),
             errs: Vec::new(),
         }
     }
 
     fn err(&mut self, d: Diagnostic) {
-        self.errs.push(d);
+        if !d.message.ends_with(POISONED) {
+            self.errs.push(d);
+        }
     }
 
     fn def(&mut self, d: &DefAst) -> Option<Def> {
@@ -229,8 +238,24 @@ impl<'a> DefCx<'a> {
             };
             match p {
                 Some(p) => pending.push(p),
-                None => return None,
+                None => {
+                    // Keep checking the other statements so one run reports
+                    // every independent error; what this statement would have
+                    // defined is poisoned, so reading it reports nothing more.
+                    let names: Vec<&Ident> = match s {
+                        StmtAst::Comp(c) => vec![&c.lhs],
+                        StmtAst::Call(c) => c.results.iter().collect(),
+                    };
+                    for n in names {
+                        if !self.tensors.contains_key(&n.name) {
+                            self.poisoned.insert(n.name.clone());
+                        }
+                    }
+                }
             }
+        }
+        if !self.errs.is_empty() {
+            return None;
         }
         self.infer_all(d, &mut pending);
         if !self.errs.is_empty() {
@@ -465,9 +490,13 @@ impl<'a> DefCx<'a> {
         i: usize,
         defined_later: &HashMap<String, usize>,
     ) -> HashMap<String, String> {
-        let mut out = HashMap::new();
+        let mut out: HashMap<String, String> = self
+            .poisoned
+            .iter()
+            .map(|n| (n.clone(), POISONED.to_string()))
+            .collect();
         for (name, at) in defined_later {
-            if self.tensors.contains_key(name) {
+            if self.tensors.contains_key(name) || self.poisoned.contains(name) {
                 continue;
             }
             let why = if *at == i {
@@ -671,13 +700,15 @@ impl<'a> DefCx<'a> {
             Ok(b) => b,
             Err(e) => {
                 errs.push(e);
-                self.errs.extend(errs);
+                self.errs
+                    .extend(errs.into_iter().filter(|d| !d.message.ends_with(POISONED)));
                 return None;
             }
         };
         drop(scope);
         if !errs.is_empty() {
-            self.errs.extend(errs);
+            self.errs
+                .extend(errs.into_iter().filter(|d| !d.message.ends_with(POISONED)));
             return None;
         }
         let (body, dtype) = match &declared {
@@ -878,7 +909,8 @@ impl<'a> DefCx<'a> {
             }
         }
         if !errs.is_empty() {
-            self.errs.extend(errs);
+            self.errs
+                .extend(errs.into_iter().filter(|d| !d.message.ends_with(POISONED)));
             return None;
         }
         let mut seen = HashSet::new();

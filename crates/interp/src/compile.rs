@@ -383,43 +383,43 @@ impl<'a> Scope<'a> {
     }
 
     fn builtin(&self, b: Builtin, args: &[Expr], cx: Cx) -> Result<Compiled<'a>, String> {
-        if args.len() != b.arity() {
-            return Err(format!(
-                "ill-typed IR: `{}` takes {} arguments, got {}",
-                b.name(),
-                b.arity(),
-                args.len()
-            ));
-        }
-        let mut compiled = args
+        let compiled = args
             .iter()
             .map(|a| self.any(a, cx))
             .collect::<Result<Vec<_>, _>>()?;
-        let t = compiled[0].dtype();
-        if compiled.iter().any(|c| c.dtype() != t) {
-            return Err(format!(
-                "ill-typed IR: arguments of `{}` have different types",
-                b.name()
-            ));
+        let t = compiled.first().map_or(DType::F32, Compiled::dtype);
+        let types: Vec<String> = compiled.iter().map(|c| c.dtype().to_string()).collect();
+        let bad = || {
+            format!(
+                "ill-typed IR: `{}` applied to ({})",
+                b.name(),
+                types.join(", ")
+            )
+        };
+        if compiled.len() != b.arity() || compiled.iter().any(|c| c.dtype() != t) {
+            return Err(bad());
         }
-        let bad = || format!("ill-typed IR: `{}` is not defined on {t}", b.name());
         if t.is_float() {
-            let mut fs = compiled.drain(..).filter_map(|c| match c {
-                Compiled::Float(g, _) => Some(g),
-                _ => None,
-            });
-            let mut next = || fs.next().ok_or_else(bad);
-            let x = next()?;
+            let fs: Vec<FloatFn<'a>> = compiled
+                .into_iter()
+                .filter_map(|c| match c {
+                    Compiled::Float(g, _) => Some(g),
+                    _ => None,
+                })
+                .collect();
+            // Every argument has the float type `t` and the count is the
+            // arity, so each conversion to an array below succeeds.
             let g: FloatFn<'a> = if let Some(op) = arith::float_unary(b) {
+                let [x]: [FloatFn<'a>; 1] = fs.try_into().map_err(|_| bad())?;
                 Box::new(move |f| Ok(op(x(f)?)))
             } else if let Some(op) = arith::float_binary(b) {
-                let y = next()?;
+                let [x, y]: [FloatFn<'a>; 2] = fs.try_into().map_err(|_| bad())?;
                 Box::new(move |f| {
                     let a = x(f)?;
                     Ok(op(a, y(f)?))
                 })
             } else {
-                let (y, z) = (next()?, next()?);
+                let [x, y, z]: [FloatFn<'a>; 3] = fs.try_into().map_err(|_| bad())?;
                 Box::new(move |f| {
                     let a = x(f)?;
                     let b = y(f)?;
@@ -433,19 +433,20 @@ impl<'a> Scope<'a> {
             };
             return Ok(Compiled::Float(g, t));
         }
-        if !t.is_int() {
-            return Err(bad());
-        }
-        let mut is = compiled.drain(..).filter_map(|c| match c {
-            Compiled::Int(g, _) => Some(g),
-            _ => None,
-        });
-        let mut next = || is.next().ok_or_else(bad);
-        let x = next()?;
+        let is: Vec<IntFn<'a>> = compiled
+            .into_iter()
+            .filter_map(|c| match c {
+                Compiled::Int(g, _) => Some(g),
+                _ => None,
+            })
+            .collect();
         let g: IntFn<'a> = match b {
-            Builtin::Abs => Box::new(move |f| Ok(arith::int_abs(t, x(f)?))),
+            Builtin::Abs => {
+                let [x]: [IntFn<'a>; 1] = is.try_into().map_err(|_| bad())?;
+                Box::new(move |f| Ok(arith::int_abs(t, x(f)?)))
+            }
             Builtin::Max | Builtin::Min => {
-                let y = next()?;
+                let [x, y]: [IntFn<'a>; 2] = is.try_into().map_err(|_| bad())?;
                 let want = if b == Builtin::Max {
                     Ordering::Greater
                 } else {

@@ -56,70 +56,8 @@ pub(crate) fn exec_comp(
     c: &Comprehension,
     stmt: usize,
 ) -> Result<Tensor, String> {
-    let mut ranged = HashSet::new();
-    if let Some(r) = c.ranges.iter().find(|r| !ranged.insert(&r.name)) {
-        return Err(format!("iterator `{}` has two ranges", r.name));
-    }
-    let mut order = Vec::with_capacity(c.ranges.len());
-    for ix in &c.indices {
-        order.push(
-            c.range(ix)
-                .ok_or_else(|| format!("left-hand-side iterator `{ix}` has no range"))?,
-        );
-    }
-    order.extend(c.reduction_iters());
-    let mut iters = HashMap::new();
-    for (k, r) in order.iter().enumerate() {
-        if iters.insert(r.name.clone(), k).is_some() {
-            return Err(format!("iterator `{}` appears twice on the left", r.name));
-        }
-    }
-    if c.op == Reduction::Assign {
-        if let Some(r) = order.get(c.indices.len()) {
-            return Err(format!("`=` statement has reduction iterator `{}`", r.name));
-        }
-    }
-    let bounds = order
-        .iter()
-        .map(|r| {
-            let lo = eval_size(&r.lo, &b.sizes, &format!("the range of `{}`", r.name))?;
-            let hi = eval_size(&r.hi, &b.sizes, &format!("the range of `{}`", r.name))?;
-            if hi <= lo {
-                return Err(format!(
-                    "iterator `{}` has the empty range {lo}:{hi}",
-                    r.name
-                ));
-            }
-            Ok((lo, hi))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-
-    let decl = b
-        .def
-        .tensor(&c.tensor)
-        .ok_or_else(|| format!("writes undeclared tensor `{}`", c.tensor))?;
-    let mut out = match env.get(&c.tensor) {
-        Some(t) => t.clone(),
-        None => Tensor::zeros_in(b.mode, decl.dtype, &shape_of(decl, &b.sizes)?),
-    };
-    if out.shape.len() != c.indices.len() {
-        return Err(format!(
-            "`{}` has {} dimensions but is written with {} indices",
-            c.tensor,
-            out.shape.len(),
-            c.indices.len()
-        ));
-    }
-    for (k, ix) in c.indices.iter().enumerate() {
-        let ((lo, hi), dim) = (bounds[k], out.shape[k]);
-        // A dimension counts elements in memory, so it fits an i64.
-        if lo < 0 || hi > dim as i64 {
-            return Err(format!(
-                "writing `{}`: iterator `{ix}` ranges over {lo}:{hi}, outside dimension {k} of size {dim}",
-                c.tensor
-            ));
-        }
-    }
+    let Iterators { slots, bounds } = iterators(c, &b.sizes)?;
+    let mut out = target(b, env, c, &bounds)?;
     let t = out.dtype;
     if t == DType::Bool && c.op != Reduction::Assign {
         return Err(format!(
@@ -137,10 +75,10 @@ pub(crate) fn exec_comp(
         sizes: &b.sizes,
         mode: b.mode,
         reduction: c.op != Reduction::Assign,
-        iters,
+        iters: slots,
         lets: HashMap::new(),
     };
-    let (lets, mut frame) = compile_lets(&mut scope, c, order.len())?;
+    let (lets, mut frame) = compile_lets(&mut scope, c, bounds.len())?;
     let space = Space {
         strides: tensor::strides(&out.shape),
         bounds,
@@ -213,6 +151,101 @@ pub(crate) fn exec_comp(
         }
     };
     result.map(|()| out)
+}
+
+/// The iterators of a comprehension in iteration order: left-hand ones
+/// first, then the reduction iterators in range order.
+struct Iterators {
+    /// Each iterator's frame slot (its position in the order).
+    slots: HashMap<String, usize>,
+    /// Each iterator's evaluated, non-empty `[lo, hi)`.
+    bounds: Vec<(i64, i64)>,
+}
+
+fn iterators(c: &Comprehension, sizes: &HashMap<String, i64>) -> Result<Iterators, String> {
+    let mut ranged = HashSet::new();
+    if let Some(r) = c.ranges.iter().find(|r| !ranged.insert(&r.name)) {
+        return Err(format!("iterator `{}` has two ranges", r.name));
+    }
+    let mut order = Vec::with_capacity(c.ranges.len());
+    for ix in &c.indices {
+        order.push(
+            c.range(ix)
+                .ok_or_else(|| format!("left-hand-side iterator `{ix}` has no range"))?,
+        );
+    }
+    order.extend(c.reduction_iters());
+    let mut slots = HashMap::new();
+    for (k, r) in order.iter().enumerate() {
+        if slots.insert(r.name.clone(), k).is_some() {
+            return Err(format!("iterator `{}` appears twice on the left", r.name));
+        }
+    }
+    if c.op == Reduction::Assign {
+        if let Some(r) = order.get(c.indices.len()) {
+            return Err(format!("`=` statement has reduction iterator `{}`", r.name));
+        }
+    }
+    let bounds = order
+        .iter()
+        .map(|r| {
+            let what = format!("the range of `{}`", r.name);
+            let (lo, hi) = (
+                eval_size(&r.lo, sizes, &what)?,
+                eval_size(&r.hi, sizes, &what)?,
+            );
+            if hi <= lo {
+                return Err(format!(
+                    "iterator `{}` has the empty range {lo}:{hi}",
+                    r.name
+                ));
+            }
+            Ok((lo, hi))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Iterators { slots, bounds })
+}
+
+/// The tensor `c` writes as it is before the statement (zeros of its
+/// declared shape if this is its first definition), checked to contain the
+/// left-hand box.
+fn target(
+    b: &Bindings,
+    env: &HashMap<String, Tensor>,
+    c: &Comprehension,
+    bounds: &[(i64, i64)],
+) -> Result<Tensor, String> {
+    let decl = b
+        .def
+        .tensor(&c.tensor)
+        .ok_or_else(|| format!("writes undeclared tensor `{}`", c.tensor))?;
+    let out = match env.get(&c.tensor) {
+        Some(t) => t.clone(),
+        None => Tensor::zeros_in(b.mode, decl.dtype, &shape_of(decl, &b.sizes)?),
+    };
+    if out.shape.len() != c.indices.len() {
+        return Err(format!(
+            "`{}` has {} dimensions but is written with {} indices",
+            c.tensor,
+            out.shape.len(),
+            c.indices.len()
+        ));
+    }
+    for (k, (ix, (&(lo, hi), &dim))) in c
+        .indices
+        .iter()
+        .zip(bounds.iter().zip(&out.shape))
+        .enumerate()
+    {
+        // A dimension counts elements in memory, so it fits an i64.
+        if lo < 0 || hi > dim as i64 {
+            return Err(format!(
+                "writing `{}`: iterator `{ix}` ranges over {lo}:{hi}, outside dimension {k} of size {dim}",
+                c.tensor
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn check_body_type(c: &Comprehension, body: DType, lhs: DType) -> Result<(), String> {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use ir::{BinOp, Comprehension, DType, Expr, UnOp, Value};
 
 use crate::compile::{Cx, Scope};
-use crate::frame::{ResidueFn, Slot};
+use crate::frame::{Frame, ResidueFn, Slot};
 use crate::read::ReadPlan;
 use crate::residue;
 use crate::tensor::Data;
@@ -114,7 +114,6 @@ impl<'a> Scope<'a> {
             }
             // Every other `bool` is a condition: ordinary semantics, then 0/1.
             _ if self.is_bool(e) => self.condition(e, cx)?,
-            Expr::Unary(UnOp::Not, _) => self.condition(e, cx)?,
             Expr::Lit(v, _) => constant(self.literal_residue(*v, "literal")?),
             Expr::Iter(n) => {
                 let s = *self
@@ -136,7 +135,8 @@ impl<'a> Scope<'a> {
                     .ok_or_else(|| format!("let `{n}` is used before it is bound"))?;
                 Box::new(move |f| Ok(f.residues[s]))
             }
-            Expr::Unary(UnOp::Neg, a) => {
+            // `!` is bool, handled above: this is negation.
+            Expr::Unary(_, a) => {
                 let x = self.residue(a, cx)?;
                 Box::new(move |f| Ok(residue::neg(x(f)?)))
             }
@@ -168,7 +168,7 @@ impl<'a> Scope<'a> {
     /// Evaluates a value-position expression without iterators, lets or
     /// reads (a call's float scalar argument) to its residue.
     pub(crate) fn residue_value(&self, e: &Expr) -> Result<u64, String> {
-        let mut f = crate::frame::Frame::default();
+        let mut f = Frame::default();
         let g = self.residue(e, Cx::default())?;
         g(&mut f).map_err(|_| f.message)
     }

@@ -113,9 +113,9 @@ fn to_c_order(t: &Tensor) -> Tensor {
         // idx is the C-order multi-index of this slot; find its Fortran offset.
         let mut off = 0;
         let mut stride = 1;
-        for d in 0..n {
-            off += idx[d] * stride;
-            stride *= t.shape[d];
+        for (i, dim) in idx.iter().zip(&t.shape) {
+            off += i * stride;
+            stride *= dim;
         }
         *slot = off;
         for d in (0..n).rev() {

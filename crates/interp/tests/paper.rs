@@ -64,7 +64,7 @@ fn mv_both_forms() {
         "mv.tc",
         "mv",
         vec![("A", arg(&a)), ("x", arg(&x))],
-        &[want.clone()],
+        std::slice::from_ref(&want),
     );
     check(
         "mv.tc",
@@ -272,7 +272,7 @@ fn mlp_layers_and_their_composition() {
         "mlp.tc",
         "MLP1",
         vec![("I", arg(&i)), ("W1", arg(&w1)), ("B1", arg(&b1))],
-        &[o1.clone()],
+        std::slice::from_ref(&o1),
     );
     let (w2, w2v) = rand(&[4, 6], 20);
     let (b2, b2v) = rand(&[4], 21);

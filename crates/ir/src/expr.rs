@@ -28,7 +28,8 @@ pub enum BinOp {
     Mul,
     /// Floor division on integers, true division on floats.
     Div,
-    /// Floor modulo on integers (sign of the divisor), `fmod` on floats.
+    /// Floor modulo (the result has the sign of the divisor), on integers
+    /// and floats alike, as Python's `%`.
     Mod,
     Lt,
     Le,

@@ -114,10 +114,20 @@ impl Def {
             Expr::Lit(_, t) | Expr::Cast(t, _) => *t,
             Expr::Iter(_) => DType::I64,
             Expr::Sym(s) => self.scalar(s).unwrap_or(DType::I64),
-            Expr::Local(n) => c
-                .and_then(|c| c.lets.iter().find(|(m, _)| m == n))
-                .map(|(_, v)| self.type_of(c, v))
-                .unwrap_or(DType::I64),
+            Expr::Local(n) => {
+                // A let's value may only use earlier lets, so its type is
+                // computed with the later ones (itself included) out of
+                // scope; that also keeps `where t = t` from recursing forever.
+                let Some(c) = c else { return DType::I64 };
+                let Some(k) = c.lets.iter().position(|(m, _)| m == n) else {
+                    return DType::I64;
+                };
+                let earlier = Comprehension {
+                    lets: c.lets[..k].to_vec(),
+                    ..c.clone()
+                };
+                self.type_of(Some(&earlier), &c.lets[k].1)
+            }
             Expr::Read(t, _) => self.tensor(t).map(|t| t.dtype).unwrap_or(DType::I64),
             Expr::Unary(crate::UnOp::Not, _) => DType::Bool,
             Expr::Unary(_, a) => self.type_of(c, a),
@@ -226,7 +236,9 @@ pub struct IterRange {
 /// such a read is an error. With `init`, each output point in the box starts
 /// at the reduction's identity; without it, the reduction accumulates onto
 /// the tensor's current values. A tensor's first definition starts from
-/// zeros, so elements outside the box are zero.
+/// zeros, so elements outside the box are zero. A read whose subscripts
+/// contain another read (an indirect subscript) is never skipped: out of
+/// bounds, it is an error in every statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comprehension {
     pub tensor: String,

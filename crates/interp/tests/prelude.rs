@@ -1042,8 +1042,6 @@ fn slice() {
 }
 
 #[test]
-#[ignore = "ir bug: SizeExpr floor division by a negative divisor rounds like div_euclid \
-            ((-11) / (-3) is 4, not 3), so slices with steps below -1 get one point too many"]
 fn slice_negative_steps() {
     check_slices(
         &[

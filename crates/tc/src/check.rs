@@ -216,6 +216,17 @@ impl<'a> DefCx<'a> {
         }
     }
 
+    /// A constant dimension; it must be positive.
+    fn const_dim(&mut self, v: i64, span: Span) -> SizeExpr {
+        if v < 1 {
+            self.err(Diagnostic::error(
+                format!("dimension {v} is not positive"),
+                span,
+            ));
+        }
+        SizeExpr::constant(v)
+    }
+
     fn err(&mut self, d: Diagnostic) {
         if !d.message.ends_with(POISONED) {
             self.errs.push(d);
@@ -317,15 +328,7 @@ impl<'a> DefCx<'a> {
             let mut shape = Vec::new();
             for dim in dims {
                 match dim {
-                    DimAst::Const(v, span) => {
-                        if *v < 1 {
-                            self.err(Diagnostic::error(
-                                format!("dimension {v} is not positive"),
-                                *span,
-                            ));
-                        }
-                        shape.push(SizeExpr::constant(*v));
-                    }
+                    DimAst::Const(v, span) => shape.push(self.const_dim(*v, *span)),
                     DimAst::Expr(e) => {
                         self.err(
                             Diagnostic::error(
@@ -413,15 +416,7 @@ impl<'a> DefCx<'a> {
                 let mut shape = Vec::new();
                 for dim in dims {
                     match dim {
-                        DimAst::Const(v, span) => {
-                            if *v < 1 {
-                                self.err(Diagnostic::error(
-                                    format!("dimension {v} is not positive"),
-                                    *span,
-                                ));
-                            }
-                            shape.push(SizeExpr::constant(*v));
-                        }
+                        DimAst::Const(v, span) => shape.push(self.const_dim(*v, *span)),
                         DimAst::Expr(e) => {
                             let empty = HashMap::new();
                             match self.scope(&empty, false).size(e) {

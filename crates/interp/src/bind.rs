@@ -191,7 +191,7 @@ pub(crate) fn shape_of(
     match element_count(&shape) {
         Some(n) if n <= MAX_ELEMENTS => Ok(shape),
         _ => Err(format!(
-            "tensor `{name}` is too large: shape {} exceeds the limit of 2^31 elements",
+            "tensor `{name}` is too large: shape {} exceeds the limit of 2^28 elements",
             crate::tensor::show_tuple(&shape)
         )),
     }

@@ -17,8 +17,9 @@ use crate::residue::P;
 use crate::rng::SplitMix64;
 use crate::Mode;
 
-/// The most elements the interpreter allocates for one tensor (2^31).
-pub(crate) const MAX_ELEMENTS: usize = 1 << 31;
+/// The most elements the interpreter allocates for one tensor (2^28, 2 GiB
+/// as f64): a few such tensors still fit in the memory of a small machine.
+pub(crate) const MAX_ELEMENTS: usize = 1 << 28;
 
 /// The values of a tensor, flat and row-major.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +75,7 @@ impl Tensor {
     /// # Panics
     ///
     /// Like `vec!`, if the element count overflows or cannot be allocated;
-    /// the interpreter itself checks shapes against a limit of 2^31 elements
+    /// the interpreter itself checks shapes against a limit of 2^28 elements
     /// before it calls this.
     pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
         let n = element_count(shape).unwrap_or(usize::MAX);

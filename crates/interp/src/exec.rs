@@ -6,8 +6,10 @@
 //! (left-hand iterators, row-major) the value starts from the reduction's
 //! identity (`op=!`) or the tensor's current value, and folds the body over
 //! every point of the reduction box (the other iterators, in range order; an
-//! empty set of them is one point). A point whose evaluation skips (an
-//! out-of-bounds skippable read) contributes nothing.
+//! empty set of them is one point). A point where a skippable read (one not
+//! under a `?:` branch, with affine subscripts) is out of bounds contributes
+//! nothing; those reads are tested before the body is evaluated, so no read
+//! of a skipped point can fail.
 //!
 //! Functional update: every value is computed from the environment as it was
 //! before the statement (the closures read the old tensors) and written into
@@ -16,13 +18,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ir::{Comprehension, DType, Def, Reduction, Value};
+use ir::{Comprehension, DType, Def, Expr, Reduction, Value};
 
 use crate::arith;
 use crate::bind::{eval_size, shape_of};
 use crate::compile::{Compiled, Cx, Scope};
 use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
 use crate::poly::{self, Need};
+use crate::read::ReadPlan;
 use crate::residue;
 use crate::tensor::{self, Data, Tensor};
 use crate::Mode;
@@ -85,6 +88,7 @@ pub(crate) fn exec_comp(
         n_lhs: c.indices.len(),
     };
     let cx = Cx::default();
+    let guards = guards(&scope, c)?;
     let identity = c.op.identity(t);
     let result = match (b.mode, &mut out.data) {
         (Mode::ModP, Data::I(data)) => {
@@ -103,7 +107,9 @@ pub(crate) fn exec_comp(
             let start = c.init.then_some(i64::from(c.op == Reduction::Mul));
             let g = scope.residue(&c.body, cx)?;
             let body = move |f: &mut Frame| g(f).map(|r| r as i64);
-            drive(&mut frame, &space, &lets, &body, start, &*fold, data)
+            drive(
+                &mut frame, &space, &lets, &guards, &body, start, &*fold, data,
+            )
         }
         (Mode::Real, Data::F(data)) => {
             let (g, bt) = scope.float(&c.body, cx)?;
@@ -117,6 +123,7 @@ pub(crate) fn exec_comp(
                 &mut frame,
                 &space,
                 &lets,
+                &guards,
                 &*g,
                 start,
                 &*float_fold(c.op, t),
@@ -126,7 +133,16 @@ pub(crate) fn exec_comp(
         (Mode::Real, Data::I(data)) if t == DType::Bool => {
             let g = scope.boolean(&c.body, cx)?;
             let body = move |f: &mut Frame| g(f).map(i64::from);
-            drive(&mut frame, &space, &lets, &body, None, &|_, v| v, data)
+            drive(
+                &mut frame,
+                &space,
+                &lets,
+                &guards,
+                &body,
+                None,
+                &|_, v| v,
+                data,
+            )
         }
         (Mode::Real, Data::I(data)) => {
             let (g, bt) = scope.int(&c.body, cx)?;
@@ -140,6 +156,7 @@ pub(crate) fn exec_comp(
                 &mut frame,
                 &space,
                 &lets,
+                &guards,
                 &*g,
                 start,
                 &*int_fold(c.op, t),
@@ -352,11 +369,44 @@ fn int_fold(op: Reduction, t: DType) -> Box<dyn Fn(i64, i64) -> i64> {
     }
 }
 
+/// The skippable reads of a reduction's body (reads not under a `?:`
+/// branch, without indirect subscripts), compiled once more so that every
+/// point can be tested before its body runs: a point where one of them is out
+/// of bounds contributes nothing, and none of its guarded reads is evaluated
+/// (they could otherwise fail first, depending on the order of operands).
+fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>, String> {
+    fn walk<'e>(e: &'e Expr, out: &mut Vec<(&'e str, &'e [Expr])>) {
+        match e {
+            Expr::Read(t, subs) => {
+                out.push((t, subs));
+                subs.iter().for_each(|s| walk(s, out));
+            }
+            Expr::Select(cond, _, _) => walk(cond, out),
+            _ => e.children().into_iter().for_each(|x| walk(x, out)),
+        }
+    }
+    if c.op == Reduction::Assign {
+        return Ok(Vec::new());
+    }
+    let mut reads = Vec::new();
+    walk(&c.body, &mut reads);
+    let mut out = Vec::new();
+    for (name, subs) in reads {
+        let indirect = subs.iter().any(|e| e.any(&|x| matches!(x, Expr::Read(..))));
+        if !indirect {
+            out.push(ReadPlan::new(scope, name, subs, Cx::default())?.0);
+        }
+    }
+    Ok(out)
+}
+
 /// Walks the iteration box, folding the body into `out`.
+#[allow(clippy::too_many_arguments)]
 fn drive<T: Copy>(
     frame: &mut Frame,
     space: &Space,
     lets: &[LetEval],
+    guards: &[ReadPlan],
     body: &dyn Fn(&mut Frame) -> Eval<T>,
     start: Option<T>,
     fold: &dyn Fn(T, T) -> T,
@@ -373,7 +423,9 @@ fn drive<T: Copy>(
             .sum();
         let mut acc = start.unwrap_or(out[off]);
         loop {
-            match eval_lets(frame, lets).and_then(|()| body(frame)) {
+            let checked = eval_lets(frame, lets)
+                .and_then(|()| guards.iter().try_for_each(|g| g.offset(frame).map(|_| ())));
+            match checked.and_then(|()| body(frame)) {
                 Ok(v) => acc = fold(acc, v),
                 Err(Stop::Skip) => {}
                 Err(Stop::Fail) => return Err(std::mem::take(&mut frame.message)),

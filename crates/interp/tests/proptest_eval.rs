@@ -994,7 +994,6 @@ fn the_cases_cover_values_skips_and_errors() {
 /// else, whatever the order of the reads. Ignored: the interpreter evaluates
 /// the guarded read first and reports it out of bounds.
 #[test]
-#[ignore = "interp evaluates a guarded read before an unguarded read skips the point"]
 fn a_skipped_point_evaluates_no_guarded_read() {
     let src = "def f(float(N) A) -> (O) {\n  O(i) +=! (i < 1 ? A(k) : 0.0) * A(k) where i in 0:1, k in 0:2\n}\n";
     let checked = tc::check_source(src).expect("the program checks");

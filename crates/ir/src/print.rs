@@ -286,6 +286,13 @@ impl ExprPrinter<'_> {
                 let args: Vec<String> = args.iter().map(|x| self.print(x, Some(t), 0)).collect();
                 format!("{}({})", f.name(), args.join(", "))
             }
+            // A conversion of a literal-only operand keeps the operand's own
+            // type explicit: the checker would otherwise give the literal the
+            // target type directly and drop the conversion.
+            Expr::Cast(to, a) if is_weak(a) => {
+                let at = self.ty(a);
+                format!("{to}({at}({}))", self.print_inner(a, Some(at), 0))
+            }
             Expr::Cast(to, a) => format!("{to}({})", self.print(a, None, 0)),
         }
     }

@@ -248,7 +248,14 @@ impl<'a> DefCx<'a> {
                 StmtAst::Call(c) => self.type_call(c).map(Pending::Call),
             };
             match p {
-                Some(p) => pending.push(p),
+                Some(p) => {
+                    pending.push(p);
+                    // Shapes known so far serve later statements (`T.d` of
+                    // a temporary in a `where` bound).
+                    if self.errs.is_empty() {
+                        self.progress(d, &mut pending);
+                    }
+                }
                 None => {
                     // Keep checking the other statements so one run reports
                     // every independent error; what this statement would have
@@ -965,6 +972,16 @@ impl<'a> DefCx<'a> {
     }
 
     fn infer_all(&mut self, d: &DefAst, pending: &mut [Pending]) {
+        if !self.progress(d, pending) {
+            return;
+        }
+        self.report_stuck(d, pending);
+    }
+
+    /// Infers ranges and call shapes until nothing more can be inferred;
+    /// false if that produced errors.
+    fn progress(&mut self, d: &DefAst, pending: &mut [Pending]) -> bool {
+        let before = self.errs.len();
         loop {
             let mut progress = false;
             for p in pending.iter_mut() {
@@ -974,8 +991,8 @@ impl<'a> DefCx<'a> {
                             pc.ranges = Some(r);
                             progress = true;
                         }
-                        if !self.errs.is_empty() {
-                            return;
+                        if self.errs.len() > before {
+                            return false;
                         }
                     }
                     Pending::Call(pc) if !pc.done => {
@@ -983,18 +1000,21 @@ impl<'a> DefCx<'a> {
                             pc.done = true;
                             progress = true;
                         }
-                        if !self.errs.is_empty() {
-                            return;
+                        if self.errs.len() > before {
+                            return false;
                         }
                     }
                     _ => {}
                 }
             }
             if !progress {
-                break;
+                return true;
             }
         }
-        // Whatever is left cannot make progress: report it.
+    }
+
+    /// Reports what inference could not resolve.
+    fn report_stuck(&mut self, d: &DefAst, pending: &mut [Pending]) {
         for p in pending.iter_mut() {
             match p {
                 Pending::Comp(pc) if pc.ranges.is_none() => {
@@ -1224,6 +1244,31 @@ impl<'a> DefCx<'a> {
                     }
                 }
                 _ => {}
+            }
+        }
+        // The callee's own static checks, with the sizes this call fixes:
+        // a range that becomes empty or a read that leaves its tensor.
+        let fixed: HashMap<String, i64> = map
+            .iter()
+            .filter_map(|(k, v)| v.as_const().map(|c| (k.clone(), c)))
+            .collect();
+        if !fixed.is_empty() {
+            for st in &callee.stmts {
+                if let Stmt::Comp(c) = st {
+                    if let Some(v) = bounds::check_comprehension(callee, c, &fixed) {
+                        let mut sizes: Vec<String> =
+                            fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                        sizes.sort();
+                        self.err(
+                            Diagnostic::error(
+                                format!("in this call of `{}`: {}", callee.name, v.message),
+                                span,
+                            )
+                            .with_help(format!("the call fixes {}", sizes.join(", "))),
+                        );
+                        return false;
+                    }
+                }
             }
         }
         for (r, o) in pc.results.iter().zip(&callee.outputs) {

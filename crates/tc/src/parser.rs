@@ -600,7 +600,9 @@ impl Parser {
                     });
                 }
                 let id = Ident { name, span: t.span };
-                if self.is("(") {
+                // A `(` that starts a line starts the next statement
+                // (`(P, Q) = g(X)`), not an application of this name.
+                if self.is("(") && !self.peek().line_start {
                     self.bump();
                     let mut args = Vec::new();
                     if !self.is(")") {

@@ -116,14 +116,12 @@ fn retype(e: Expr, t: DType) -> Expr {
             Expr::Binary(op, Box::new(retype(*a, t)), Box::new(retype(*b, t)))
         }
         Expr::Select(c, a, b) => Expr::Select(c, Box::new(retype(*a, t)), Box::new(retype(*b, t))),
-        Expr::Call(f, args) => {
-            let t = if !t.is_float() && !f.accepts_int() {
-                DType::F32
-            } else {
-                t
-            };
-            Expr::Call(f, args.into_iter().map(|a| retype(a, t)).collect())
+        Expr::Call(f, args) if !t.is_float() && !f.accepts_int() => {
+            // A float-only builtin computes in float32, then converts.
+            let call = Expr::Call(f, args.into_iter().map(|a| retype(a, DType::F32)).collect());
+            Expr::Cast(t, Box::new(call))
         }
+        Expr::Call(f, args) => Expr::Call(f, args.into_iter().map(|a| retype(a, t)).collect()),
         other => other,
     }
 }
@@ -186,7 +184,15 @@ impl Scope<'_> {
             ExprKind::Name(n) => self.name(n, a.span),
             ExprKind::Dim(t, d) => {
                 let s = self.dim(t, *d)?;
-                Ok(strong(size_to_expr(&s), DType::I64))
+                // Integer scalars used as sizes keep their own type in
+                // expressions; sizes are int64.
+                let e = size_to_expr(&s).map(&mut |x| match x {
+                    Expr::Sym(n) if self.scalars.get(&n).is_some_and(|t| *t != DType::I64) => {
+                        Expr::Cast(DType::I64, Box::new(Expr::Sym(n)))
+                    }
+                    other => other,
+                });
+                Ok(strong(e, DType::I64))
             }
             ExprKind::Apply(f, args) => self.apply(f, args, a.span),
             ExprKind::Unary(op, x) => {
@@ -196,16 +202,18 @@ impl Scope<'_> {
                         if x.t == DType::Bool {
                             return Err(Diagnostic::error("`-` applied to a bool value", a.span));
                         }
-                        if let (true, Expr::Lit(v, t)) = (x.weak, &x.e) {
+                        // Negated literals fold, so `-1` is one literal
+                        // whichever way it was written.
+                        if let Expr::Lit(v, t) = &x.e {
                             let v = match v {
-                                Value::Int(i) => Value::Int(i.wrapping_neg()),
+                                Value::Int(i) => Value::Int(wrap_int(i.wrapping_neg(), *t)),
                                 Value::Float(f) => Value::Float(-f),
                                 Value::Bool(b) => Value::Bool(*b),
                             };
                             return Ok(Typed {
                                 e: Expr::Lit(v, *t),
                                 t: *t,
-                                weak: true,
+                                weak: x.weak,
                             });
                         }
                         Ok(Typed {

@@ -1288,12 +1288,10 @@ fn the_generator_covers_the_language() {
     assert!(calls >= 10, "only {calls} of 256 programs call another def");
 }
 
-// Minimal programs for the checker and printer bugs that the generator
-// steers around (see the comments there). Ignored until they are fixed; run
-// them with `cargo test -p tc --test proptest_roundtrip -- --ignored`.
+// Minimal programs for checker and printer bugs the generator once found
+// (each fixed; kept as regression tests).
 
 #[test]
-#[ignore = "tc: a converted literal is not weak, but prints as if it were"]
 fn a_converted_literal_round_trips() {
     for src in [
         "def f(float(N) A) -> (B) {\n  B(i) = A(i) + int32(0)\n}\n",
@@ -1305,21 +1303,18 @@ fn a_converted_literal_round_trips() {
 }
 
 #[test]
-#[ignore = "tc: `T.d` of an integer-scalar dimension is typed int64 over an int32 scalar"]
 fn the_size_of_a_scalar_dimension_is_well_typed() {
     round_trip("def f(int32 s, float(s) A) -> (B) {\n  B(i) = A(i) * float32(A.0 / 2)\n}\n")
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
-#[ignore = "tc: a float builtin of literals in an integer context is left a float"]
 fn a_builtin_of_literals_takes_an_integer_context() {
     round_trip("def f(float(N) A) -> (int32(N) B) {\n  B(i) = exp(1)\n}\n")
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
-#[ignore = "tc: `(P, Q) = g(...)` after a line ending with a name parses as an application"]
 fn a_call_with_several_results_follows_any_statement() {
     round_trip(
         "def g(float(N) X) -> (Y, Z) {\n  Y(i) = X(i)\n  Z(i) = X(i)\n}\n\n\
@@ -1329,14 +1324,12 @@ fn a_call_with_several_results_follows_any_statement() {
 }
 
 #[test]
-#[ignore = "tc: `T.d` of a temporary defined earlier is rejected"]
 fn the_size_of_a_temporary_is_known() {
     round_trip("def f(float(N) A) -> (C) {\n  B(i) = A(i) * 2\n  C(i) = B(i) + float32(B.0) where i in 0:B.0\n}\n")
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
-#[ignore = "tc: a call whose callee range becomes empty with the caller's sizes is accepted"]
 fn a_call_that_empties_a_range_is_rejected() {
     let src = "def g(float(N) A) -> (B) {\n  B(i) = A(i + 1)\n}\n\ndef f(float(1) X) -> (Y) {\n  Y = g(X)\n}\n";
     assert!(tc::check_source(src).is_err(), "`Y` gets shape (0)");

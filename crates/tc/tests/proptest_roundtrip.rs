@@ -18,10 +18,11 @@
 //!   may also read out of bounds (padding-style `i + k - 1` subscripts) as
 //!   long as such subscripts do not mix fixed and inferred iterators (a mix
 //!   would bound the inferred one to a possibly empty range).
-//! - Tensors are read only after they are defined; `T.d` is used on
-//!   parameters only (on a temporary the checker reports "the shape of `T` is
-//!   not known yet here", see the test report); calls pass tensors whose
-//!   element types and symbolic shapes match the callee's signature.
+//! - Tensors are read only after they are defined; calls pass tensors whose
+//!   element types and symbolic shapes match the callee's signature, and
+//!   map the callee's size symbols to size symbols only (a constant could
+//!   make a callee range such as `0:N-1` empty, which is an error).
+//! - `/` and `%` have a divisor that is not a literal (so never a literal 0).
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -38,8 +39,20 @@ const UNARY: [&str; 18] = [
 const BINARY: [&str; 8] = [
     "pow", "fmax", "fmin", "max", "min", "fmaxf", "fminf", "powf",
 ];
+/// Float literals, all exact in `float32`: a `?:` of `float64` literals
+/// prints as a select of plain literals, which reads back rounded through
+/// `float32` (see the ignored test at the end and the test report).
 const FLOATS: [&str; 10] = [
-    "1.5", "0.5", ".25", "2.", "3e-2", "1E1", "1.0f", "0.0", "2.5f", "100.0",
+    "1.5",
+    "0.5",
+    ".25",
+    "2.",
+    "7.8125e-3",
+    "1E1",
+    "1.0f",
+    "0.0",
+    "2.5f",
+    "100.0",
 ];
 const REDUCTIONS: [&str; 4] = ["+=!", "*=!", "min=!", "max=!"];
 const UPDATES: [&str; 9] = [
@@ -198,10 +211,8 @@ impl DefState {
             for (d, e) in t.dims.iter().enumerate() {
                 if let Some(text) = &e.text {
                     out.push((text.clone(), e.clone()));
-                    if t.param {
-                        out.push((format!("{}.{d}", t.name), e.clone()));
-                    }
                 }
+                out.push((format!("{}.{d}", t.name), e.clone()));
             }
         }
         for s in self.symbols.iter().chain(&self.ints) {
@@ -235,30 +246,6 @@ struct Stmt {
     assign: bool,
     lets: Vec<String>,
     bool_lets: Vec<String>,
-}
-
-/// A generated numeric expression and whether the checker types it as
-/// "weak" (built from literals alone, so its type comes from its context).
-///
-/// The generator never converts a weak expression (`int32(0)`) nor applies a
-/// builtin to weak arguments only (`exp(1)`): the first gives a literal that
-/// is not weak, which the printer cannot tell from a weak one (so
-/// `A(i) + int32(0)` prints as `A(i) + float32(0)`, which reads back as
-/// `0.0`), and the second in an integer context gives a float call an
-/// integer type, which the verifier rejects (see the test report).
-struct Ex {
-    text: String,
-    weak: bool,
-}
-
-impl Ex {
-    fn weak(text: String) -> Ex {
-        Ex { text, weak: true }
-    }
-
-    fn strong(text: String) -> Ex {
-        Ex { text, weak: false }
-    }
 }
 
 struct Gen<'a> {
@@ -440,12 +427,12 @@ impl Gen<'_> {
     }
 
     /// A leaf of a numeric expression.
-    fn leaf(&mut self, d: &DefState, st: &mut Stmt, guarded: bool) -> Ex {
+    fn leaf(&mut self, d: &DefState, st: &mut Stmt, guarded: bool) -> String {
         let numeric = d.numeric();
         for _ in 0..4 {
             let s = match self.c.below(9) {
-                0 => return Ex::weak(self.int_literal()),
-                1 => return Ex::weak(self.float_literal()),
+                0 => Some(self.int_literal()),
+                1 => Some(self.float_literal()),
                 2 if !d.ints.is_empty() || !d.floats.is_empty() => {
                     let all: Vec<String> = d.ints.iter().chain(&d.floats).cloned().collect();
                     Some(self.c.pick(&all).clone())
@@ -459,23 +446,19 @@ impl Gen<'_> {
                 }
                 6 if !st.lets.is_empty() => Some(self.c.pick(&st.lets).clone()),
                 7 if !d.symbols.is_empty() => Some(self.c.pick(&d.symbols).clone()),
-                // `T.d` as a value, of a parameter dimension that is a size
-                // symbol: with `float(s) A` for an integer scalar `s`, `A.0`
-                // is an `int64` value whose IR is the `int32` scalar, which
-                // the verifier rejects; with `float(3) A` it is a literal that
-                // is not weak (see `Ex` and the test report).
+                // `T.d` as a value, of a dimension that is a size symbol or an
+                // integer scalar: a constant one is an `int64` literal, and
+                // `fabs(A.1) < A.1` prints as `fabs(1) < 1`, which reads back
+                // as `int32` (see the ignored test at the end and the report).
                 8 => {
                     let dims: Vec<String> = d
                         .tensors
                         .iter()
-                        .filter(|t| t.param)
                         .flat_map(|t| {
                             t.dims
                                 .iter()
                                 .enumerate()
-                                .filter(|(_, e)| {
-                                    e.text.as_ref().is_some_and(|x| d.symbols.contains(x))
-                                })
+                                .filter(|(_, e)| e.is_name())
                                 .map(move |(k, _)| format!("{}.{k}", t.name))
                         })
                         .collect();
@@ -484,10 +467,10 @@ impl Gen<'_> {
                 _ => None,
             };
             if let Some(s) = s {
-                return Ex::strong(s);
+                return s;
             }
         }
-        Ex::weak(self.int_literal())
+        self.int_literal()
     }
 
     /// A leaf that is not a literal (a safe right operand of `/` and `%`).
@@ -507,7 +490,7 @@ impl Gen<'_> {
         (!names.is_empty()).then(|| self.c.pick(&names).clone())
     }
 
-    fn num(&mut self, d: &DefState, st: &mut Stmt, depth: usize, guarded: bool) -> Ex {
+    fn num(&mut self, d: &DefState, st: &mut Stmt, depth: usize, guarded: bool) -> String {
         if depth == 0 || self.c.chance(30) {
             return self.leaf(d, st, guarded);
         }
@@ -518,47 +501,28 @@ impl Gen<'_> {
                     self.num(d, st, depth - 1, guarded),
                     self.num(d, st, depth - 1, guarded),
                 );
-                let text = if self.c.chance(50) {
-                    format!("{} {op} {}", a.text, b.text)
+                if self.c.chance(50) {
+                    format!("{a} {op} {b}")
                 } else {
-                    format!("({} {op} {})", a.text, b.text)
-                };
-                Ex {
-                    text,
-                    weak: a.weak && b.weak,
+                    format!("({a} {op} {b})")
                 }
             }
             1 => {
                 let a = self.num(d, st, depth - 1, guarded);
                 match self.strong_leaf(d, st, guarded) {
-                    Some(b) => Ex::strong(format!("({} {} {b})", a.text, self.c.pick(&["/", "%"]))),
-                    None => Ex {
-                        text: format!("({} + 1)", a.text),
-                        weak: a.weak,
-                    },
+                    Some(b) => format!("({a} {} {b})", self.c.pick(&["/", "%"])),
+                    None => format!("({a} + 1)"),
                 }
             }
-            2 => {
-                let a = self.num(d, st, depth - 1, guarded);
-                Ex {
-                    text: format!("-({})", a.text),
-                    weak: a.weak,
-                }
-            }
-            3 => {
-                let a = self.num(d, st, depth - 1, guarded);
-                if a.weak {
-                    return a;
-                }
-                Ex::strong(format!("{}({})", self.c.pick(&TYPES), a.text))
-            }
+            2 => format!("-({})", self.num(d, st, depth - 1, guarded)),
+            3 => format!(
+                "{}({})",
+                self.c.pick(&TYPES),
+                self.num(d, st, depth - 1, guarded)
+            ),
             4 => {
                 let f = *self.c.pick(&UNARY);
-                let a = self.num(d, st, depth - 1, guarded);
-                if a.weak {
-                    return a;
-                }
-                Ex::strong(format!("{f}({})", a.text))
+                format!("{f}({})", self.num(d, st, depth - 1, guarded))
             }
             5 => {
                 let f = *self.c.pick(&BINARY);
@@ -566,13 +530,11 @@ impl Gen<'_> {
                     self.num(d, st, depth - 1, guarded),
                     self.num(d, st, depth - 1, guarded),
                 );
-                if a.weak && b.weak {
-                    Ex::weak(format!("{} + {}", a.text, b.text))
-                } else if self.c.chance(30) {
+                if self.c.chance(30) {
                     let c = self.num(d, st, depth - 1, guarded);
-                    Ex::strong(format!("fma({}, {}, {})", a.text, b.text, c.text))
+                    format!("fma({a}, {b}, {c})")
                 } else {
-                    Ex::strong(format!("{f}({}, {})", a.text, b.text))
+                    format!("{f}({a}, {b})")
                 }
             }
             6 => {
@@ -581,16 +543,9 @@ impl Gen<'_> {
                     self.num(d, st, depth - 1, true),
                     self.num(d, st, depth - 1, true),
                 );
-                Ex {
-                    text: format!("({c} ? {} : {})", a.text, b.text),
-                    weak: a.weak && b.weak,
-                }
+                format!("({c} ? {a} : {b})")
             }
-            // A conversion of a comparison that is not folded to a literal.
-            _ => match st.iters.first() {
-                Some(it) => Ex::strong(format!("int32({} < {})", it.name, self.int_literal())),
-                None => self.leaf(d, st, guarded),
-            },
+            _ => format!("int32({})", self.cond(d, st, depth - 1, guarded)),
         }
     }
 
@@ -602,14 +557,19 @@ impl Gen<'_> {
         } else {
             self.c.below(7)
         } {
+            // The right operand of a comparison is not a literal when that
+            // can be helped: `float64(exp(0.5)) > 1.5` prints as
+            // `exp(0.5) > 1.5`, which reads back as `float32` (see the
+            // ignored test at the end and the test report).
             0 => {
-                let (a, b) = (self.leaf(d, st, guarded), self.leaf(d, st, guarded));
-                format!("{} {cmp} {}", a.text, b.text)
+                let a = self.leaf(d, st, guarded);
+                let b = self.comparand(d, st, guarded);
+                format!("{a} {cmp} {b}")
             }
             1 if !st.iters.is_empty() => {
                 let it = st.iters[self.c.below(st.iters.len())].name.clone();
-                let (_, bound) = self.c.pick(&d.extents()).clone();
-                format!("{it} {cmp} {}", bound.text.unwrap_or_default())
+                let (bound, _) = self.c.pick(&d.extents()).clone();
+                format!("{it} {cmp} {bound}")
             }
             2 => format!("!({})", self.cond(d, st, depth - 1, guarded)),
             3 => {
@@ -627,12 +587,18 @@ impl Gen<'_> {
             5 if !st.bool_lets.is_empty() => self.c.pick(&st.bool_lets).clone(),
             6 => self.c.pick(&["true", "false"]).to_string(),
             _ => {
-                let (a, b) = (
-                    self.num(d, st, depth.saturating_sub(1), guarded),
-                    self.leaf(d, st, guarded),
-                );
-                format!("({}) {cmp} {}", a.text, b.text)
+                let a = self.num(d, st, depth.saturating_sub(1), guarded);
+                let b = self.comparand(d, st, guarded);
+                format!("({a}) {cmp} {b}")
             }
+        }
+    }
+
+    /// The right operand of a comparison: a name or a read if there is one.
+    fn comparand(&mut self, d: &DefState, st: &mut Stmt, guarded: bool) -> String {
+        match self.strong_leaf(d, st, guarded) {
+            Some(b) => b,
+            None => self.leaf(d, st, guarded),
         }
     }
 
@@ -701,15 +667,15 @@ impl Gen<'_> {
                 lets.push(format!("{name} = {}", self.cond(d, st, 1, false)));
                 st.bool_lets.push(name);
             } else {
-                lets.push(format!("{name} = {}", self.num(d, st, 2, false).text));
+                lets.push(format!("{name} = {}", self.num(d, st, 2, false)));
                 st.lets.push(name);
             }
         }
         for _ in 0..self.c.below(3) {
-            body.push(self.num(d, st, 3, false).text);
+            body.push(self.num(d, st, 3, false));
         }
         if body.is_empty() {
-            body.push(self.leaf(d, st, false).text);
+            body.push(self.leaf(d, st, false));
         }
         let mut text = body[0].clone();
         for b in &body[1..] {
@@ -717,7 +683,7 @@ impl Gen<'_> {
             text = format!("{text} {op} {b}");
         }
         if boolean {
-            text = format!("({text}) > {}", self.float_literal());
+            text = format!("({text}) > {}", self.comparand(d, st, false));
         }
         let ranges: Vec<String> = st
             .iters
@@ -844,18 +810,15 @@ impl Gen<'_> {
             let text = dim
                 .text
                 .clone()
-                .or_else(|| t.param.then(|| format!("{}.{r}", t.name)));
-            let fixed = match text {
-                Some(text) if self.c.chance(25) => {
-                    let lo = if dim.is_name() && self.c.chance(30) {
-                        "1"
-                    } else {
-                        "0"
-                    };
-                    Some((lo.to_string(), text, dim.clone()))
-                }
-                _ => None,
-            };
+                .unwrap_or_else(|| format!("{}.{r}", t.name));
+            let fixed = self.c.chance(25).then(|| {
+                let lo = if dim.is_name() && self.c.chance(30) {
+                    "1"
+                } else {
+                    "0"
+                };
+                (lo.to_string(), text, dim.clone())
+            });
             let by_lhs = fixed.is_none();
             iters.push(Iter {
                 name: format!("i{r}"),
@@ -931,16 +894,11 @@ impl Gen<'_> {
     }
 
     /// A call of an earlier def whose signature the tensors at hand match.
-    ///
-    /// A call with several results, `(P, Q) = f(...)`, comes only first in
-    /// its def: after a statement that ends with a name, such as `T(i) =
-    /// A(i) * a`, the parser reads `a (P, Q)` as an application (see the test
-    /// report), and the printer may end any statement with a name.
-    fn call(&mut self, d: &mut DefState, first: bool) -> Option<String> {
+    fn call(&mut self, d: &mut DefState) -> Option<String> {
         let callable: Vec<Sig> = self
             .sigs
             .iter()
-            .filter(|s| !s.scalar_dims && (first || s.outputs.len() == 1))
+            .filter(|s| !s.scalar_dims)
             .cloned()
             .collect();
         if callable.is_empty() {
@@ -1109,7 +1067,7 @@ impl Gen<'_> {
                 1 => Some(self.new_comp(&mut d, true)),
                 2 => self.update(&mut d),
                 3 => self.two_step(&mut d),
-                4 => self.call(&mut d, lines.is_empty()),
+                4 => self.call(&mut d),
                 _ => None,
             };
             lines.push(line.unwrap_or_else(|| self.new_comp(&mut d, false)));
@@ -1184,8 +1142,7 @@ fn bind(
             }
         } else {
             // A symbol takes only a symbol: with a constant, a range such
-            // as `0:N-1` in the callee may become empty, which the checker
-            // does not notice in the call (see the test report).
+            // as `0:N-1` in the callee may become empty, which is an error.
             if !have.is_name() {
                 return None;
             }
@@ -1333,4 +1290,21 @@ fn the_size_of_a_temporary_is_known() {
 fn a_call_that_empties_a_range_is_rejected() {
     let src = "def g(float(N) A) -> (B) {\n  B(i) = A(i + 1)\n}\n\ndef f(float(1) X) -> (Y) {\n  Y = g(X)\n}\n";
     assert!(tc::check_source(src).is_err(), "`Y` gets shape (0)");
+}
+
+#[test]
+#[ignore = "tc: a select of float64 literals prints as plain literals, which read back through float32"]
+fn a_select_of_float64_literals_round_trips() {
+    round_trip("def f(float64(N) A) -> (B) {\n  B(i) = A(i) + (i < 1 ? float64(0.1) : 0.0)\n}\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+#[ignore = "ir: a comparison of literal-only operands prints without their type"]
+fn a_comparison_of_literals_keeps_its_type() {
+    round_trip(
+        "def f(float(N) A) -> (B) {\n  B(i) = float64(exp(0.5)) > 1.5 ? A(i) : 0.0 where i in 0:N\n}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    round_trip("def f(float(N, 1) A) -> (B) {\n  B(i) = fabs(A.1) < A.1 ? A(i, 0) : 0.0 where i in 0:N\n}\n").unwrap_or_else(|e| panic!("{e}"));
 }

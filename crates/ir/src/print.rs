@@ -255,6 +255,10 @@ impl ExprPrinter<'_> {
                 let own = op.precedence();
                 let want = if op.is_logical() {
                     Some(DType::Bool)
+                } else if op.is_comparison() && is_weak(a) && is_weak(b) {
+                    // Nothing outside a comparison types its operands: two
+                    // literal-only operands default, so print their types.
+                    None
                 } else if op.is_comparison() {
                     Some(self.operand_type(a, b))
                 } else {

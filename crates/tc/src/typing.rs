@@ -256,11 +256,14 @@ impl Scope<'_> {
                 let t = unify(&xt, &yt);
                 let weak = xt.weak && yt.weak;
                 let c = coerce(ct, DType::Bool);
-                let e = Expr::Select(
-                    Box::new(c),
-                    Box::new(coerce(xt, t)),
-                    Box::new(coerce(yt, t)),
-                );
+                // Literal-only branches keep their exact values until the
+                // context fixes the type.
+                let (a, b) = if weak {
+                    (xt.e, yt.e)
+                } else {
+                    (coerce(xt, t), coerce(yt, t))
+                };
+                let e = Expr::Select(Box::new(c), Box::new(a), Box::new(b));
                 Ok(Typed { e, t, weak })
             }
         }
@@ -416,7 +419,11 @@ impl Scope<'_> {
             if !t.is_float() && !b.accepts_int() {
                 t = DType::F32;
             }
-            let e = Expr::Call(b, xs.into_iter().map(|x| coerce(x, t)).collect());
+            let e = if weak {
+                Expr::Call(b, xs.into_iter().map(|x| x.e).collect())
+            } else {
+                Expr::Call(b, xs.into_iter().map(|x| coerce(x, t)).collect())
+            };
             return Ok(Typed { e, t, weak });
         }
         if self.defs.contains(&f.name) {
@@ -513,6 +520,26 @@ fn binary(op: BinOp, x: Typed, y: Typed, span: Span) -> TResult {
         ));
     }
     let weak = x.weak && y.weak;
+    if weak && !op.is_comparison() {
+        // Literal-only arithmetic is exact until the context fixes its type
+        // (`float64(0.1 + 0.0)` is the double 0.1): fold in f64 or i64 and
+        // round or wrap once, when the expression is coerced.
+        let wide = if t.is_float() { DType::F64 } else { DType::I64 };
+        if let (Expr::Lit(va, _), Expr::Lit(vb, _)) = (&x.e, &y.e) {
+            if let Some(v) = fold(op, convert(*va, wide), convert(*vb, wide), wide, span)? {
+                return Ok(Typed {
+                    e: Expr::Lit(v, t),
+                    t,
+                    weak: true,
+                });
+            }
+        }
+        return Ok(Typed {
+            e: Expr::binary(op, x.e, y.e),
+            t,
+            weak: true,
+        });
+    }
     let (a, b) = (coerce(x, t), coerce(y, t));
     if let (Expr::Lit(va, _), Expr::Lit(vb, _)) = (&a, &b) {
         if let Some(v) = fold(op, *va, *vb, t, span)? {

@@ -1293,14 +1293,12 @@ fn a_call_that_empties_a_range_is_rejected() {
 }
 
 #[test]
-#[ignore = "tc: a select of float64 literals prints as plain literals, which read back through float32"]
 fn a_select_of_float64_literals_round_trips() {
     round_trip("def f(float64(N) A) -> (B) {\n  B(i) = A(i) + (i < 1 ? float64(0.1) : 0.0)\n}\n")
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
-#[ignore = "ir: a comparison of literal-only operands prints without their type"]
 fn a_comparison_of_literals_keeps_its_type() {
     round_trip(
         "def f(float(N) A) -> (B) {\n  B(i) = float64(exp(0.5)) > 1.5 ? A(i) : 0.0 where i in 0:N\n}\n",

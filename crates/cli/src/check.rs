@@ -20,6 +20,25 @@ pub fn run(a: &CheckArgs) -> Result<String, String> {
     let sizes = crate::load::parse_sizes(&a.sizes)?;
     let checked = tc::check_source_with_sizes(&text, &sizes)
         .map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    let known: Vec<String> = checked
+        .program
+        .defs
+        .iter()
+        .flat_map(|d| {
+            let ints = d.params.iter().filter_map(|p| match p {
+                ir::Param::Scalar { name, dtype } if dtype.is_int() => Some(name.clone()),
+                _ => None,
+            });
+            d.size_symbols().into_iter().chain(ints.collect::<Vec<_>>())
+        })
+        .collect();
+    let mut given: Vec<&String> = sizes.keys().collect();
+    given.sort();
+    if let Some(unknown) = given.into_iter().find(|s| !known.contains(s)) {
+        return Err(format!(
+            "error: `--size {unknown}=...`: no def in `{name}` has a size symbol or integer scalar `{unknown}`"
+        ));
+    }
     Ok(print_checked(&checked.program, &sizes))
 }
 

@@ -417,13 +417,13 @@ fn one_statement(rhs: &str) -> Vec<u8> {
 #[test]
 fn ten_thousand_parentheses_are_rejected_without_overflow() {
     let rhs = format!("{}A(i){}", "(".repeat(10_000), ")".repeat(10_000));
-    // The header is line 1, so the statement is on line 3; the 129th `(`
-    // (column 10 + 128) is the first one past the nesting limit.
+    // The header is line 1, so the statement is on line 3; the 257th `(`
+    // (column 10 + 256) is the first one past the nesting limit.
     reject_generated(
         "parens",
         &one_statement(&rhs),
-        "nested more than 128 levels deep",
-        Some("3:138"),
+        "nested more than 256 levels deep",
+        Some("3:266"),
     );
 }
 
@@ -433,8 +433,8 @@ fn a_hundred_thousand_unary_minuses_are_rejected_without_overflow() {
     reject_generated(
         "minuses",
         &one_statement(&rhs),
-        "nested more than 128 levels deep",
-        Some("3:138"),
+        "nested more than 256 levels deep",
+        Some("3:266"),
     );
 }
 
@@ -444,7 +444,7 @@ fn a_hundred_thousand_term_sum_is_rejected_without_overflow() {
     reject_generated(
         "sum",
         &one_statement(&rhs),
-        "nested more than 128 levels deep",
+        "nested more than 256 levels deep",
         Some("3"),
     );
 }

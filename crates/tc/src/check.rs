@@ -605,10 +605,10 @@ impl<'a> DefCx<'a> {
             if info.rank != c.indices.len() {
                 self.err(Diagnostic::error(
                     format!(
-                        "`{}` has {} dimensions but is written with {} indices",
+                        "`{}` has {} but is written with {}",
                         c.lhs.name,
-                        info.rank,
-                        c.indices.len()
+                        count(info.rank, "dimension"),
+                        count(c.indices.len(), "index")
                     ),
                     c.lhs.span,
                 ));
@@ -841,26 +841,25 @@ impl<'a> DefCx<'a> {
 
     fn type_call(&mut self, c: &CallAst) -> Option<PendingCall> {
         let Some(callee) = self.callees.get(&c.callee.name) else {
-            let msg = if self.all_defs.contains(&c.callee.name) {
-                format!(
-                    "`{}` could not be checked, so it cannot be called",
-                    c.callee.name
-                )
-            } else {
-                format!("call of unknown def `{}`", c.callee.name)
-            };
-            self.err(
-                Diagnostic::error(msg, c.callee.span).with_label("no def of this name in the file"),
-            );
+            // A def that exists but failed to check has its own errors.
+            if !self.all_defs.contains(&c.callee.name) {
+                self.err(
+                    Diagnostic::error(
+                        format!("call of unknown def `{}`", c.callee.name),
+                        c.callee.span,
+                    )
+                    .with_label("no def of this name in the file"),
+                );
+            }
             return None;
         };
         if callee.params.len() != c.args.len() {
             self.err(Diagnostic::error(
                 format!(
-                    "`{}` takes {} arguments, but {} are given",
+                    "`{}` takes {}, but {} given",
                     callee.name,
-                    callee.params.len(),
-                    c.args.len()
+                    count(callee.params.len(), "argument"),
+                    count_is(c.args.len())
                 ),
                 c.span,
             ));
@@ -869,10 +868,13 @@ impl<'a> DefCx<'a> {
         if callee.outputs.len() != c.results.len() {
             self.err(Diagnostic::error(
                 format!(
-                    "`{}` returns {} tensors, but {} names receive them",
+                    "`{}` returns {}, but {} to receive them",
                     callee.name,
-                    callee.outputs.len(),
-                    c.results.len()
+                    count(callee.outputs.len(), "tensor"),
+                    match c.results.len() {
+                        1 => "there is 1 name".to_string(),
+                        n => format!("there are {n} names"),
+                    }
                 ),
                 c.span,
             ));
@@ -1088,11 +1090,22 @@ impl<'a> DefCx<'a> {
                         let x = &its[0];
                         let lhs_unknown =
                             pc.indices.contains(x) && self.shape_of(&pc.tensor).is_none();
+                        let all = pc.body.reads();
+                        let mut unguarded = Vec::new();
+                        unguarded_reads(&pc.body, &mut unguarded);
+                        let mentions = |reads: &[(&str, &[Expr])]| {
+                            reads
+                                .iter()
+                                .any(|(_, subs)| subs.iter().any(|s| s.uses_iter(x)))
+                        };
+                        let only_guarded = mentions(&all) && !mentions(&unguarded);
                         let mut diag = Diagnostic::error(
                             format!("cannot infer the range of iterator `{x}`"),
                             name_span(c, x),
                         )
-                        .with_label(if lhs_unknown {
+                        .with_label(if only_guarded {
+                            "read only inside `?:` branches, which do not bound ranges".to_string()
+                        } else if lhs_unknown {
                             format!(
                                 "indexes no input tensor, and the shape of `{}` is not known",
                                 pc.tensor
@@ -1374,6 +1387,24 @@ pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -
         }
     }
     out
+}
+
+/// `1 argument`, `2 arguments`; `index` becomes `indices`.
+pub fn count(n: usize, noun: &str) -> String {
+    match (n, noun) {
+        (1, _) => format!("1 {noun}"),
+        (_, "index") => format!("{n} indices"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// `1 is`, `2 are`.
+fn count_is(n: usize) -> String {
+    if n == 1 {
+        "1 is".to_string()
+    } else {
+        format!("{n} are")
+    }
 }
 
 fn join(s: &[SizeExpr]) -> String {

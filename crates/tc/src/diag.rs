@@ -141,40 +141,64 @@ impl miette::Diagnostic for Report<'_> {
     }
 }
 
+/// At most this many diagnostics are rendered; the rest are counted.
+pub const MAX_RENDERED: usize = 25;
+
+/// Source lines longer than this are not echoed in a snippet.
+const MAX_SNIPPET_LINE: usize = 300;
+
 /// Renders diagnostics for file `name` with contents `text`. Each starts
-/// with a line `error: message`, then `--> name:line:col` and the source
-/// snippet with the spans underlined (miette, no colours), then the help.
+/// with a line `error: message`, then `--> name:line:col` (columns count
+/// characters) and the source snippet with the spans underlined (miette, no
+/// colours), then the help. Only the first [`MAX_RENDERED`] are rendered, and
+/// a snippet is left out when its line is very long.
 pub fn render_diagnostics(diags: &[Diagnostic], name: &str, text: &str) -> String {
     let handler =
         miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
             .with_context_lines(1)
-            .with_width(100);
+            .with_width(100)
+            .with_wrap_lines(false);
+    let clamp = |s: Span| Span::new(s.start.min(text.len()), s.end.min(text.len()));
     let mut out = String::new();
-    for d in diags {
+    for d in diags.iter().take(MAX_RENDERED) {
         let mut d = d.clone();
-        d.span = Span::new(d.span.start.min(text.len()), d.span.end.min(text.len()));
+        d.span = clamp(d.span);
         for l in &mut d.extra {
-            l.span = Span::new(l.span.start.min(text.len()), l.span.end.min(text.len()));
+            l.span = clamp(l.span);
         }
         let (line, col) = line_col(text, d.span.start);
         out.push_str(&format!(
             "error: {}\n  --> {name}:{line}:{col}\n",
             d.message
         ));
-        let report = Report {
-            diag: &d,
-            source: miette::NamedSource::new(name, text.to_string()),
-        };
+        let line_len = text.lines().nth(line.saturating_sub(1)).map_or(0, str::len);
         let mut body = String::new();
-        if handler.render_report(&mut body, &report).is_ok() {
-            // miette repeats the message on its first line; the line above
-            // already carries it in the `error:` form.
-            let rest = body.split_once('\n').map(|(_, r)| r).unwrap_or("");
-            out.push_str(rest);
+        if line_len <= MAX_SNIPPET_LINE {
+            let report = Report {
+                diag: &d,
+                source: miette::NamedSource::new(name, text.to_string()),
+            };
+            if handler.render_report(&mut body, &report).is_ok() {
+                // miette repeats the message on its first line; the line
+                // above already carries it in the `error:` form.
+                body = body
+                    .split_once('\n')
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default();
+            }
+        } else if let Some(h) = &d.help {
+            body = format!("  help: {h}\n");
         }
+        out.push_str(&body);
         if !out.ends_with('\n') {
             out.push('\n');
         }
+    }
+    if diags.len() > MAX_RENDERED {
+        out.push_str(&format!(
+            "note: {} more errors not shown\n",
+            diags.len() - MAX_RENDERED
+        ));
     }
     out
 }

@@ -44,7 +44,19 @@ pub fn check_source(text: &str) -> Result<Checked, Vec<Diagnostic>> {
 fn parse_source(text: &str) -> Result<ast::File, Vec<Diagnostic>> {
     let (tokens, mut errs) = lexer::lex(text);
     let (file, parse_errs) = parser::parse(tokens);
-    errs.extend(parse_errs);
+    // A token the lexer could not read usually derails the parser on the
+    // same line; only parse errors on other lines are news.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line = |at: usize| starts.partition_point(|&s| s <= at);
+    let bad_lines: std::collections::HashSet<usize> =
+        errs.iter().map(|d| line(d.span.start)).collect();
+    errs.extend(
+        parse_errs
+            .into_iter()
+            .filter(|d| !bad_lines.contains(&line(d.span.start))),
+    );
     if !errs.is_empty() {
         errs.sort_by_key(|d| d.span.start);
         return Err(errs);

@@ -12,7 +12,7 @@ use crate::lexer::{Tok, Token};
 use ir::{BinOp, DType, Reduction, UnOp};
 
 /// Deepest expression nesting accepted.
-pub const MAX_DEPTH: usize = 128;
+pub const MAX_DEPTH: usize = 256;
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -341,6 +341,11 @@ impl Parser {
                 }
             }
         }
+        if !self.is(")") && self.binop().is_some() {
+            return Err(self.unexpected("`,` or `)`").with_help(
+                "the left side is indexed by iterator names only; put expressions on the right",
+            ));
+        }
         self.expect(")")?;
         let (op, init, op_span) = self.reduction()?;
         let body = self.expr()?;
@@ -457,7 +462,7 @@ impl Parser {
         if self.depth >= MAX_DEPTH {
             let span = self.peek().span;
             return Err(Diagnostic::error(
-                format!("expression nested more than {MAX_DEPTH} levels deep"),
+                format!("expression nested more than {MAX_DEPTH} levels deep (each operator of a chain such as `a + b + c` counts as a level)"),
                 span,
             )
             .with_help("split the expression with `where` lets or temporaries"));
@@ -586,9 +591,10 @@ impl Parser {
                 })
             }
             Tok::Punct("(") => {
-                self.bump();
+                let open = self.bump().span;
                 let e = self.expr()?;
-                self.expect(")")?;
+                self.expect(")")
+                    .map_err(|d| d.with_extra(open, "unclosed `(`"))?;
                 Ok(e)
             }
             Tok::Ident(name) => {
@@ -613,7 +619,9 @@ impl Parser {
                             }
                         }
                     }
-                    let end = self.expect(")")?;
+                    let end = self
+                        .expect(")")
+                        .map_err(|d| d.with_extra(id.span, "this `(` is not closed"))?;
                     let span = id.span.to(end);
                     return Ok(ExprAst {
                         kind: ExprKind::Apply(id, args),

@@ -340,10 +340,10 @@ impl Scope<'_> {
             if args.len() != info.rank {
                 return Err(Diagnostic::error(
                     format!(
-                        "`{}` has {} dimensions but is read with {} subscripts",
+                        "`{}` has {} but is read with {}",
                         f.name,
-                        info.rank,
-                        args.len()
+                        crate::check::count(info.rank, "dimension"),
+                        crate::check::count(args.len(), "subscript")
                     ),
                     span,
                 ));

@@ -1124,7 +1124,14 @@ impl<'a> DefCx<'a> {
                             .join(" and ");
                         Diagnostic::error(
                             format!("ambiguous ranges: {list} only appear together in subscripts"),
-                            name_span(c, &iters[0]),
+                            // Point into the right side, where they meet.
+                            name_span(
+                                c,
+                                iters
+                                    .iter()
+                                    .find(|x| !pc.indices.contains(x))
+                                    .unwrap_or(&iters[0]),
+                            ),
                         )
                         .with_label("no subscript bounds this iterator alone")
                         .with_help(format!(

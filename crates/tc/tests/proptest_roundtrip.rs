@@ -39,10 +39,12 @@ const UNARY: [&str; 18] = [
 const BINARY: [&str; 8] = [
     "pow", "fmax", "fmin", "max", "min", "fmaxf", "fminf", "powf",
 ];
-/// Float literals, all exact in `float32`: a `?:` of `float64` literals
-/// prints as a select of plain literals, which reads back rounded through
-/// `float32` (see the ignored test at the end and the test report).
-const FLOATS: [&str; 10] = [
+/// Float literals, some exact in `float32` and some not (`0.1`, `3e-5`),
+/// so that literals in `float64` contexts must keep their precision.
+const FLOATS: [&str; 13] = [
+    "0.1",
+    "3e-5",
+    "1.1f",
     "1.5",
     "0.5",
     ".25",
@@ -446,10 +448,8 @@ impl Gen<'_> {
                 }
                 6 if !st.lets.is_empty() => Some(self.c.pick(&st.lets).clone()),
                 7 if !d.symbols.is_empty() => Some(self.c.pick(&d.symbols).clone()),
-                // `T.d` as a value, of a dimension that is a size symbol or an
-                // integer scalar: a constant one is an `int64` literal, and
-                // `fabs(A.1) < A.1` prints as `fabs(1) < 1`, which reads back
-                // as `int32` (see the ignored test at the end and the report).
+                // `T.d` as a value: a size symbol, an integer scalar, or a
+                // constant (an `int64` literal).
                 8 => {
                     let dims: Vec<String> = d
                         .tensors
@@ -458,7 +458,6 @@ impl Gen<'_> {
                             t.dims
                                 .iter()
                                 .enumerate()
-                                .filter(|(_, e)| e.is_name())
                                 .map(move |(k, _)| format!("{}.{k}", t.name))
                         })
                         .collect();
@@ -557,13 +556,15 @@ impl Gen<'_> {
         } else {
             self.c.below(7)
         } {
-            // The right operand of a comparison is not a literal when that
-            // can be helped: `float64(exp(0.5)) > 1.5` prints as
-            // `exp(0.5) > 1.5`, which reads back as `float32` (see the
-            // ignored test at the end and the test report).
+            // Either operand may be a literal: comparisons of two
+            // literal-only operands must keep their operands' types.
             0 => {
                 let a = self.leaf(d, st, guarded);
-                let b = self.comparand(d, st, guarded);
+                let b = if self.c.chance(50) {
+                    self.leaf(d, st, guarded)
+                } else {
+                    self.comparand(d, st, guarded)
+                };
                 format!("{a} {cmp} {b}")
             }
             1 if !st.iters.is_empty() => {

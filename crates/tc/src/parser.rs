@@ -114,6 +114,20 @@ impl Parser {
         }
     }
 
+    /// Parses `item, item, ...` up to (not including) a `)`; nothing if the
+    /// next token is `)`.
+    fn comma_list(&mut self, mut item: impl FnMut(&mut Self) -> PResult<()>) -> PResult<()> {
+        if self.is(")") {
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            if !self.eat(",") {
+                return Ok(());
+            }
+        }
+    }
+
     fn file(&mut self) -> File {
         let mut defs = Vec::new();
         while self.peek().tok != Tok::Eof {
@@ -151,30 +165,22 @@ impl Parser {
         let name = self.ident("a def name")?;
         self.expect("(")?;
         let mut params = Vec::new();
-        if !self.is(")") {
-            loop {
-                let ty = self.type_ast()?;
-                let pname = self.ident("a parameter name")?;
-                params.push(ParamAst { ty, name: pname });
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
+        self.comma_list(|p| {
+            let ty = p.type_ast()?;
+            let pname = p.ident("a parameter name")?;
+            params.push(ParamAst { ty, name: pname });
+            Ok(())
+        })?;
         self.expect(")")?;
         self.expect("->").map_err(|e| {
             e.with_help("a def's results follow `->`: `def f(float(N) A) -> (B) { ... }`")
         })?;
         self.expect("(")?;
         let mut returns = Vec::new();
-        if !self.is(")") {
-            loop {
-                returns.push(self.return_ast()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
+        self.comma_list(|p| {
+            returns.push(p.return_ast()?);
+            Ok(())
+        })?;
         self.expect(")")?;
         self.expect("{")?;
         let mut stmts = Vec::new();
@@ -264,22 +270,18 @@ impl Parser {
         }
         self.bump();
         let mut dims = Vec::new();
-        if !self.is(")") {
-            loop {
-                let e = self.binary(1)?;
-                dims.push(match e.kind {
-                    ExprKind::Name(n) => DimAst::Sym(Ident {
-                        name: n,
-                        span: e.span,
-                    }),
-                    ExprKind::Int(v) => DimAst::Const(v, e.span),
-                    _ => DimAst::Expr(e),
-                });
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
+        self.comma_list(|p| {
+            let e = p.binary(1)?;
+            dims.push(match e.kind {
+                ExprKind::Name(n) => DimAst::Sym(Ident {
+                    name: n,
+                    span: e.span,
+                }),
+                ExprKind::Int(v) => DimAst::Const(v, e.span),
+                _ => DimAst::Expr(e),
+            });
+            Ok(())
+        })?;
         let end = self.expect(")")?;
         Ok(TypeAst {
             dtype,
@@ -326,21 +328,15 @@ impl Parser {
         }
         self.bump();
         let mut indices = Vec::new();
-        if !self.is(")") {
-            loop {
-                match &self.peek().tok {
-                    Tok::Ident(_) => indices.push(self.ident("an iterator")?),
-                    _ => {
-                        return Err(self.unexpected("an iterator name").with_help(
-                            "the left side is indexed by iterator names only; put expressions on the right",
-                        ))
-                    }
-                }
-                if !self.eat(",") {
-                    break;
-                }
+        self.comma_list(|p| {
+            match &p.peek().tok {
+                Tok::Ident(_) => indices.push(p.ident("an iterator")?),
+                _ => return Err(p.unexpected("an iterator name").with_help(
+                    "the left side is indexed by iterator names only; put expressions on the right",
+                )),
             }
-        }
+            Ok(())
+        })?;
         if !self.is(")") && self.binop().is_some() {
             return Err(self.unexpected("`,` or `)`").with_help(
                 "the left side is indexed by iterator names only; put expressions on the right",
@@ -379,14 +375,10 @@ impl Parser {
             e.with_help("a statement `X = ...` calls a def: `X = f(A, B)`; to define elements write `X(i) = ...`")
         })?;
         let mut args = Vec::new();
-        if !self.is(")") {
-            loop {
-                args.push(self.expr()?);
-                if !self.eat(",") {
-                    break;
-                }
-            }
-        }
+        self.comma_list(|p| {
+            args.push(p.expr()?);
+            Ok(())
+        })?;
         self.expect(")")?;
         self.eat(";");
         let span = start.to(Span::new(self.prev_end(), self.prev_end()));
@@ -611,14 +603,10 @@ impl Parser {
                 if self.is("(") && !self.peek().line_start {
                     self.bump();
                     let mut args = Vec::new();
-                    if !self.is(")") {
-                        loop {
-                            args.push(self.expr()?);
-                            if !self.eat(",") {
-                                break;
-                            }
-                        }
-                    }
+                    self.comma_list(|p| {
+                        args.push(p.expr()?);
+                        Ok(())
+                    })?;
                     let end = self
                         .expect(")")
                         .map_err(|d| d.with_extra(id.span, "this `(` is not closed"))?;

@@ -486,18 +486,25 @@ impl<'a> DefCx<'a> {
         }
     }
 
-    /// Why each not-yet-defined tensor cannot be read at statement `i`.
+    /// Why each not-yet-defined tensor among `names` (the names a statement
+    /// mentions) cannot be read at statement `i`. Restricting to `names` keeps
+    /// checking linear in the number of statements.
     fn unreadable(
         &self,
         i: usize,
         defined_later: &HashMap<String, usize>,
+        names: &HashSet<String>,
     ) -> HashMap<String, String> {
         let mut out: HashMap<String, String> = self
             .poisoned
             .iter()
+            .filter(|n| names.contains(*n))
             .map(|n| (n.clone(), POISONED.to_string()))
             .collect();
-        for (name, at) in defined_later {
+        for name in names {
+            let Some(at) = defined_later.get(name) else {
+                continue;
+            };
             if self.tensors.contains_key(name) || self.poisoned.contains(name) {
                 continue;
             }
@@ -516,7 +523,7 @@ impl<'a> DefCx<'a> {
             };
             out.insert(name.clone(), why);
         }
-        for r in &self.returns {
+        for r in self.returns.iter().filter(|r| names.contains(*r)) {
             if !self.tensors.contains_key(r) && !out.contains_key(r) {
                 out.insert(
                     r.clone(),
@@ -633,7 +640,7 @@ impl<'a> DefCx<'a> {
             );
             return None;
         }
-        let unreadable = self.unreadable(i, defined_later);
+        let unreadable = self.unreadable(i, defined_later, &mentioned(c));
         let mut scope = self.scope(&unreadable, true);
         for ix in &c.indices {
             scope.iters.push(ix.name.clone());
@@ -880,7 +887,9 @@ impl<'a> DefCx<'a> {
             ));
             return None;
         }
-        let unreadable = self.unreadable(usize::MAX, &HashMap::new());
+        let mut names = HashSet::new();
+        c.args.iter().for_each(|a| names_in(a, &mut names));
+        let unreadable = self.unreadable(usize::MAX, &HashMap::new(), &names);
         let mut args = Vec::new();
         let mut errs = Vec::new();
         for (p, a) in callee.params.iter().zip(&c.args) {
@@ -1419,6 +1428,49 @@ fn join(s: &[SizeExpr]) -> String {
         .map(|x| x.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Every name a comprehension mentions on its right side and in `where`.
+fn mentioned(c: &CompAst) -> HashSet<String> {
+    let mut out = HashSet::new();
+    names_in(&c.body, &mut out);
+    for w in &c.wheres {
+        match w {
+            WhereAst::Range { lo, hi, .. } => {
+                names_in(lo, &mut out);
+                names_in(hi, &mut out);
+            }
+            WhereAst::Let { value, .. } => names_in(value, &mut out),
+            WhereAst::Exists(e) => names_in(e, &mut out),
+        }
+    }
+    out
+}
+
+fn names_in(e: &ExprAst, out: &mut HashSet<String>) {
+    match &e.kind {
+        ExprKind::Name(n) => {
+            out.insert(n.clone());
+        }
+        ExprKind::Dim(t, _) => {
+            out.insert(t.name.clone());
+        }
+        ExprKind::Apply(f, args) => {
+            out.insert(f.name.clone());
+            args.iter().for_each(|a| names_in(a, out));
+        }
+        ExprKind::Unary(_, a) => names_in(a, out),
+        ExprKind::Binary(_, a, b) => {
+            names_in(a, out);
+            names_in(b, out);
+        }
+        ExprKind::Select(a, b, c) => {
+            names_in(a, out);
+            names_in(b, out);
+            names_in(c, out);
+        }
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {}
+    }
 }
 
 /// The statement index that first writes each tensor.

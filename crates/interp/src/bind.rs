@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use ir::{Def, EvalError, Param, SizeExpr, TensorDecl};
 
-use crate::arith;
+use ir::arith;
 use crate::error::RunError;
 use crate::tensor::{element_count, MAX_ELEMENTS};
 use crate::Arg;

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
 
-use crate::arith;
+use ir::arith;
 use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
 use crate::read::ReadPlan;
 use crate::tensor::{Data, Tensor};

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use ir::{Comprehension, DType, Def, Expr, Reduction, Value};
 
-use crate::arith;
+use ir::arith;
 use crate::bind::{eval_size, shape_of};
 use crate::compile::{Compiled, Cx, Scope};
 use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};

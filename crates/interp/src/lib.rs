@@ -15,7 +15,6 @@
 //! per element. No input panics the interpreter: every problem, in the
 //! program or the arguments, is a [`RunError`].
 
-mod arith;
 mod bind;
 mod compile;
 mod error;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use ir::{CallArg, CallStmt, Def, Param, Program, Stmt};
 
-use crate::arith;
+use ir::arith;
 use crate::bind::{bind_sizes, shape_of};
 use crate::compile::Scope;
 use crate::error::RunError;

@@ -12,7 +12,7 @@
 
 use ir::{DType, Value};
 
-use crate::arith;
+use ir::arith;
 use crate::residue::P;
 use crate::rng::SplitMix64;
 use crate::Mode;

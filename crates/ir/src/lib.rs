@@ -8,6 +8,7 @@
 //! [`print_program`] writes TC that the `tc` crate parses back to the same
 //! IR; [`verify_program`] checks the invariants listed in `verify.rs`.
 
+pub mod arith;
 mod dtype;
 mod expr;
 mod print;

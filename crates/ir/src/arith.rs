@@ -1,4 +1,5 @@
-//! Scalar semantics of [`crate::Mode::Real`]: how each element type is stored,
+//! Scalar semantics of real arithmetic (the interpreter's `Mode::Real` and
+//! the kernel VM): how each element type is stored,
 //! rounded and wrapped, and what every operator, cast and builtin computes.
 //!
 //! Representation (the invariant every tensor and every compiled closure
@@ -11,14 +12,14 @@
 
 use std::cmp::Ordering;
 
-use ir::{Builtin, DType, Value};
+use crate::{Builtin, DType, Value};
 
 /// Rounds a float to the precision of `t` (only `float32` loses anything).
 ///
 /// Computing `+ - * /` and `sqrt` in `f64` and rounding once to `f32` gives
 /// exactly the IEEE `f32` result, because `f64` has more than twice the
 /// precision of `f32` plus two bits.
-pub(crate) fn round(t: DType, x: f64) -> f64 {
+pub fn round(t: DType, x: f64) -> f64 {
     if t == DType::F32 {
         x as f32 as f64
     } else {
@@ -27,7 +28,7 @@ pub(crate) fn round(t: DType, x: f64) -> f64 {
 }
 
 /// Wraps an integer to the width and signedness of `t` (`bool`: non-zero is 1).
-pub(crate) fn wrap(t: DType, v: i64) -> i64 {
+pub fn wrap(t: DType, v: i64) -> i64 {
     match t {
         DType::Bool => i64::from(v != 0),
         DType::U8 => v as u8 as i64,
@@ -42,7 +43,7 @@ pub(crate) fn wrap(t: DType, v: i64) -> i64 {
 
 /// Orders two integers of type `t` (`uint64` compares its bit patterns as
 /// unsigned; every other type is stored with its true value).
-pub(crate) fn int_cmp(t: DType, a: i64, b: i64) -> Ordering {
+pub fn int_cmp(t: DType, a: i64, b: i64) -> Ordering {
     if t == DType::U64 {
         (a as u64).cmp(&(b as u64))
     } else {
@@ -51,7 +52,7 @@ pub(crate) fn int_cmp(t: DType, a: i64, b: i64) -> Ordering {
 }
 
 /// Floor division (Python's `//`) in type `t`; `None` when dividing by zero.
-pub(crate) fn floor_div(t: DType, a: i64, b: i64) -> Option<i64> {
+pub fn floor_div(t: DType, a: i64, b: i64) -> Option<i64> {
     if b == 0 {
         return None;
     }
@@ -74,7 +75,7 @@ pub(crate) fn floor_div(t: DType, a: i64, b: i64) -> Option<i64> {
 
 /// Floor modulo (Python's `%`, the sign of the divisor) in type `t`; `None`
 /// when dividing by zero.
-pub(crate) fn floor_mod(t: DType, a: i64, b: i64) -> Option<i64> {
+pub fn floor_mod(t: DType, a: i64, b: i64) -> Option<i64> {
     if b == 0 {
         return None;
     }
@@ -94,7 +95,7 @@ pub(crate) fn floor_mod(t: DType, a: i64, b: i64) -> Option<i64> {
 /// into the divisor's sign by adding the divisor once. (The textbook
 /// `a - b*floor(a/b)` is not used: its rounded quotient can be off by one,
 /// giving e.g. 0 instead of 0.09999... for `5.5 % 0.1`.)
-pub(crate) fn float_mod(a: f64, b: f64) -> f64 {
+pub fn float_mod(a: f64, b: f64) -> f64 {
     let r = a % b;
     if r == 0.0 {
         0.0f64.copysign(b)
@@ -106,7 +107,7 @@ pub(crate) fn float_mod(a: f64, b: f64) -> f64 {
 }
 
 /// Converts an integer of type `from` to the float type `to`, rounding once.
-pub(crate) fn int_to_float(from: DType, to: DType, v: i64) -> f64 {
+pub fn int_to_float(from: DType, to: DType, v: i64) -> f64 {
     match (from == DType::U64, to == DType::F32) {
         (true, true) => (v as u64) as f32 as f64,
         (true, false) => (v as u64) as f64,
@@ -118,7 +119,7 @@ pub(crate) fn int_to_float(from: DType, to: DType, v: i64) -> f64 {
 /// Converts a float to the integer type `to`: truncation toward zero,
 /// saturating at the ends of `i64` (or, for `uint64`, of `u64`), NaN to 0,
 /// then wrapping to the width of `to`.
-pub(crate) fn float_to_int(to: DType, x: f64) -> i64 {
+pub fn float_to_int(to: DType, x: f64) -> i64 {
     if to == DType::U64 && x >= 0.0 {
         (x as u64) as i64
     } else {
@@ -127,7 +128,7 @@ pub(crate) fn float_to_int(to: DType, x: f64) -> i64 {
 }
 
 /// Absolute value of an integer of type `t`, wrapped (`abs(-128i8)` is -128).
-pub(crate) fn int_abs(t: DType, v: i64) -> i64 {
+pub fn int_abs(t: DType, v: i64) -> i64 {
     if t.is_signed() {
         wrap(t, v.wrapping_abs())
     } else {
@@ -137,7 +138,7 @@ pub(crate) fn int_abs(t: DType, v: i64) -> i64 {
 
 /// A one-argument float builtin, computed in `f64` (rounding to `f32` is the
 /// caller's job); `None` for builtins of other arities.
-pub(crate) fn float_unary(b: Builtin) -> Option<fn(f64) -> f64> {
+pub fn float_unary(b: Builtin) -> Option<fn(f64) -> f64> {
     Some(match b {
         Builtin::Exp => f64::exp,
         Builtin::Log => f64::ln,
@@ -157,7 +158,7 @@ pub(crate) fn float_unary(b: Builtin) -> Option<fn(f64) -> f64> {
 
 /// A two-argument float builtin. `fmax`/`fmin` follow C: a NaN operand is
 /// ignored (as `f64::max` does).
-pub(crate) fn float_binary(b: Builtin) -> Option<fn(f64, f64) -> f64> {
+pub fn float_binary(b: Builtin) -> Option<fn(f64, f64) -> f64> {
     Some(match b {
         Builtin::Max => f64::max,
         Builtin::Min => f64::min,
@@ -168,7 +169,7 @@ pub(crate) fn float_binary(b: Builtin) -> Option<fn(f64, f64) -> f64> {
 
 /// Converts a value to type `t` as a cast does (used for literals, whose
 /// kind the verifier matches to their type, but which stay total here).
-pub(crate) fn cast_value(t: DType, v: Value) -> Value {
+pub fn cast_value(t: DType, v: Value) -> Value {
     match (v, t) {
         (Value::Bool(b), DType::Bool) => Value::Bool(b),
         (Value::Int(i), DType::Bool) => Value::Bool(i != 0),
@@ -189,7 +190,7 @@ pub(crate) fn cast_value(t: DType, v: Value) -> Value {
 /// when `round_floats`); `bool` takes only booleans. In mod-p mode floats are
 /// not rounded, because an integer argument there is a residue that must
 /// survive intact.
-pub(crate) fn convert_scalar(
+pub fn convert_scalar(
     name: &str,
     t: DType,
     v: Value,
@@ -225,7 +226,7 @@ pub(crate) fn convert_scalar(
 }
 
 /// A value as the messages print it.
-pub(crate) fn show_value(v: Value) -> String {
+pub fn show_value(v: Value) -> String {
     match v {
         Value::Int(i) => i.to_string(),
         Value::Float(x) => format!("{x:?}"),

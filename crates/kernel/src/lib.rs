@@ -3,12 +3,17 @@
 //! loops run in parallel, what lives in registers, what is vectorized.
 //!
 //! This crate owns the IR ([`Block`] and its parts), its affine forms
-//! ([`Affine`]), its text format and its verifier.
+//! ([`Affine`]), lowering from comprehensions ([`lower_def`]) and the
+//! reference VM ([`vm`]) that runs kernel IR with the interpreter's scalar
+//! semantics.
 
 mod affine;
 mod block;
+mod lower;
+pub mod vm;
 
 pub use affine::Affine;
+pub use lower::{lower_def, LowerError};
 pub use block::{
     row_major, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
 };

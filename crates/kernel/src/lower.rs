@@ -1,0 +1,613 @@
+//! Lowering: a def of the comprehension IR, with its sizes bound, to a
+//! kernel block.
+//!
+//! The root block is the def: it has no indices, and one refinement per
+//! tensor (inputs `in`, outputs `out`, in/out parameters `inout`,
+//! temporaries local `inout` buffers) and per scalar parameter (a rank-0
+//! `in` buffer). Each comprehension becomes a child block whose indices are
+//! its iterators (shifted to start at 0), whose refinements are one
+//! single-element view per distinct read and one for the written element
+//! (aggregated with the reduction operator), and whose statements compute
+//! the body in SSA form. An initializing reduction (`op=!`) is preceded by a
+//! block that stores the identity. The out-of-bounds points a reduction
+//! skips become constraints. Indirect subscripts become `gather` loads.
+//!
+//! Requires: a verified program, and sizes binding every size symbol and
+//! integer scalar the def's shapes and ranges use. Guarantees: the block
+//! computes what the interpreter computes for these sizes, point for point
+//! in the same order (so float results are identical). Not lowered yet
+//! (clear errors): calls of other defs, reads under a `?:` branch, in-place
+//! updates that read other elements of the tensor they write, and
+//! non-affine subscripts in reductions.
+
+use std::collections::HashMap;
+
+use ir::{Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorRole, Value};
+
+use crate::{
+    row_major, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
+};
+
+/// Why a def could not be lowered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerError(pub String);
+
+impl std::fmt::Display for LowerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LowerError {}
+
+fn err<T>(m: impl Into<String>) -> Result<T, LowerError> {
+    Err(LowerError(m.into()))
+}
+
+/// Lowers def `name` of `program` with `sizes` bound.
+pub fn lower_def(
+    program: &Program,
+    name: &str,
+    sizes: &HashMap<String, i64>,
+) -> Result<Block, LowerError> {
+    let def = program
+        .def(name)
+        .ok_or_else(|| LowerError(format!("no def `{name}`")))?;
+    let size = |s: &ir::SizeExpr, what: &str| -> Result<i64, LowerError> {
+        s.eval_map(sizes)
+            .map_err(|e| LowerError(format!("{what}: {e}")))
+    };
+    let mut root = Block::new(&def.name);
+    root.tags.insert("main".to_string());
+    for p in &def.params {
+        if let Param::Scalar { name, dtype } = p {
+            root.refs.push(buffer(RefDir::In, name, *dtype, &[]));
+        }
+    }
+    let mut shapes: HashMap<String, Vec<u64>> = HashMap::new();
+    for t in &def.tensors {
+        let dims = t
+            .shape
+            .iter()
+            .map(|d| {
+                let v = size(d, &format!("the shape of `{}`", t.name))?;
+                u64::try_from(v)
+                    .map_err(|_| LowerError(format!("`{}` has a negative dimension {v}", t.name)))
+            })
+            .collect::<Result<Vec<u64>, _>>()?;
+        let dir = match t.role {
+            TensorRole::Input => RefDir::In,
+            TensorRole::Output => RefDir::Out,
+            TensorRole::InOut | TensorRole::Temp => RefDir::InOut,
+        };
+        let mut r = buffer(dir, &t.name, t.dtype, &dims);
+        if t.role == TensorRole::Temp {
+            r.tags.insert("temp".to_string());
+        }
+        root.refs.push(r);
+        shapes.insert(t.name.clone(), dims);
+    }
+    for (k, s) in def.stmts.iter().enumerate() {
+        let Stmt::Comp(c) = s else {
+            return err(format!(
+                "statement {} of `{}` is a call; calls are not lowered yet",
+                k + 1,
+                def.name
+            ));
+        };
+        let cx = Cx {
+            def,
+            sizes,
+            shapes: &shapes,
+            stmt: k,
+        };
+        if c.init && c.op != Reduction::Assign {
+            root.stmts.push(block_stmt(cx.init_block(c)?));
+        }
+        root.stmts.push(block_stmt(cx.comp_block(c)?));
+    }
+    Ok(root)
+}
+
+fn block_stmt(b: Block) -> Statement {
+    Statement {
+        kind: StmtKind::Block(Box::new(b)),
+        tags: Tags::new(),
+    }
+}
+
+/// A whole buffer, as the root (or a local) declares it.
+fn buffer(dir: RefDir, name: &str, dtype: DType, dims: &[u64]) -> Refinement {
+    Refinement {
+        dir,
+        from: None,
+        into: name.to_string(),
+        access: Vec::new(),
+        dtype,
+        shape: row_major(dims),
+        agg: Agg::Assign,
+        location: None,
+        tags: Tags::new(),
+    }
+}
+
+fn agg_of(op: Reduction) -> Agg {
+    match op {
+        Reduction::Assign => Agg::Assign,
+        Reduction::Add => Agg::Add,
+        Reduction::Mul => Agg::Mul,
+        Reduction::Min => Agg::Min,
+        Reduction::Max => Agg::Max,
+    }
+}
+
+/// A new comprehension block, its iterators as affine forms of its indices,
+/// and its index ranges.
+type Start = (Block, HashMap<String, Affine>, HashMap<String, u64>);
+
+struct Cx<'a> {
+    def: &'a Def,
+    sizes: &'a HashMap<String, i64>,
+    shapes: &'a HashMap<String, Vec<u64>>,
+    stmt: usize,
+}
+
+/// A comprehension block under construction.
+struct Builder<'a> {
+    block: Block,
+    /// Iterator name to its value as an affine form of the block's indices.
+    iters: HashMap<String, Affine>,
+    /// Index ranges, for bounds reasoning.
+    ranges: HashMap<String, u64>,
+    /// Read (tensor, subscripts as text) to its view name.
+    views: HashMap<(String, Vec<Affine>), String>,
+    lets: HashMap<String, String>,
+    next: usize,
+    cx: &'a Cx<'a>,
+    comp: &'a Comprehension,
+}
+
+impl Cx<'_> {
+    fn stride_dims(&self, t: &str) -> Result<Vec<Dim>, LowerError> {
+        let dims = self
+            .shapes
+            .get(t)
+            .ok_or_else(|| LowerError(format!("unknown tensor `{t}`")))?;
+        Ok(row_major(dims)
+            .into_iter()
+            .map(|d| Dim {
+                size: 1,
+                stride: d.stride,
+            })
+            .collect())
+    }
+
+    fn start(&self, c: &Comprehension, lhs_only: bool) -> Result<Start, LowerError> {
+        let mut b = Block::new(&format!("s{}_{}", self.stmt + 1, c.tensor));
+        b.comment = ir::print_comprehension(self.def, c, None);
+        let mut iters = HashMap::new();
+        let mut ranges = HashMap::new();
+        for r in &c.ranges {
+            if lhs_only && !c.indices.contains(&r.name) {
+                continue;
+            }
+            let lo =
+                r.lo.eval_map(self.sizes)
+                    .map_err(|e| LowerError(format!("range of `{}`: {e}", r.name)))?;
+            let hi =
+                r.hi.eval_map(self.sizes)
+                    .map_err(|e| LowerError(format!("range of `{}`: {e}", r.name)))?;
+            let range = u64::try_from(hi - lo)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    LowerError(format!(
+                        "iterator `{}` has the empty range {lo}:{hi}",
+                        r.name
+                    ))
+                })?;
+            b.idxs.push(Index {
+                name: r.name.clone(),
+                range,
+                affine: None,
+                tags: Tags::new(),
+            });
+            ranges.insert(r.name.clone(), range);
+            iters.insert(
+                r.name.clone(),
+                Affine::index(&r.name).add(&Affine::constant(lo)),
+            );
+        }
+        Ok((b, iters, ranges))
+    }
+
+    fn lhs_view(
+        &self,
+        c: &Comprehension,
+        iters: &HashMap<String, Affine>,
+        agg: Agg,
+        dir: RefDir,
+    ) -> Result<Refinement, LowerError> {
+        let decl = self
+            .def
+            .tensor(&c.tensor)
+            .ok_or_else(|| LowerError(format!("unknown tensor `{}`", c.tensor)))?;
+        Ok(Refinement {
+            dir,
+            from: Some(c.tensor.clone()),
+            into: c.tensor.clone(),
+            access: c.indices.iter().map(|i| iters[i].clone()).collect(),
+            dtype: decl.dtype,
+            shape: self.stride_dims(&c.tensor)?,
+            agg,
+            location: None,
+            tags: Tags::new(),
+        })
+    }
+
+    /// Stores the reduction's identity over the left-hand box.
+    fn init_block(&self, c: &Comprehension) -> Result<Block, LowerError> {
+        let (mut b, iters, _) = self.start(c, true)?;
+        b.name.push_str("_init");
+        let t = self
+            .def
+            .tensor(&c.tensor)
+            .map(|d| d.dtype)
+            .unwrap_or(DType::F32);
+        b.refs
+            .push(self.lhs_view(c, &iters, Agg::Assign, RefDir::Out)?);
+        let value = c.op.identity(t);
+        let s = |kind| Statement {
+            kind,
+            tags: Tags::new(),
+        };
+        b.stmts.push(s(StmtKind::Constant {
+            into: "$id".to_string(),
+            value,
+            dtype: t,
+        }));
+        b.stmts.push(s(StmtKind::Store {
+            from: "$id".to_string(),
+            into: c.tensor.clone(),
+        }));
+        Ok(b)
+    }
+
+    fn comp_block(&self, c: &Comprehension) -> Result<Block, LowerError> {
+        let (block, iters, ranges) = self.start(c, false)?;
+        let mut bl = Builder {
+            block,
+            iters,
+            ranges,
+            views: HashMap::new(),
+            lets: HashMap::new(),
+            next: 0,
+            cx: self,
+            comp: c,
+        };
+        if c.body.any(&|e| matches!(e, Expr::Select(_, a, b) if a.any(&|x| matches!(x, Expr::Read(..))) || b.any(&|x| matches!(x, Expr::Read(..))))) {
+            return err(format!("statement {}: reads under a `?:` branch are not lowered yet", self.stmt + 1));
+        }
+        // The left side is read in place only at the element it writes.
+        let lhs_affine: Vec<Affine> = c.indices.iter().map(|i| bl.iters[i].clone()).collect();
+        let mut reads_lhs = false;
+        for (t, subs) in c
+            .body
+            .reads()
+            .into_iter()
+            .chain(c.lets.iter().flat_map(|(_, e)| e.reads()))
+        {
+            if t == c.tensor {
+                let same = subs.len() == lhs_affine.len()
+                    && subs
+                        .iter()
+                        .zip(&lhs_affine)
+                        .all(|(s, a)| bl.affine(s).as_ref() == Some(a));
+                if !same {
+                    return err(format!(
+                        "statement {}: an in-place update that reads other elements of `{}` is not lowered yet",
+                        self.stmt + 1,
+                        c.tensor
+                    ));
+                }
+                reads_lhs = true;
+            }
+        }
+        let dir = if reads_lhs {
+            RefDir::InOut
+        } else {
+            RefDir::Out
+        };
+        bl.block
+            .refs
+            .push(self.lhs_view(c, &bl.iters, agg_of(c.op), dir)?);
+        if reads_lhs {
+            bl.views
+                .insert((c.tensor.clone(), lhs_affine), c.tensor.clone());
+        }
+        for (n, e) in &c.lets {
+            let v = bl.expr(e)?;
+            bl.lets.insert(n.clone(), v);
+        }
+        let v = bl.expr(&c.body)?;
+        bl.emit(StmtKind::Store {
+            from: v,
+            into: c.tensor.clone(),
+        });
+        Ok(bl.block)
+    }
+}
+
+impl Builder<'_> {
+    fn fresh(&mut self) -> String {
+        self.next += 1;
+        format!("$t{}", self.next)
+    }
+
+    fn emit(&mut self, kind: StmtKind) {
+        self.block.stmts.push(Statement {
+            kind,
+            tags: Tags::new(),
+        });
+    }
+
+    /// The affine form of an integer subscript in the block's indices.
+    fn affine(&self, e: &Expr) -> Option<Affine> {
+        match e {
+            Expr::Lit(Value::Int(v), _) => Some(Affine::constant(*v)),
+            Expr::Iter(n) => self.iters.get(n).cloned(),
+            // Sizes and integer scalars are bound: constants here.
+            Expr::Sym(s) => self.cx.sizes.get(s).map(|v| Affine::constant(*v)),
+            Expr::Cast(t, a) if t.is_int() => self.affine(a),
+            Expr::Unary(ir::UnOp::Neg, a) => Some(self.affine(a)?.scale(-1)),
+            Expr::Binary(ir::BinOp::Add, a, b) => Some(self.affine(a)?.add(&self.affine(b)?)),
+            Expr::Binary(ir::BinOp::Sub, a, b) => Some(self.affine(a)?.sub(&self.affine(b)?)),
+            // A floor division or modulo by a positive constant is affine
+            // when the quotient is the same at every point of the box.
+            Expr::Binary(op @ (ir::BinOp::Div | ir::BinOp::Mod), a, b) => {
+                let (x, c) = (self.affine(a)?, self.affine(b)?);
+                if !c.is_constant() || c.constant <= 0 {
+                    return None;
+                }
+                let (lo, hi) = x.bounds(&self.ranges)?;
+                let q = lo.div_euclid(c.constant);
+                if q != hi.div_euclid(c.constant) {
+                    return None;
+                }
+                Some(if *op == ir::BinOp::Div {
+                    Affine::constant(q)
+                } else {
+                    x.sub(&Affine::constant(q * c.constant))
+                })
+            }
+            Expr::Binary(ir::BinOp::Mul, a, b) => {
+                let (x, y) = (self.affine(a)?, self.affine(b)?);
+                if x.is_constant() {
+                    Some(y.scale(x.constant))
+                } else if y.is_constant() {
+                    Some(x.scale(y.constant))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The view for a read with affine subscripts; adds the skip
+    /// constraints of a reduction, or checks an assignment's bounds.
+    fn view(&mut self, t: &str, access: Vec<Affine>) -> Result<String, LowerError> {
+        let key = (t.to_string(), access.clone());
+        if let Some(v) = self.views.get(&key) {
+            return Ok(v.clone());
+        }
+        let dims = self.cx.shapes.get(t).cloned().unwrap_or_default();
+        for (d, (a, &size)) in access.iter().zip(&dims).enumerate() {
+            let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
+            let (lo, hi) = a.bounds(&self.ranges).unwrap_or((i64::MIN, i64::MAX));
+            if lo >= 0 && hi <= last {
+                continue;
+            }
+            if self.comp.op == Reduction::Assign {
+                return err(format!(
+                    "statement {}: `=` reads `{t}` out of bounds in dimension {d} ({lo}..={hi}, size {size})",
+                    self.cx.stmt + 1
+                ));
+            }
+            if lo < 0 {
+                self.block.constraints.push(a.clone());
+            }
+            if hi > last {
+                self.block.constraints.push(Affine::constant(last).sub(a));
+            }
+        }
+        let name = if self.views.values().any(|v| v == t) || t == self.comp.tensor {
+            format!("{t}_{}", self.views.len())
+        } else {
+            t.to_string()
+        };
+        let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
+        self.block.refs.push(Refinement {
+            dir: RefDir::In,
+            from: Some(t.to_string()),
+            into: name.clone(),
+            access,
+            dtype,
+            shape: self.cx.stride_dims(t)?,
+            agg: Agg::Assign,
+            location: None,
+            tags: Tags::new(),
+        });
+        self.views.insert(key, name.clone());
+        Ok(name)
+    }
+
+    /// The whole tensor as one view, for gathers.
+    fn whole(&mut self, t: &str) -> Result<String, LowerError> {
+        let name = format!("{t}_all");
+        if self.block.refinement(&name).is_none() {
+            let dims = self.cx.shapes.get(t).cloned().unwrap_or_default();
+            let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
+            self.block.refs.push(Refinement {
+                dir: RefDir::In,
+                from: Some(t.to_string()),
+                into: name.clone(),
+                access: vec![Affine::constant(0); dims.len()],
+                dtype,
+                shape: row_major(&dims),
+                agg: Agg::Assign,
+                location: None,
+                tags: Tags::new(),
+            });
+        }
+        Ok(name)
+    }
+
+    fn scalar_view(&mut self, s: &str, dtype: DType) -> String {
+        if self.block.refinement(s).is_none() {
+            self.block.refs.push(Refinement {
+                dir: RefDir::In,
+                from: Some(s.to_string()),
+                into: s.to_string(),
+                access: Vec::new(),
+                dtype,
+                shape: Vec::new(),
+                agg: Agg::Assign,
+                location: None,
+                tags: Tags::new(),
+            });
+        }
+        s.to_string()
+    }
+
+    fn intrinsic(&mut self, op: Op, inputs: Vec<String>, dtype: DType) -> String {
+        let into = self.fresh();
+        self.emit(StmtKind::Intrinsic {
+            op,
+            inputs,
+            into: into.clone(),
+            dtype,
+        });
+        into
+    }
+
+    /// Emits statements computing `e`; returns the scalar holding it.
+    fn expr(&mut self, e: &Expr) -> Result<String, LowerError> {
+        let def = self.cx.def;
+        let ty = |x: &Expr| def.type_of(Some(self.comp), x);
+        Ok(match e {
+            Expr::Lit(v, t) => {
+                let into = self.fresh();
+                self.emit(StmtKind::Constant {
+                    into: into.clone(),
+                    value: *v,
+                    dtype: *t,
+                });
+                into
+            }
+            Expr::Iter(n) => {
+                let from = self
+                    .iters
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| LowerError(format!("iterator `{n}` has no range")))?;
+                let into = self.fresh();
+                self.emit(StmtKind::LoadIndex {
+                    from,
+                    into: into.clone(),
+                });
+                into
+            }
+            Expr::Sym(s) => match def.scalar(s) {
+                Some(t) => {
+                    let view = self.scalar_view(s, t);
+                    let into = self.fresh();
+                    self.emit(StmtKind::Load {
+                        from: view,
+                        into: into.clone(),
+                    });
+                    into
+                }
+                None => {
+                    let v = *self
+                        .cx
+                        .sizes
+                        .get(s)
+                        .ok_or_else(|| LowerError(format!("size `{s}` has no value")))?;
+                    let into = self.fresh();
+                    self.emit(StmtKind::Constant {
+                        into: into.clone(),
+                        value: Value::Int(v),
+                        dtype: DType::I64,
+                    });
+                    into
+                }
+            },
+            Expr::Local(n) => self
+                .lets
+                .get(n)
+                .cloned()
+                .ok_or_else(|| LowerError(format!("let `{n}` is not bound")))?,
+            Expr::Read(t, subs) => {
+                let access: Option<Vec<Affine>> = subs.iter().map(|s| self.affine(s)).collect();
+                match access {
+                    Some(access) => {
+                        let view = self.view(t, access)?;
+                        let into = self.fresh();
+                        self.emit(StmtKind::Load {
+                            from: view,
+                            into: into.clone(),
+                        });
+                        into
+                    }
+                    None => {
+                        let indirect = subs.iter().any(|s| s.any(&|x| matches!(x, Expr::Read(..))));
+                        if self.comp.op != Reduction::Assign && !indirect {
+                            return err(format!(
+                                "statement {}: a non-affine subscript of `{t}` in a reduction is not lowered yet",
+                                self.cx.stmt + 1
+                            ));
+                        }
+                        let indices = subs
+                            .iter()
+                            .map(|s| self.expr(s))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let from = self.whole(t)?;
+                        let into = self.fresh();
+                        self.emit(StmtKind::Gather {
+                            from,
+                            indices,
+                            into: into.clone(),
+                        });
+                        into
+                    }
+                }
+            }
+            Expr::Unary(op, a) => {
+                let x = self.expr(a)?;
+                self.intrinsic(Op::Unary(*op), vec![x], ty(e))
+            }
+            Expr::Binary(op, a, b) => {
+                let (x, y) = (self.expr(a)?, self.expr(b)?);
+                // Comparisons compute in their operands' type.
+                let t = if op.is_comparison() { ty(a) } else { ty(e) };
+                self.intrinsic(Op::Binary(*op), vec![x, y], t)
+            }
+            Expr::Select(c, a, b) => {
+                let (x, y, z) = (self.expr(c)?, self.expr(a)?, self.expr(b)?);
+                self.intrinsic(Op::Select, vec![x, y, z], ty(e))
+            }
+            Expr::Call(f, args) => {
+                let xs = args
+                    .iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.intrinsic(Op::Builtin(*f), xs, ty(e))
+            }
+            Expr::Cast(t, a) => {
+                let x = self.expr(a)?;
+                self.intrinsic(Op::Cast, vec![x], *t)
+            }
+        })
+    }
+}

@@ -1,0 +1,478 @@
+//! The reference VM: executes kernel IR directly, with the scalar semantics
+//! of `ir::arith` (the interpreter's), so a lowered or transformed kernel
+//! can be compared with the interpreter on the same inputs.
+//!
+//! Buffers are flat vectors of values, one per root refinement. A block runs
+//! its points in row-major order of its indices (passed indices take their
+//! affine value), skips points where a constraint is negative, computes each
+//! refinement's view origin, and runs its statements serially. Local buffers
+//! (refinements without `from` below the root) are zero for each point. Every
+//! view and gather is bounds-checked; a violation is an error naming the
+//! block path, never undefined behaviour.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use ir::arith;
+use ir::{BinOp, Builtin, DType, UnOp, Value};
+
+use crate::{Agg, Block, Dim, Op, StmtKind};
+
+/// The root's buffers, by name: flat, row-major values.
+pub type Buffers = HashMap<String, Vec<Value>>;
+
+/// The zero of a type.
+pub fn zero(t: DType) -> Value {
+    if t == DType::Bool {
+        Value::Bool(false)
+    } else if t.is_float() {
+        Value::Float(0.0)
+    } else {
+        Value::Int(0)
+    }
+}
+
+/// Runs `root`. `inputs` gives some root buffers (others start at zero);
+/// returns every root buffer after the run.
+pub fn run(root: &Block, mut inputs: Buffers) -> Result<Buffers, String> {
+    let mut arena: Vec<Vec<Value>> = Vec::new();
+    let mut views = HashMap::new();
+    for r in &root.refs {
+        let len = r
+            .shape
+            .iter()
+            .try_fold(1usize, |a, d| a.checked_mul(usize::try_from(d.size).ok()?));
+        let len = len.ok_or_else(|| format!("buffer `{}` is too large", r.into))?;
+        let data = match inputs.remove(&r.into) {
+            Some(v) if v.len() == len => v,
+            Some(v) => {
+                return Err(format!(
+                    "buffer `{}` has {} values, expected {len}",
+                    r.into,
+                    v.len()
+                ))
+            }
+            None => vec![zero(r.dtype); len],
+        };
+        arena.push(data);
+        views.insert(
+            r.into.clone(),
+            View {
+                buf: arena.len() - 1,
+                origin: 0,
+                dims: r.shape.clone(),
+                dtype: r.dtype,
+                agg: r.agg,
+            },
+        );
+    }
+    let mut vm = Vm { arena };
+    let mut scalars = HashMap::new();
+    vm.stmts(root, &root.name, &views, &HashMap::new(), &mut scalars)?;
+    Ok(root
+        .refs
+        .iter()
+        .zip(vm.arena)
+        .map(|(r, data)| (r.into.clone(), data))
+        .collect())
+}
+
+#[derive(Clone, Debug)]
+struct View {
+    buf: usize,
+    origin: i64,
+    dims: Vec<Dim>,
+    dtype: DType,
+    agg: Agg,
+}
+
+struct Vm {
+    arena: Vec<Vec<Value>>,
+}
+
+impl Vm {
+    fn block(
+        &mut self,
+        b: &Block,
+        path: &str,
+        parent: &HashMap<String, View>,
+        penv: &HashMap<String, i64>,
+    ) -> Result<(), String> {
+        let path = format!("{path}/{}", b.name);
+        let mut env: HashMap<String, i64> = HashMap::new();
+        let mut lo = Vec::new();
+        let mut hi = Vec::new();
+        for ix in &b.idxs {
+            match &ix.affine {
+                Some(a) => {
+                    let v = a.eval(penv).ok_or_else(|| {
+                        format!(
+                            "{path}: passed index `{}` uses an unknown parent index",
+                            ix.name
+                        )
+                    })?;
+                    lo.push(v);
+                    hi.push(v + 1);
+                }
+                None => {
+                    lo.push(0);
+                    hi.push(
+                        i64::try_from(ix.range)
+                            .map_err(|_| format!("{path}: index `{}` is too large", ix.name))?,
+                    );
+                }
+            }
+        }
+        if hi.iter().zip(&lo).any(|(h, l)| h <= l) {
+            return Ok(());
+        }
+        let mut point = lo.clone();
+        loop {
+            for (ix, v) in b.idxs.iter().zip(&point) {
+                env.insert(ix.name.clone(), *v);
+            }
+            let ok = b
+                .constraints
+                .iter()
+                .all(|c| c.eval(&env).is_some_and(|v| v >= 0));
+            if ok {
+                self.point(b, &path, parent, &env)?;
+            }
+            // Advance the odometer, the last index fastest.
+            let mut k = point.len();
+            loop {
+                if k == 0 {
+                    return Ok(());
+                }
+                k -= 1;
+                point[k] += 1;
+                if point[k] < hi[k] {
+                    break;
+                }
+                point[k] = lo[k];
+            }
+        }
+    }
+
+    fn point(
+        &mut self,
+        b: &Block,
+        path: &str,
+        parent: &HashMap<String, View>,
+        env: &HashMap<String, i64>,
+    ) -> Result<(), String> {
+        let mark = self.arena.len();
+        let mut views = HashMap::new();
+        for r in &b.refs {
+            let view = match &r.from {
+                Some(p) => {
+                    let pv = parent
+                        .get(p)
+                        .ok_or_else(|| format!("{path}: `{}` refines unknown `{p}`", r.into))?;
+                    if r.access.len() != pv.dims.len() || r.shape.len() != pv.dims.len() {
+                        return Err(format!("{path}: `{}` has the wrong rank for `{p}`", r.into));
+                    }
+                    let mut origin = pv.origin;
+                    for (d, (a, pd)) in r.access.iter().zip(&pv.dims).enumerate() {
+                        let at = a.eval(env).ok_or_else(|| {
+                            format!("{path}: the access of `{}` uses an unknown index", r.into)
+                        })?;
+                        let size = i64::try_from(r.shape[d].size).unwrap_or(i64::MAX);
+                        if at < 0
+                            || at.saturating_add(size) > i64::try_from(pd.size).unwrap_or(i64::MAX)
+                        {
+                            return Err(format!(
+                                "{path}: view `{}` at {at} in dimension {d} is out of bounds of `{p}` (size {})",
+                                r.into, pd.size
+                            ));
+                        }
+                        origin += at * pd.stride;
+                    }
+                    View {
+                        buf: pv.buf,
+                        origin,
+                        dims: r.shape.clone(),
+                        dtype: r.dtype,
+                        agg: r.agg,
+                    }
+                }
+                None => {
+                    let len: u64 = r.shape.iter().map(|d| d.size).product();
+                    self.arena.push(vec![
+                        zero(r.dtype);
+                        usize::try_from(len)
+                            .map_err(|_| "local buffer too large".to_string())?
+                    ]);
+                    View {
+                        buf: self.arena.len() - 1,
+                        origin: 0,
+                        dims: r.shape.clone(),
+                        dtype: r.dtype,
+                        agg: r.agg,
+                    }
+                }
+            };
+            views.insert(r.into.clone(), view);
+        }
+        let mut scalars = HashMap::new();
+        let r = self.stmts(b, path, &views, env, &mut scalars);
+        self.arena.truncate(mark);
+        r
+    }
+
+    fn stmts(
+        &mut self,
+        b: &Block,
+        path: &str,
+        views: &HashMap<String, View>,
+        env: &HashMap<String, i64>,
+        scalars: &mut HashMap<String, Value>,
+    ) -> Result<(), String> {
+        let get = |scalars: &HashMap<String, Value>, n: &str| {
+            scalars
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("{path}: scalar `{n}` is used before it is defined"))
+        };
+        for s in &b.stmts {
+            match &s.kind {
+                StmtKind::Load { from, into } => {
+                    let v = self.view(views, from, path)?;
+                    let x = self.arena[v.buf][usize::try_from(v.origin)
+                        .map_err(|_| format!("{path}: negative offset"))?];
+                    scalars.insert(into.clone(), x);
+                }
+                StmtKind::Store { from, into } => {
+                    let x = get(scalars, from)?;
+                    let v = self.view(views, into, path)?;
+                    let at = usize::try_from(v.origin)
+                        .map_err(|_| format!("{path}: negative offset"))?;
+                    let old = self.arena[v.buf][at];
+                    self.arena[v.buf][at] = combine(v.agg, v.dtype, old, x);
+                }
+                StmtKind::LoadIndex { from, into } => {
+                    let x = from
+                        .eval(env)
+                        .ok_or_else(|| format!("{path}: `index({from})` uses an unknown index"))?;
+                    scalars.insert(into.clone(), Value::Int(x));
+                }
+                StmtKind::Constant { into, value, dtype } => {
+                    scalars.insert(into.clone(), arith::cast_value(*dtype, *value));
+                }
+                StmtKind::Intrinsic {
+                    op,
+                    inputs,
+                    into,
+                    dtype,
+                } => {
+                    let args = inputs
+                        .iter()
+                        .map(|n| get(scalars, n))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let x = eval(op, *dtype, &args).map_err(|m| format!("{path}: {m}"))?;
+                    scalars.insert(into.clone(), x);
+                }
+                StmtKind::Gather {
+                    from,
+                    indices,
+                    into,
+                } => {
+                    let v = self.view(views, from, path)?;
+                    let mut at = v.origin;
+                    for (d, (n, dim)) in indices.iter().zip(&v.dims).enumerate() {
+                        let i = match get(scalars, n)? {
+                            Value::Int(i) => i,
+                            other => {
+                                return Err(format!(
+                                    "{path}: gather index {other:?} is not an integer"
+                                ))
+                            }
+                        };
+                        if i < 0 || i >= i64::try_from(dim.size).unwrap_or(i64::MAX) {
+                            return Err(format!("{path}: gather of `{from}` at {i} in dimension {d} is out of bounds (size {})", dim.size));
+                        }
+                        at += i * dim.stride;
+                    }
+                    let x = self.arena[v.buf]
+                        [usize::try_from(at).map_err(|_| format!("{path}: negative offset"))?];
+                    scalars.insert(into.clone(), x);
+                }
+                StmtKind::Block(child) => self.block(child, path, views, env)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn view(&self, views: &HashMap<String, View>, name: &str, path: &str) -> Result<View, String> {
+        views
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("{path}: no view `{name}` in scope"))
+    }
+}
+
+/// Combines a stored value with an element's current value.
+fn combine(agg: Agg, t: DType, old: Value, new: Value) -> Value {
+    let op = match agg {
+        Agg::Assign => return new,
+        Agg::Add => BinOp::Add,
+        Agg::Mul => BinOp::Mul,
+        Agg::Min | Agg::Max => {
+            let keep_new = match (old, new) {
+                // NaN-ignoring, like fmin/fmax and the interpreter.
+                (Value::Float(a), Value::Float(b)) => {
+                    if agg == Agg::Min {
+                        b < a || a.is_nan()
+                    } else {
+                        b > a || a.is_nan()
+                    }
+                }
+                (Value::Int(a), Value::Int(b)) => {
+                    let o = arith::int_cmp(t, b, a);
+                    if agg == Agg::Min {
+                        o == Ordering::Less
+                    } else {
+                        o == Ordering::Greater
+                    }
+                }
+                _ => false,
+            };
+            return if keep_new { new } else { old };
+        }
+    };
+    eval(&Op::Binary(op), t, &[old, new]).unwrap_or(new)
+}
+
+/// One intrinsic on values, computed in `t` (for comparisons, the operands'
+/// type).
+pub fn eval(op: &Op, t: DType, args: &[Value]) -> Result<Value, String> {
+    use Value::{Bool, Float, Int};
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(format!("{op:?} takes {n} operands, got {}", args.len()))
+        }
+    };
+    Ok(match op {
+        Op::Cast => {
+            arity(1)?;
+            arith::cast_value(t, args[0])
+        }
+        Op::Select => {
+            arity(3)?;
+            match args[0] {
+                Bool(c) => {
+                    if c {
+                        args[1]
+                    } else {
+                        args[2]
+                    }
+                }
+                other => return Err(format!("select condition {other:?} is not bool")),
+            }
+        }
+        Op::Unary(u) => {
+            arity(1)?;
+            match (u, args[0]) {
+                (UnOp::Not, Bool(b)) => Bool(!b),
+                (UnOp::Neg, Float(x)) => Float(arith::round(t, -x)),
+                (UnOp::Neg, Int(i)) => Int(arith::wrap(t, i.wrapping_neg())),
+                (u, v) => return Err(format!("{u:?} of {v:?}")),
+            }
+        }
+        Op::Binary(b) => {
+            arity(2)?;
+            binary(*b, t, args[0], args[1])?
+        }
+        Op::Builtin(f) => {
+            arity(f.arity())?;
+            builtin(*f, t, args)?
+        }
+    })
+}
+
+fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
+    use Value::{Bool, Float, Int};
+    let cmp = |o: Option<Ordering>| -> Value {
+        Bool(match (op, o) {
+            (_, None) => op == BinOp::Ne,
+            (BinOp::Lt, Some(o)) => o == Ordering::Less,
+            (BinOp::Le, Some(o)) => o != Ordering::Greater,
+            (BinOp::Gt, Some(o)) => o == Ordering::Greater,
+            (BinOp::Ge, Some(o)) => o != Ordering::Less,
+            (BinOp::Eq, Some(o)) => o == Ordering::Equal,
+            (_, Some(o)) => o != Ordering::Equal,
+        })
+    };
+    Ok(match (a, b) {
+        (Bool(x), Bool(y)) => match op {
+            BinOp::And => Bool(x && y),
+            BinOp::Or => Bool(x || y),
+            _ if op.is_comparison() => cmp(Some(x.cmp(&y))),
+            _ => return Err(format!("`{}` on bool values", op.symbol())),
+        },
+        (Float(x), Float(y)) => {
+            if op.is_comparison() {
+                return Ok(cmp(x.partial_cmp(&y)));
+            }
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Div => x / y,
+                BinOp::Mod => arith::float_mod(x, y),
+                _ => return Err(format!("`{}` on floats", op.symbol())),
+            };
+            Float(arith::round(t, r))
+        }
+        (Int(x), Int(y)) => {
+            if op.is_comparison() {
+                return Ok(cmp(Some(arith::int_cmp(t, x, y))));
+            }
+            let r = match op {
+                BinOp::Add => x.wrapping_add(y),
+                BinOp::Sub => x.wrapping_sub(y),
+                BinOp::Mul => x.wrapping_mul(y),
+                BinOp::Div => arith::floor_div(t, x, y).ok_or("integer division by zero")?,
+                BinOp::Mod => arith::floor_mod(t, x, y).ok_or("integer modulo by zero")?,
+                _ => return Err(format!("`{}` on integers", op.symbol())),
+            };
+            Int(arith::wrap(t, r))
+        }
+        (a, b) => {
+            return Err(format!(
+                "`{}` on mismatched values {a:?} and {b:?}",
+                op.symbol()
+            ))
+        }
+    })
+}
+
+fn builtin(f: Builtin, t: DType, args: &[Value]) -> Result<Value, String> {
+    use Value::{Float, Int};
+    Ok(match args {
+        [Float(x)] => Float(arith::round(
+            t,
+            arith::float_unary(f).ok_or_else(|| format!("`{}` of one float", f.name()))?(*x),
+        )),
+        [Float(x), Float(y)] => Float(arith::round(
+            t,
+            arith::float_binary(f).ok_or_else(|| format!("`{}` of two floats", f.name()))?(*x, *y),
+        )),
+        [Float(x), Float(y), Float(z)] if f == Builtin::Fma => {
+            Float(arith::round(t, x.mul_add(*y, *z)))
+        }
+        [Int(x)] if f == Builtin::Abs => Int(arith::int_abs(t, *x)),
+        [Int(x), Int(y)] if f == Builtin::Max || f == Builtin::Min => {
+            let o = arith::int_cmp(t, *x, *y);
+            let take_x = if f == Builtin::Max {
+                o != Ordering::Less
+            } else {
+                o != Ordering::Greater
+            };
+            Int(if take_x { *x } else { *y })
+        }
+        _ => return Err(format!("`{}` of {args:?}", f.name())),
+    })
+}

@@ -25,5 +25,5 @@ pub use program::{
     int_max, int_min, CallArg, CallStmt, Comprehension, Def, IterRange, Param, Program, Reduction,
     Stmt, TensorDecl, TensorRole,
 };
-pub use size::{Atom, EvalError, Monomial, SizeExpr};
+pub use size::{floor_div, floor_mod, Atom, EvalError, Monomial, SizeExpr};
 pub use verify::verify_program;

@@ -88,12 +88,14 @@ pub fn lower_def(
         shapes.insert(t.name.clone(), dims);
     }
     for (k, s) in def.stmts.iter().enumerate() {
-        let Stmt::Comp(c) = s else {
-            return err(format!(
-                "statement {} of `{}` is a call; calls are not lowered yet",
-                k + 1,
-                def.name
-            ));
+        let c = match s {
+            Stmt::Comp(c) => c,
+            Stmt::Call(call) => {
+                root.stmts.push(block_stmt(lower_call(
+                    program, def, call, sizes, &shapes, k,
+                )?));
+                continue;
+            }
         };
         let cx = Cx {
             def,
@@ -107,6 +109,168 @@ pub fn lower_def(
         root.stmts.push(block_stmt(cx.comp_block(c)?));
     }
     Ok(root)
+}
+
+/// A call statement as a child block: the callee lowered for the sizes the
+/// call fixes, its parameters and results refining the caller's tensors,
+/// its scalar parameters local buffers set from the arguments.
+fn lower_call(
+    program: &Program,
+    def: &Def,
+    call: &ir::CallStmt,
+    sizes: &HashMap<String, i64>,
+    shapes: &HashMap<String, Vec<u64>>,
+    k: usize,
+) -> Result<Block, LowerError> {
+    let at = |m: String| LowerError(format!("statement {} of `{}`: {m}", k + 1, def.name));
+    let callee = program
+        .def(&call.callee)
+        .ok_or_else(|| at(format!("unknown def `{}`", call.callee)))?;
+    let mut csizes: HashMap<String, i64> = HashMap::new();
+    let mut scalar_args = Vec::new();
+    let mut tensor_args: HashMap<&str, &str> = HashMap::new();
+    for (p, a) in callee.params.iter().zip(&call.args) {
+        match (p, a) {
+            (Param::Tensor(pn), ir::CallArg::Tensor(an)) => {
+                let decl = callee
+                    .tensor(pn)
+                    .ok_or_else(|| at(format!("no declaration of `{pn}`")))?;
+                let dims = shapes
+                    .get(an)
+                    .ok_or_else(|| at(format!("unknown tensor `{an}`")))?;
+                for (want, have) in decl.shape.iter().zip(dims) {
+                    if let Some(sym) = want.as_sym() {
+                        csizes.insert(sym.to_string(), i64::try_from(*have).unwrap_or(i64::MAX));
+                    }
+                }
+                tensor_args.insert(pn, an);
+            }
+            (Param::Scalar { name, dtype }, ir::CallArg::Scalar(e)) => {
+                if let Some(v) = const_int(e, sizes) {
+                    if dtype.is_int() {
+                        csizes.insert(name.clone(), v);
+                    }
+                }
+                scalar_args.push((name.clone(), *dtype, e));
+            }
+            _ => {
+                return Err(at(format!(
+                    "argument kinds do not match the parameters of `{}`",
+                    callee.name
+                )))
+            }
+        }
+    }
+    let mut b = lower_def(program, &callee.name, &csizes)?;
+    b.name = format!("s{}_call_{}", k + 1, callee.name);
+    b.tags.remove("main");
+    b.tags.insert("call".to_string());
+    let results: HashMap<&str, &str> = callee
+        .outputs
+        .iter()
+        .map(String::as_str)
+        .zip(call.results.iter().map(String::as_str))
+        .collect();
+    let mut setup = Vec::new();
+    let mut extra = Vec::new();
+    for r in &mut b.refs {
+        let param = tensor_args.get(r.into.as_str()).copied();
+        let result = results.get(r.into.as_str()).copied();
+        let target =
+            match (param, result) {
+                (Some(a), Some(res)) if a != res => return Err(at(format!(
+                    "`{}` updates `{}` in place into a different tensor `{res}`; not lowered yet",
+                    callee.name, r.into
+                ))),
+                (Some(a), _) | (None, Some(a)) => Some(a),
+                (None, None) => None,
+            };
+        if let Some(t) = target {
+            r.from = Some(t.to_string());
+            r.access = vec![Affine::constant(0); r.shape.len()];
+            continue;
+        }
+        let Some((_, dtype, e)) = scalar_args.iter().find(|(n, _, _)| *n == r.into) else {
+            continue;
+        };
+        // A scalar parameter: a local buffer set from the argument.
+        r.dir = RefDir::InOut;
+        let v = format!("${}_arg", r.into);
+        let kind = match (e, const_int(e, sizes)) {
+            (_, Some(c)) => StmtKind::Constant {
+                into: v.clone(),
+                value: Value::Int(c),
+                dtype: *dtype,
+            },
+            (Expr::Lit(val, _), None) => StmtKind::Constant {
+                into: v.clone(),
+                value: *val,
+                dtype: *dtype,
+            },
+            (Expr::Sym(s), None) if def.scalar(s) == Some(*dtype) => {
+                let view = format!("{s}_outer");
+                extra.push(Refinement {
+                    dir: RefDir::In,
+                    from: Some(s.clone()),
+                    into: view.clone(),
+                    access: Vec::new(),
+                    dtype: *dtype,
+                    shape: Vec::new(),
+                    agg: Agg::Assign,
+                    location: None,
+                    tags: Tags::new(),
+                });
+                StmtKind::Load {
+                    from: view,
+                    into: v.clone(),
+                }
+            }
+            _ => {
+                return Err(at(format!(
+                    "the argument for `{}` is not lowered yet (only constants and scalars)",
+                    r.into
+                )))
+            }
+        };
+        setup.push(Statement {
+            kind,
+            tags: Tags::new(),
+        });
+        setup.push(Statement {
+            kind: StmtKind::Store {
+                from: v,
+                into: r.into.clone(),
+            },
+            tags: Tags::new(),
+        });
+    }
+    b.refs.extend(extra);
+    setup.append(&mut b.stmts);
+    b.stmts = setup;
+    Ok(b)
+}
+
+/// The value of an integer expression of literals, sizes and integer
+/// scalars, if it has one.
+fn const_int(e: &Expr, sizes: &HashMap<String, i64>) -> Option<i64> {
+    match e {
+        Expr::Lit(Value::Int(v), _) => Some(*v),
+        Expr::Sym(s) => sizes.get(s).copied(),
+        Expr::Cast(t, a) if t.is_int() => const_int(a, sizes),
+        Expr::Unary(ir::UnOp::Neg, a) => Some(const_int(a, sizes)?.wrapping_neg()),
+        Expr::Binary(op, a, b) => {
+            let (x, y) = (const_int(a, sizes)?, const_int(b, sizes)?);
+            match op {
+                ir::BinOp::Add => Some(x.wrapping_add(y)),
+                ir::BinOp::Sub => Some(x.wrapping_sub(y)),
+                ir::BinOp::Mul => Some(x.wrapping_mul(y)),
+                ir::BinOp::Div => (y != 0).then(|| ir::floor_div(x, y)),
+                ir::BinOp::Mod => (y != 0).then(|| ir::floor_mod(x, y)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 fn block_stmt(b: Block) -> Statement {

@@ -179,6 +179,8 @@ fn the_papers_programs_lower_exactly() {
         14,
     );
     check(&p("conv1d.tc"), "conv1d", &[("M", 9), ("N", 4)], &[], 15);
+    let mlp4 = [("B", 2), ("M", 3), ("N", 4), ("O", 5), ("P", 3), ("Q", 2)];
+    check(&p("mlp.tc"), "MLP4", &mlp4, &[], 17);
 }
 
 #[test]
@@ -315,8 +317,6 @@ fn unsupported_forms_are_clear_errors() {
         .iter()
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
-    let e = kernel::lower_def(&p, "MLP4", &sizes).unwrap_err();
-    assert!(e.0.contains("calls are not lowered yet"), "{e}");
     let src = "def cat(float(N) A, float(M) B) -> (O) {\n  O(i) = i < N ? A(i) : B(i - N) where i in 0:N+M\n}\n";
     let p = tc::check_source(src).unwrap().program;
     let sizes: HashMap<String, i64> = [("N".to_string(), 2), ("M".to_string(), 3)].into();

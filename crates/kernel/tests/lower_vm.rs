@@ -312,11 +312,6 @@ fn prelude_operators_lower_exactly() {
 
 #[test]
 fn unsupported_forms_are_clear_errors() {
-    let p = load("examples/paper/mlp.tc");
-    let sizes: HashMap<String, i64> = [("B", 2), ("M", 2), ("N", 2), ("O", 2), ("P", 2), ("Q", 2)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), *v))
-        .collect();
     let src = "def cat(float(N) A, float(M) B) -> (O) {\n  O(i) = i < N ? A(i) : B(i - N) where i in 0:N+M\n}\n";
     let p = tc::check_source(src).unwrap().program;
     let sizes: HashMap<String, i64> = [("N".to_string(), 2), ("M".to_string(), 3)].into();

@@ -12,13 +12,21 @@
 //! block that stores the identity. The out-of-bounds points a reduction
 //! skips become constraints. Indirect subscripts become `gather` loads.
 //!
+//! A `?:` branch whose reads are in bounds everywhere is computed inline;
+//! otherwise it runs in a guard block: a child with the parent's indices
+//! passed, the branch condition as constraints, and the branch value left in
+//! a local buffer the parent then loads. A call becomes a child block: the
+//! callee lowered for the sizes the call fixes.
+//!
 //! Requires: a verified program, and sizes binding every size symbol and
 //! integer scalar the def's shapes and ranges use. Guarantees: the block
 //! computes what the interpreter computes for these sizes, point for point
 //! in the same order (so float results are identical). Not lowered yet
-//! (clear errors): calls of other defs, reads under a `?:` branch, in-place
-//! updates that read other elements of the tensor they write, and
-//! non-affine subscripts in reductions.
+//! (clear errors): `?:` branches with out-of-bounds-prone reads under a
+//! condition that is not a conjunction of affine comparisons, in-place
+//! updates that read other elements of the tensor they write, non-affine
+//! subscripts in reductions, and calls that update a parameter into a
+//! different result tensor.
 
 use std::collections::HashMap;
 
@@ -176,15 +184,16 @@ fn lower_call(
     for r in &mut b.refs {
         let param = tensor_args.get(r.into.as_str()).copied();
         let result = results.get(r.into.as_str()).copied();
-        let target =
-            match (param, result) {
-                (Some(a), Some(res)) if a != res => return Err(at(format!(
+        let target = match (param, result) {
+            (Some(a), Some(res)) if a != res => {
+                return Err(at(format!(
                     "`{}` updates `{}` in place into a different tensor `{res}`; not lowered yet",
                     callee.name, r.into
-                ))),
-                (Some(a), _) | (None, Some(a)) => Some(a),
-                (None, None) => None,
-            };
+                )))
+            }
+            (Some(a), _) | (None, Some(a)) => Some(a),
+            (None, None) => None,
+        };
         if let Some(t) = target {
             r.from = Some(t.to_string());
             r.access = vec![Affine::constant(0); r.shape.len()];
@@ -329,6 +338,10 @@ struct Builder<'a> {
     next: usize,
     cx: &'a Cx<'a>,
     comp: &'a Comprehension,
+    /// For a guard block (a child evaluating one `?:` branch): the parent's
+    /// view to refine for each tensor and scalar. Reads here are guarded:
+    /// out of bounds is an error, never a skip.
+    parent_of: Option<HashMap<String, String>>,
 }
 
 impl Cx<'_> {
@@ -448,10 +461,8 @@ impl Cx<'_> {
             next: 0,
             cx: self,
             comp: c,
+            parent_of: None,
         };
-        if c.body.any(&|e| matches!(e, Expr::Select(_, a, b) if a.any(&|x| matches!(x, Expr::Read(..))) || b.any(&|x| matches!(x, Expr::Read(..))))) {
-            return err(format!("statement {}: reads under a `?:` branch are not lowered yet", self.stmt + 1));
-        }
         // The left side is read in place only at the element it writes.
         let lhs_affine: Vec<Affine> = c.indices.iter().map(|i| bl.iters[i].clone()).collect();
         let mut reads_lhs = false;
@@ -517,19 +528,35 @@ impl Builder<'_> {
 
     /// The affine form of an integer subscript in the block's indices.
     fn affine(&self, e: &Expr) -> Option<Affine> {
+        self.affine_upto(e, self.comp.lets.len())
+    }
+
+    /// [`Builder::affine`] seeing only the first `limit` lets.
+    fn affine_upto(&self, e: &Expr, limit: usize) -> Option<Affine> {
         match e {
             Expr::Lit(Value::Int(v), _) => Some(Affine::constant(*v)),
             Expr::Iter(n) => self.iters.get(n).cloned(),
             // Sizes and integer scalars are bound: constants here.
             Expr::Sym(s) => self.cx.sizes.get(s).map(|v| Affine::constant(*v)),
-            Expr::Cast(t, a) if t.is_int() => self.affine(a),
-            Expr::Unary(ir::UnOp::Neg, a) => Some(self.affine(a)?.scale(-1)),
-            Expr::Binary(ir::BinOp::Add, a, b) => Some(self.affine(a)?.add(&self.affine(b)?)),
-            Expr::Binary(ir::BinOp::Sub, a, b) => Some(self.affine(a)?.sub(&self.affine(b)?)),
+            // A let's form, from the lets before it (so this terminates).
+            Expr::Local(n) => {
+                let k = self.comp.lets[..limit].iter().position(|(m, _)| m == n)?;
+                self.affine_upto(&self.comp.lets[k].1, k)
+            }
+            Expr::Cast(t, a) if t.is_int() => self.affine_upto(a, limit),
+            Expr::Unary(ir::UnOp::Neg, a) => Some(self.affine_upto(a, limit)?.scale(-1)),
+            Expr::Binary(ir::BinOp::Add, a, b) => Some(
+                self.affine_upto(a, limit)?
+                    .add(&self.affine_upto(b, limit)?),
+            ),
+            Expr::Binary(ir::BinOp::Sub, a, b) => Some(
+                self.affine_upto(a, limit)?
+                    .sub(&self.affine_upto(b, limit)?),
+            ),
             // A floor division or modulo by a positive constant is affine
             // when the quotient is the same at every point of the box.
             Expr::Binary(op @ (ir::BinOp::Div | ir::BinOp::Mod), a, b) => {
-                let (x, c) = (self.affine(a)?, self.affine(b)?);
+                let (x, c) = (self.affine_upto(a, limit)?, self.affine_upto(b, limit)?);
                 if !c.is_constant() || c.constant <= 0 {
                     return None;
                 }
@@ -545,7 +572,7 @@ impl Builder<'_> {
                 })
             }
             Expr::Binary(ir::BinOp::Mul, a, b) => {
-                let (x, y) = (self.affine(a)?, self.affine(b)?);
+                let (x, y) = (self.affine_upto(a, limit)?, self.affine_upto(b, limit)?);
                 if x.is_constant() {
                     Some(y.scale(x.constant))
                 } else if y.is_constant() {
@@ -566,7 +593,11 @@ impl Builder<'_> {
             return Ok(v.clone());
         }
         let dims = self.cx.shapes.get(t).cloned().unwrap_or_default();
+        let guarded = self.parent_of.is_some();
         for (d, (a, &size)) in access.iter().zip(&dims).enumerate() {
+            if guarded {
+                break;
+            }
             let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
             let (lo, hi) = a.bounds(&self.ranges).unwrap_or((i64::MIN, i64::MAX));
             if lo >= 0 && hi <= last {
@@ -593,7 +624,7 @@ impl Builder<'_> {
         let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
         self.block.refs.push(Refinement {
             dir: RefDir::In,
-            from: Some(t.to_string()),
+            from: Some(self.outer(t)),
             into: name.clone(),
             access,
             dtype,
@@ -614,7 +645,7 @@ impl Builder<'_> {
             let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
             self.block.refs.push(Refinement {
                 dir: RefDir::In,
-                from: Some(t.to_string()),
+                from: Some(self.outer(t)),
                 into: name.clone(),
                 access: vec![Affine::constant(0); dims.len()],
                 dtype,
@@ -631,7 +662,7 @@ impl Builder<'_> {
         if self.block.refinement(s).is_none() {
             self.block.refs.push(Refinement {
                 dir: RefDir::In,
-                from: Some(s.to_string()),
+                from: Some(self.outer(s)),
                 into: s.to_string(),
                 access: Vec::new(),
                 dtype,
@@ -642,6 +673,169 @@ impl Builder<'_> {
             });
         }
         s.to_string()
+    }
+
+    /// The parent's view that a view of tensor or scalar `t` refines.
+    fn outer(&self, t: &str) -> String {
+        self.parent_of
+            .as_ref()
+            .and_then(|m| m.get(t).cloned())
+            .unwrap_or_else(|| t.to_string())
+    }
+
+    /// Whether every read in `e` has affine subscripts that stay inside its
+    /// tensor at every point of the box (so it needs no guard).
+    fn reads_in_bounds(&self, e: &Expr) -> bool {
+        e.reads().iter().all(|(t, subs)| {
+            let dims = self.cx.shapes.get(*t).cloned().unwrap_or_default();
+            subs.iter().zip(&dims).all(|(s, &size)| {
+                let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
+                self.affine(s)
+                    .and_then(|a| a.bounds(&self.ranges))
+                    .is_some_and(|(lo, hi)| lo >= 0 && hi <= last)
+            })
+        })
+    }
+
+    /// The constraints under which condition `c` is `taken`, when they are a
+    /// conjunction of affine inequalities.
+    fn guard(&self, c: &Expr, taken: bool) -> Option<Vec<Affine>> {
+        use ir::BinOp::{And, Eq, Ge, Gt, Le, Lt, Ne, Or};
+        match c {
+            Expr::Lit(Value::Bool(b), _) => Some(if *b == taken {
+                Vec::new()
+            } else {
+                vec![Affine::constant(-1)]
+            }),
+            Expr::Unary(ir::UnOp::Not, x) => self.guard(x, !taken),
+            Expr::Binary(op @ (And | Or), x, y) if (*op == And) == taken => {
+                let mut v = self.guard(x, taken)?;
+                v.extend(self.guard(y, taken)?);
+                Some(v)
+            }
+            Expr::Binary(op, x, y) if op.is_comparison() => {
+                // With d = y - x: x < y is d - 1 >= 0, x <= y is d >= 0.
+                let d = self.affine(y)?.sub(&self.affine(x)?);
+                let one = Affine::constant(1);
+                Some(match (op, taken) {
+                    (Lt, true) | (Ge, false) => vec![d.sub(&one)],
+                    (Le, true) | (Gt, false) => vec![d],
+                    (Gt, true) | (Le, false) => vec![d.scale(-1).sub(&one)],
+                    (Ge, true) | (Lt, false) => vec![d.scale(-1)],
+                    (Eq, true) | (Ne, false) => vec![d.clone(), d.scale(-1)],
+                    _ => return None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// A `?:` branch: computed inline when its reads are in bounds
+    /// everywhere, else in a guard block that runs only where the branch is
+    /// taken and leaves its value in a local buffer.
+    fn branch(&mut self, e: &Expr, cond: &Expr, taken: bool) -> Result<String, LowerError> {
+        let has_reads = e.any(&|x| matches!(x, Expr::Read(..)))
+            || e.any(&|x| matches!(x, Expr::Local(n) if self.comp.lets.iter().any(|(m, v)| m == n && v.any(&|y| matches!(y, Expr::Read(..))))));
+        if !has_reads || (self.reads_in_bounds(e) && !e.any(&|x| matches!(x, Expr::Local(_)))) {
+            return self.expr(e);
+        }
+        let constraints = self.guard(cond, taken).ok_or_else(|| {
+            LowerError(format!(
+                "statement {}: a `?:` branch with reads under a condition that is not a conjunction of affine comparisons is not lowered yet",
+                self.cx.stmt + 1
+            ))
+        })?;
+        // The views the guard block refines: whole tensors and scalars.
+        let mut parent_of = HashMap::new();
+        let mut lets_used = Vec::new();
+        let mut pending = vec![e.clone()];
+        while let Some(x) = pending.pop() {
+            for (t, _) in x.reads() {
+                let t = t.to_string();
+                if let std::collections::hash_map::Entry::Vacant(slot) = parent_of.entry(t) {
+                    let v = self.whole(slot.key())?;
+                    slot.insert(v);
+                }
+            }
+            x.walk(&mut |y| match y {
+                Expr::Sym(n) if self.cx.def.scalar(n).is_some() => {
+                    lets_used.push(format!("sym:{n}"))
+                }
+                Expr::Local(n) => lets_used.push(n.clone()),
+                _ => {}
+            });
+            for n in std::mem::take(&mut lets_used) {
+                if let Some(s) = n.strip_prefix("sym:") {
+                    let t = self.cx.def.scalar(s).unwrap_or(DType::I64);
+                    let v = self.scalar_view(s, t);
+                    parent_of.insert(s.to_string(), v);
+                } else if let Some((_, v)) = self.comp.lets.iter().find(|(m, _)| *m == n) {
+                    pending.push(v.clone());
+                }
+            }
+        }
+        let dtype = self.cx.def.type_of(Some(self.comp), e);
+        let local = format!("G{}", self.block.stmts.len());
+        self.block.refs.push(Refinement {
+            dir: RefDir::InOut,
+            from: None,
+            into: local.clone(),
+            access: Vec::new(),
+            dtype,
+            shape: Vec::new(),
+            agg: Agg::Assign,
+            location: None,
+            tags: Tags::new(),
+        });
+        let mut child = Block::new(&format!("{}_{local}", self.block.name));
+        child.tags.insert("guard".to_string());
+        child.idxs = self
+            .block
+            .idxs
+            .iter()
+            .map(|ix| Index {
+                name: ix.name.clone(),
+                range: 1,
+                affine: Some(Affine::index(&ix.name)),
+                tags: Tags::new(),
+            })
+            .collect();
+        child.constraints = constraints;
+        child.refs.push(Refinement {
+            dir: RefDir::Out,
+            from: Some(local.clone()),
+            into: local.clone(),
+            access: Vec::new(),
+            dtype,
+            shape: Vec::new(),
+            agg: Agg::Assign,
+            location: None,
+            tags: Tags::new(),
+        });
+        let mut sub = Builder {
+            block: child,
+            iters: self.iters.clone(),
+            ranges: self.ranges.clone(),
+            views: HashMap::new(),
+            lets: HashMap::new(),
+            next: self.next,
+            cx: self.cx,
+            comp: self.comp,
+            parent_of: Some(parent_of),
+        };
+        let v = sub.expr(e)?;
+        sub.emit(StmtKind::Store {
+            from: v,
+            into: local.clone(),
+        });
+        self.next = sub.next;
+        self.emit(StmtKind::Block(Box::new(sub.block)));
+        let into = self.fresh();
+        self.emit(StmtKind::Load {
+            from: local,
+            into: into.clone(),
+        });
+        Ok(into)
     }
 
     fn intrinsic(&mut self, op: Op, inputs: Vec<String>, dtype: DType) -> String {
@@ -707,11 +901,22 @@ impl Builder<'_> {
                     into
                 }
             },
-            Expr::Local(n) => self
-                .lets
-                .get(n)
-                .cloned()
-                .ok_or_else(|| LowerError(format!("let `{n}` is not bound")))?,
+            Expr::Local(n) => match self.lets.get(n) {
+                Some(v) => v.clone(),
+                // A guard block recomputes the lets it uses.
+                None => {
+                    let (_, value) = self
+                        .comp
+                        .lets
+                        .iter()
+                        .find(|(m, _)| m == n)
+                        .ok_or_else(|| LowerError(format!("let `{n}` is not bound")))?;
+                    let v = self.expr(value)?;
+                    self.lets.insert(n.clone(), v.clone());
+                    v
+                }
+            },
+
             Expr::Read(t, subs) => {
                 let access: Option<Vec<Affine>> = subs.iter().map(|s| self.affine(s)).collect();
                 match access {
@@ -758,7 +963,9 @@ impl Builder<'_> {
                 self.intrinsic(Op::Binary(*op), vec![x, y], t)
             }
             Expr::Select(c, a, b) => {
-                let (x, y, z) = (self.expr(c)?, self.expr(a)?, self.expr(b)?);
+                let x = self.expr(c)?;
+                let y = self.branch(a, c, true)?;
+                let z = self.branch(b, c, false)?;
                 self.intrinsic(Op::Select, vec![x, y, z], ty(e))
             }
             Expr::Call(f, args) => {

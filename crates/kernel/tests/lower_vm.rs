@@ -311,13 +311,81 @@ fn prelude_operators_lower_exactly() {
 }
 
 #[test]
-fn unsupported_forms_are_clear_errors() {
+fn guarded_branches_lower_to_guard_blocks() {
+    let p = load("ops/prelude.tc");
+    let i = |v: i64| Value::Int(v);
+    check(
+        &p,
+        "concat_r2_a1",
+        &[("N0", 2), ("P", 3), ("Q", 2)],
+        &[],
+        40,
+    );
+    let pads = [
+        ("pb0", i(1)),
+        ("pb1", i(2)),
+        ("pe0", i(0)),
+        ("pe1", i(1)),
+        ("v", Value::Float(0.5)),
+    ];
+    check(&p, "pad_r2", &[("N0", 3), ("N1", 2)], &pads, 41);
+    check(
+        &p,
+        "split_r2_a1",
+        &[("N0", 2), ("N1", 5)],
+        &[("s", i(2))],
+        42,
+    );
+    check(
+        &p,
+        "global_avgpool2d",
+        &[("N", 2), ("C", 3), ("H", 4), ("W", 3)],
+        &[],
+        43,
+    );
     let src = "def cat(float(N) A, float(M) B) -> (O) {\n  O(i) = i < N ? A(i) : B(i - N) where i in 0:N+M\n}\n";
-    let p = tc::check_source(src).unwrap().program;
-    let sizes: HashMap<String, i64> = [("N".to_string(), 2), ("M".to_string(), 3)].into();
-    let e = kernel::lower_def(&p, "cat", &sizes).unwrap_err();
+    let cat = tc::check_source(src).unwrap().program;
+    check(&cat, "cat", &[("N", 2), ("M", 3)], &[], 44);
+    // A reduction whose guarded read uses a let and sits beside a skipped read.
+    let src = "def g(float(N) A) -> (O) {\n  O(i) +=! (t < N ? A(t) : 0.0) * A(i + k - 1) where i in 0:N, k in 0:3, t = i + k\n}\n";
+    let g = tc::check_source(src).unwrap().program;
+    check(&g, "g", &[("N", 4)], &[], 45);
+}
+
+#[test]
+fn unsupported_forms_are_clear_errors() {
+    let p = load("ops/prelude.tc");
+    let sizes: HashMap<String, i64> = [
+        ("N", 1),
+        ("C", 2),
+        ("H", 3),
+        ("W", 3),
+        ("FG", 2),
+        ("KH", 2),
+        ("KW", 2),
+    ]
+    .iter()
+    .chain(
+        [
+            ("sh", 2),
+            ("sw", 2),
+            ("ph0", 0),
+            ("pw0", 0),
+            ("ph1", 0),
+            ("pw1", 0),
+            ("oph", 0),
+            ("opw", 0),
+            ("dh", 1),
+            ("dw", 1),
+            ("G", 1),
+        ]
+        .iter(),
+    )
+    .map(|(k, v)| (k.to_string(), *v))
+    .collect();
+    let e = kernel::lower_def(&p, "conv_transpose2d", &sizes).unwrap_err();
     assert!(
-        e.0.contains("reads under a `?:` branch are not lowered yet"),
+        e.0.contains("not a conjunction of affine comparisons"),
         "{e}"
     );
 }

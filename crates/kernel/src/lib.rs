@@ -10,10 +10,14 @@
 mod affine;
 mod block;
 mod lower;
+mod parse;
+mod print;
 pub mod vm;
 
 pub use affine::Affine;
-pub use lower::{lower_def, LowerError};
 pub use block::{
     row_major, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
 };
+pub use lower::{lower_def, LowerError};
+pub use parse::{parse_block, ParseError};
+pub use print::print_block;

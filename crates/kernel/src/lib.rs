@@ -12,6 +12,7 @@ mod block;
 mod lower;
 mod parse;
 mod print;
+mod verify;
 pub mod vm;
 
 pub use affine::Affine;
@@ -21,3 +22,4 @@ pub use block::{
 pub use lower::{lower_def, LowerError};
 pub use parse::{parse_block, ParseError};
 pub use print::print_block;
+pub use verify::verify_block;

@@ -1,0 +1,844 @@
+//! The kernel IR verifier: checks the invariants every producer of kernel
+//! blocks (the lowering, and later every pass) must keep, after Stripe's
+//! Definition 2 and §3.2. Every violation is reported, each naming the block
+//! by its path from the root (`main/conv/inner`) and the index, refinement
+//! or statement (numbered from 0) at fault.
+//!
+//! Invariants checked:
+//! - structure: blocks nest at most 64 deep (the root is depth 1);
+//! - indices: names are unique in a block; every range is at least 1; a
+//!   passed index (`affine: Some`) has range 1, does not occur at the root,
+//!   and its form mentions only the parent's indices; constraints,
+//!   refinement accesses and `index(...)` forms mention only the block's own
+//!   indices (a parent index is usable only once passed explicitly);
+//! - refinements: names are unique in a block; at the root, `from: None`
+//!   declares one of the kernel's buffers and `from: Some` is an error;
+//!   elsewhere `from` names a refinement of the parent block, or is `None`
+//!   for a local buffer; root and local buffers have an empty access; a view
+//!   of a parent refinement has one access form and one dimension per
+//!   dimension of the refined view, the refined view's dtype and, dimension
+//!   by dimension, its strides (so that an offset in the view's coordinates
+//!   is an offset in the parent's);
+//! - directions: a view that a statement stores into is `Out` or `InOut`, a
+//!   view that a statement loads or gathers from is `In` or `InOut`, and a
+//!   child refinement of a view has only directions the view has (a child
+//!   refining a view as `In` reads it, as `Out` writes it). Local buffers are
+//!   private to the block and may be read and written whatever their
+//!   direction says;
+//! - bounds: at every point of the iteration space that satisfies the
+//!   constraints, every view of a parent refinement lies inside the refined
+//!   view: `0 <= access[d]` and `access[d] + size[d] <= parent size[d]`;
+//! - assignment: a written view (stored into, or refined by a child as `Out`
+//!   or `InOut`) with aggregation `Assign` has disjoint views at distinct
+//!   points of the iteration space (for size-1 views: its access is
+//!   injective), so no element is written by two points; root buffers
+//!   count as views at offset 0 of the same buffer at every root point;
+//! - statements: scalars are assigned once per statement list and defined
+//!   before use; `load`, `store` and `gather` name refinements of the block;
+//!   `load` and `store` views have size 1 in every dimension; `gather` has
+//!   one position per dimension of its view; intrinsics get their operation's
+//!   number of inputs (unary 1, binary 2, `select` 3, cast 1, builtins
+//!   [`ir::Builtin::arity`]); constants' values match their types.
+//!
+//! Bounds and assignment are decided exactly where possible: interval
+//! reasoning over the index box first (exact without constraints, since an
+//! affine form takes its extremes at the corners of a box); when that fails
+//! and constraints cut the box, the points are enumerated if the box has at
+//! most 2^20 of them (constraints are affine, so a point's membership is
+//! exact), and otherwise the verifier reports that it cannot prove the
+//! property.
+//!
+//! Why checking block by block is sound: a child sees its parent's point
+//! only through its passed indices, whose values are the passed forms over
+//! the parent's points. The verifier gives each passed index the interval
+//! of values its form takes over the parent's domain (tightened by
+//! enumerating the parent's points when the parent has constraints and few
+//! enough points), so the child's domain (its own box times these
+//! intervals, cut by its constraints) contains every point at which the
+//! child actually runs. A property proved over a superset holds on the set,
+//! and since each view lies inside the view it refines at every point, by
+//! induction every access at any depth stays inside the root buffer. The
+//! converse does not hold: passed indices that are correlated in the parent
+//! (by a parent constraint) are checked independently, so such a kernel may
+//! be rejected; copying the parent's constraint into the child fixes that.
+//! Assignment is checked per execution of a block (passed indices fixed):
+//! writes from distinct parent points are the parent's view's concern.
+
+use std::collections::HashSet;
+
+use ir::{DType, Value};
+
+use crate::{Affine, Agg, Block, Op, RefDir, Refinement, StmtKind};
+
+/// The deepest nesting allowed (the root is depth 1).
+const MAX_DEPTH: usize = 64;
+/// The most points the verifier enumerates in one block's box.
+const MAX_POINTS: u128 = 1 << 20;
+/// The most pairs of views the assignment check compares in one block.
+const MAX_PAIRS: u64 = 1 << 26;
+
+/// Verifies a kernel whose root block's refinements are the kernel's
+/// buffers; returns every violation found.
+pub fn verify_block(root: &Block) -> Result<(), Vec<String>> {
+    let mut errs = Vec::new();
+    check_block(root, None, &root.name, 1, &mut errs);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// What a block's checks need of its parent.
+struct Parent<'a> {
+    block: &'a Block,
+    path: &'a str,
+    is_root: bool,
+    /// The parent's domain; `None` when its indices or constraints are
+    /// broken, and then numeric checks below it are skipped.
+    dom: Option<&'a Domain>,
+}
+
+/// An affine form compiled against a domain: a constant and one
+/// coefficient per index of the domain, in 128 bits with saturation (a
+/// saturated value is far outside any `u64` size, so it fails the checks).
+struct Lin {
+    constant: i128,
+    coefs: Vec<i128>,
+}
+
+impl Lin {
+    /// Compiles `a` over the index names; `Err` lists names not among them.
+    fn compile(a: &Affine, names: &[String]) -> Result<Lin, Vec<String>> {
+        let mut coefs = vec![0i128; names.len()];
+        let mut unknown = Vec::new();
+        for (n, c) in &a.terms {
+            match names.iter().position(|m| m == n) {
+                Some(p) => coefs[p] = i128::from(*c),
+                None => unknown.push(n.clone()),
+            }
+        }
+        if unknown.is_empty() {
+            Ok(Lin {
+                constant: i128::from(a.constant),
+                coefs,
+            })
+        } else {
+            Err(unknown)
+        }
+    }
+
+    /// The constant form of value 0 over `n` indices.
+    fn zero(n: usize) -> Lin {
+        Lin {
+            constant: 0,
+            coefs: vec![0; n],
+        }
+    }
+
+    fn eval(&self, point: &[i128]) -> i128 {
+        self.coefs
+            .iter()
+            .zip(point)
+            .fold(self.constant, |acc, (c, v)| {
+                acc.saturating_add(c.saturating_mul(*v))
+            })
+    }
+
+    /// The least and greatest values over the domain's box.
+    fn bounds(&self, dom: &Domain) -> (i128, i128) {
+        let (mut lo, mut hi) = (self.constant, self.constant);
+        for (i, c) in self.coefs.iter().enumerate() {
+            let (a, b) = (c.saturating_mul(dom.lo[i]), c.saturating_mul(dom.hi[i]));
+            lo = lo.saturating_add(a.min(b));
+            hi = hi.saturating_add(a.max(b));
+        }
+        (lo, hi)
+    }
+}
+
+/// A block's iteration space as the verifier sees it: every index with the
+/// interval of values it takes (a free index `[0, range)`, a passed index
+/// the values of its form over the parent's domain), and the constraints.
+struct Domain {
+    names: Vec<String>,
+    lo: Vec<i128>,
+    hi: Vec<i128>,
+    passed: Vec<bool>,
+    constraints: Vec<Lin>,
+    /// Whether no point of the parent runs the block at all.
+    never_runs: bool,
+}
+
+impl Domain {
+    /// The number of points of the box (saturating).
+    fn size(&self) -> u128 {
+        self.lo.iter().zip(&self.hi).fold(1u128, |acc, (l, h)| {
+            let n = u128::try_from(h.saturating_sub(*l).saturating_add(1)).unwrap_or(0);
+            acc.saturating_mul(n)
+        })
+    }
+
+    /// Calls `f` on every point of the box that satisfies the constraints,
+    /// until `f` returns false. The caller ensures the box is small.
+    fn for_each(&self, f: &mut dyn FnMut(&[i128]) -> bool) {
+        if self.never_runs || self.lo.iter().zip(&self.hi).any(|(l, h)| l > h) {
+            return;
+        }
+        let mut p = self.lo.clone();
+        loop {
+            if self.constraints.iter().all(|c| c.eval(&p) >= 0) && !f(&p) {
+                return;
+            }
+            // Advance the odometer, last index fastest.
+            let mut i = p.len();
+            loop {
+                if i == 0 {
+                    return;
+                }
+                i -= 1;
+                if p[i] < self.hi[i] {
+                    p[i] += 1;
+                    break;
+                }
+                p[i] = self.lo[i];
+            }
+        }
+    }
+
+    /// The point as text, e.g. `x = 0, k = 2`.
+    fn show(&self, p: &[i128]) -> String {
+        if p.is_empty() {
+            return "the only point".to_string();
+        }
+        let parts: Vec<String> = self
+            .names
+            .iter()
+            .zip(p)
+            .map(|(n, v)| format!("{n} = {v}"))
+            .collect();
+        parts.join(", ")
+    }
+
+    /// The range of `l` over the points that run: exact by enumeration
+    /// when constraints cut a small box, else the interval over the box;
+    /// `None` when no point runs.
+    fn range_of(&self, l: &Lin) -> Option<(i128, i128)> {
+        if self.never_runs {
+            return None;
+        }
+        if self.constraints.is_empty() || self.size() > MAX_POINTS {
+            return Some(l.bounds(self));
+        }
+        let mut r: Option<(i128, i128)> = None;
+        self.for_each(&mut |p| {
+            let v = l.eval(p);
+            r = Some(r.map_or((v, v), |(a, b)| (a.min(v), b.max(v))));
+            true
+        });
+        r
+    }
+}
+
+fn reads(d: RefDir) -> bool {
+    matches!(d, RefDir::In | RefDir::InOut)
+}
+
+fn writes(d: RefDir) -> bool {
+    matches!(d, RefDir::Out | RefDir::InOut)
+}
+
+fn dir_name(d: RefDir) -> &'static str {
+    match d {
+        RefDir::None => "none",
+        RefDir::In => "in",
+        RefDir::Out => "out",
+        RefDir::InOut => "inout",
+    }
+}
+
+/// Whether a refinement is a local buffer: private to its block, so free of
+/// direction and assignment rules.
+fn is_local(r: &Refinement, in_root: bool) -> bool {
+    r.from.is_none() && !in_root
+}
+
+fn check_block(
+    b: &Block,
+    parent: Option<&Parent>,
+    path: &str,
+    depth: usize,
+    errs: &mut Vec<String>,
+) {
+    if depth > MAX_DEPTH {
+        errs.push(format!(
+            "{path}: blocks nest deeper than {MAX_DEPTH} levels; the verifier stops here"
+        ));
+        return;
+    }
+    let dom = check_indices(b, parent, path, errs);
+    let offsets = check_refinements(b, parent, path, dom.as_ref(), errs);
+    check_statements(b, path, parent.is_none(), errs);
+    if let Some(dom) = &dom {
+        for (r, offs) in b.refs.iter().zip(&offsets) {
+            let Some(offs) = offs else { continue };
+            if r.agg == Agg::Assign && is_written(b, &r.into) {
+                check_assign(path, r, offs, dom, errs);
+            }
+        }
+    }
+    let me = Parent {
+        block: b,
+        path,
+        is_root: parent.is_none(),
+        dom: dom.as_ref(),
+    };
+    for s in &b.stmts {
+        if let StmtKind::Block(c) = &s.kind {
+            check_block(c, Some(&me), &format!("{path}/{}", c.name), depth + 1, errs);
+        }
+    }
+}
+
+/// Checks the indices and constraints; returns the block's domain when they
+/// are sound enough to reason about.
+fn check_indices(
+    b: &Block,
+    parent: Option<&Parent>,
+    path: &str,
+    errs: &mut Vec<String>,
+) -> Option<Domain> {
+    let mut ok = true;
+    let mut dom = Domain {
+        names: b.idxs.iter().map(|i| i.name.clone()).collect(),
+        lo: Vec::new(),
+        hi: Vec::new(),
+        passed: Vec::new(),
+        constraints: Vec::new(),
+        never_runs: false,
+    };
+    let mut seen = HashSet::new();
+    for ix in &b.idxs {
+        let at = format!("{path}: index `{}`", ix.name);
+        if !seen.insert(ix.name.as_str()) {
+            errs.push(format!("{at} is declared twice"));
+            ok = false;
+        }
+        if ix.range == 0 {
+            errs.push(format!("{at} has range 0; ranges must be at least 1"));
+            ok = false;
+        }
+        let (lo, hi) = match (&ix.affine, parent) {
+            (None, _) => (0, i128::from(ix.range) - 1),
+            (Some(_), None) => {
+                errs.push(format!(
+                    "{at} is passed from a parent, but the root block has none"
+                ));
+                ok = false;
+                (0, 0)
+            }
+            (Some(a), Some(p)) => {
+                if ix.range != 1 {
+                    errs.push(format!(
+                        "{at} is passed from the parent, so its range must be 1, not {}",
+                        ix.range
+                    ));
+                    ok = false;
+                }
+                let pnames: Vec<String> = p.block.idxs.iter().map(|i| i.name.clone()).collect();
+                match Lin::compile(a, &pnames) {
+                    Err(unknown) => {
+                        errs.push(format!(
+                            "{at} is passed as `{a}`, which mentions `{}`, not an index of the parent `{}`",
+                            unknown.join("`, `"),
+                            p.path
+                        ));
+                        ok = false;
+                        (0, 0)
+                    }
+                    Ok(l) => match p.dom {
+                        None => {
+                            ok = false;
+                            (0, 0)
+                        }
+                        Some(pd) => match pd.range_of(&l) {
+                            Some(r) => r,
+                            None => {
+                                dom.never_runs = true;
+                                (0, 0)
+                            }
+                        },
+                    },
+                }
+            }
+        };
+        dom.lo.push(lo);
+        dom.hi.push(hi);
+        dom.passed.push(ix.affine.is_some());
+    }
+    for (k, c) in b.constraints.iter().enumerate() {
+        match Lin::compile(c, &dom.names) {
+            Ok(l) => dom.constraints.push(l),
+            Err(unknown) => {
+                errs.push(format!(
+                    "{path}: constraint {k} `{c} >= 0` mentions `{}`, not an index of this block (pass parent indices explicitly)",
+                    unknown.join("`, `")
+                ));
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(dom)
+}
+
+/// Checks the refinements; returns, per refinement, its access compiled
+/// over the block's domain when it is a well-formed view of a buffer
+/// shared beyond the block (a view of a parent refinement or a root
+/// buffer), for the assignment check.
+fn check_refinements(
+    b: &Block,
+    parent: Option<&Parent>,
+    path: &str,
+    dom: Option<&Domain>,
+    errs: &mut Vec<String>,
+) -> Vec<Option<Vec<Lin>>> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for r in &b.refs {
+        let at = format!("{path}: refinement `{}`", r.into);
+        if !seen.insert(r.into.as_str()) {
+            errs.push(format!("{at} is declared twice"));
+        }
+        let Some(from) = &r.from else {
+            if !r.access.is_empty() {
+                let what = if parent.is_none() {
+                    "a kernel buffer"
+                } else {
+                    "a local buffer"
+                };
+                errs.push(format!(
+                    "{at} is {what} (no `from`), so its access must be empty, not {} forms",
+                    r.access.len()
+                ));
+                out.push(None);
+            } else if parent.is_none() {
+                let n = dom.map_or(0, |d| d.names.len());
+                out.push(Some(r.shape.iter().map(|_| Lin::zero(n)).collect()));
+            } else {
+                out.push(None);
+            }
+            continue;
+        };
+        let Some(p) = parent else {
+            errs.push(format!(
+                "{at} refines `{from}`, but the root block has no parent: its refinements are the kernel's buffers (`from` must be none)"
+            ));
+            out.push(None);
+            continue;
+        };
+        let Some(pr) = p.block.refinement(from) else {
+            errs.push(format!(
+                "{at} refines `{from}`, which is not a refinement of the parent `{}`",
+                p.path
+            ));
+            out.push(None);
+            continue;
+        };
+        let mut ok = true;
+        let rank = pr.shape.len();
+        if r.access.len() != rank {
+            errs.push(format!(
+                "{at} has {} access forms, but `{from}` has rank {rank}",
+                r.access.len()
+            ));
+            ok = false;
+        }
+        if r.shape.len() != rank {
+            errs.push(format!(
+                "{at} has {} dimensions, but `{from}` has rank {rank}",
+                r.shape.len()
+            ));
+            ok = false;
+        }
+        if r.dtype != pr.dtype {
+            errs.push(format!(
+                "{at} has type {}, but `{from}` has type {}",
+                r.dtype.name(),
+                pr.dtype.name()
+            ));
+        }
+        for (d, (rd, pd)) in r.shape.iter().zip(&pr.shape).enumerate() {
+            if rd.stride != pd.stride {
+                errs.push(format!(
+                    "{at} dimension {d} has stride {}, but `{from}` has stride {}: a view keeps the strides of the view it refines",
+                    rd.stride, pd.stride
+                ));
+            }
+        }
+        if !is_local(pr, p.is_root) {
+            for (needs, what) in [(reads as fn(RefDir) -> bool, "reads"), (writes, "writes")] {
+                if needs(r.dir) && !needs(pr.dir) {
+                    errs.push(format!(
+                        "{at} is {} and so {what} `{from}`, but `{from}` in the parent `{}` is {}",
+                        dir_name(r.dir),
+                        p.path,
+                        dir_name(pr.dir)
+                    ));
+                }
+            }
+        }
+        let mut lins = Vec::new();
+        for (d, a) in r.access.iter().enumerate() {
+            let names: Vec<String> = b.idxs.iter().map(|i| i.name.clone()).collect();
+            match Lin::compile(a, &names) {
+                Ok(l) => lins.push(l),
+                Err(unknown) => {
+                    errs.push(format!(
+                        "{at} dimension {d}: access `{a}` mentions `{}`, not an index of this block (pass parent indices explicitly)",
+                        unknown.join("`, `")
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        match (ok, dom) {
+            (true, Some(dom)) => {
+                check_bounds(&at, r, pr, &lins, dom, errs);
+                out.push(Some(lins));
+            }
+            _ => out.push(None),
+        }
+    }
+    out
+}
+
+/// Checks that the view lies inside the refined view at every point that
+/// runs.
+fn check_bounds(
+    at: &str,
+    r: &Refinement,
+    pr: &Refinement,
+    offs: &[Lin],
+    dom: &Domain,
+    errs: &mut Vec<String>,
+) {
+    if dom.never_runs {
+        return;
+    }
+    let fits = |d: usize, lo: i128, hi: i128| {
+        lo >= 0 && hi.saturating_add(i128::from(r.shape[d].size)) <= i128::from(pr.shape[d].size)
+    };
+    let limits = |d: usize| {
+        format!(
+            "a view of size {} inside `{}` of size {} needs offsets in [0, {}]",
+            r.shape[d].size,
+            pr.into,
+            pr.shape[d].size,
+            i128::from(pr.shape[d].size) - i128::from(r.shape[d].size)
+        )
+    };
+    let bad: Vec<usize> = (0..offs.len())
+        .filter(|&d| {
+            let (lo, hi) = offs[d].bounds(dom);
+            !fits(d, lo, hi)
+        })
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    if dom.constraints.is_empty() {
+        for d in bad {
+            let (lo, hi) = offs[d].bounds(dom);
+            errs.push(format!(
+                "{at} dimension {d} is out of bounds: offset `{}` ranges over [{lo}, {hi}], but {}",
+                r.access[d],
+                limits(d)
+            ));
+        }
+        return;
+    }
+    if dom.size() > MAX_POINTS {
+        for d in bad {
+            errs.push(format!(
+                "{at} dimension {d}: cannot prove in bounds: offset `{}` leaves [0, {}] on the index box, and the constraints cut a box of {} points, more than the 2^20 the verifier enumerates",
+                r.access[d],
+                i128::from(pr.shape[d].size) - i128::from(r.shape[d].size),
+                dom.size()
+            ));
+        }
+        return;
+    }
+    // The first offending point of each dimension.
+    let mut found: Vec<Option<(Vec<i128>, i128)>> = vec![None; bad.len()];
+    dom.for_each(&mut |p| {
+        for (k, &d) in bad.iter().enumerate() {
+            let v = offs[d].eval(p);
+            if found[k].is_none() && !fits(d, v, v) {
+                found[k] = Some((p.to_vec(), v));
+            }
+        }
+        found.iter().any(Option::is_none)
+    });
+    for (k, &d) in bad.iter().enumerate() {
+        if let Some((p, v)) = &found[k] {
+            errs.push(format!(
+                "{at} dimension {d} is out of bounds: at {} (which satisfies the constraints) offset `{}` is {v}, but {}",
+                dom.show(p),
+                r.access[d],
+                limits(d)
+            ));
+        }
+    }
+}
+
+/// Whether a statement of `b` stores into `name` or a child refines it for
+/// writing.
+fn is_written(b: &Block, name: &str) -> bool {
+    b.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Store { into, .. } => into == name,
+        StmtKind::Block(c) => c
+            .refs
+            .iter()
+            .any(|r| r.from.as_deref() == Some(name) && writes(r.dir)),
+        _ => false,
+    })
+}
+
+/// Checks that the views of an `Assign` refinement at distinct points of
+/// one execution of the block (passed indices fixed) are disjoint.
+fn check_assign(
+    at_block: &str,
+    r: &Refinement,
+    offs: &[Lin],
+    dom: &Domain,
+    errs: &mut Vec<String>,
+) {
+    if dom.never_runs || disjoint_by_intervals(r, offs, dom) {
+        return;
+    }
+    let at = format!("{at_block}: refinement `{}`", r.into);
+    if dom.size() > MAX_POINTS {
+        errs.push(format!(
+            "{at} has aggregation assign, and the verifier cannot prove that no element is written by two points: the box has {} points, more than the 2^20 it enumerates",
+            dom.size()
+        ));
+        return;
+    }
+    // Views of one execution: the passed indices' values, the offsets, the
+    // point.
+    let mut views: Vec<(Vec<i128>, Vec<i128>, Vec<i128>)> = Vec::new();
+    dom.for_each(&mut |p| {
+        let fixed = p
+            .iter()
+            .zip(&dom.passed)
+            .filter(|(_, &f)| f)
+            .map(|(v, _)| *v)
+            .collect();
+        views.push((fixed, offs.iter().map(|l| l.eval(p)).collect(), p.to_vec()));
+        true
+    });
+    let first = |o: &[i128]| o.first().copied().unwrap_or(0);
+    let size = |d: usize| i128::from(r.shape[d].size);
+    let size0 = if r.shape.is_empty() { 1 } else { size(0) };
+    views.sort_by(|a, b| (&a.0, first(&a.1)).cmp(&(&b.0, first(&b.1))));
+    let mut pairs = 0u64;
+    for (i, (fixed, o, p)) in views.iter().enumerate() {
+        for (fixed2, o2, p2) in &views[i + 1..] {
+            if fixed2 != fixed || first(o2) - first(o) >= size0 {
+                break;
+            }
+            pairs += 1;
+            if pairs > MAX_PAIRS {
+                errs.push(format!(
+                    "{at} has aggregation assign, and the verifier cannot prove that no element is written by two points: too many overlapping candidates"
+                ));
+                return;
+            }
+            if (0..o.len()).all(|d| (o[d] - o2[d]).abs() < size(d)) {
+                errs.push(format!(
+                    "{at} has aggregation assign but is written twice: the views at {} (offsets {o:?}) and at {} (offsets {o2:?}) overlap",
+                    dom.show(p),
+                    dom.show(p2)
+                ));
+                return;
+            }
+        }
+    }
+}
+
+/// A sufficient condition for disjoint views: every free index that varies
+/// appears in exactly one dimension, and within a dimension the indices,
+/// ordered by the size of their coefficients, each step by at least the
+/// view's size plus the whole span of the smaller terms (with size-1 views
+/// and coefficients ±1 of one index per dimension, this is injectivity).
+/// Two distinct points then differ in some index; in that index's
+/// dimension, the largest differing term moves the offset further than the
+/// smaller terms can bring it back, by at least the view's size.
+fn disjoint_by_intervals(r: &Refinement, offs: &[Lin], dom: &Domain) -> bool {
+    let mut terms: Vec<Vec<(i128, i128)>> = vec![Vec::new(); offs.len()];
+    for v in 0..dom.names.len() {
+        if dom.passed[v] || dom.hi[v] == dom.lo[v] {
+            continue;
+        }
+        let dims: Vec<usize> = (0..offs.len()).filter(|&d| offs[d].coefs[v] != 0).collect();
+        let [d] = dims[..] else { return false };
+        terms[d].push((offs[d].coefs[v].saturating_abs(), dom.hi[v] - dom.lo[v]));
+    }
+    terms.iter_mut().enumerate().all(|(d, ts)| {
+        ts.sort();
+        let mut span = 0i128;
+        ts.iter().all(|&(c, steps)| {
+            let ok = c >= span.saturating_add(i128::from(r.shape[d].size));
+            span = span.saturating_add(c.saturating_mul(steps));
+            ok
+        })
+    })
+}
+
+/// Checks one statement list: scalar definitions, the views statements
+/// name, and intrinsic arities.
+fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>) {
+    let mut defined: HashSet<&str> = HashSet::new();
+    for (k, s) in b.stmts.iter().enumerate() {
+        let at = format!("{path}: statement {k}");
+        let use_scalar = |name: &str, errs: &mut Vec<String>, defined: &HashSet<&str>| {
+            if !defined.contains(name) {
+                errs.push(format!(
+                    "{at} uses scalar `${name}` before it is defined in this statement list"
+                ));
+            }
+        };
+        let view = |name: &str, errs: &mut Vec<String>| -> Option<&Refinement> {
+            let r = b.refinement(name);
+            if r.is_none() {
+                errs.push(format!(
+                    "{at} names `{name}`, which is not a refinement of this block"
+                ));
+            }
+            r
+        };
+        let mut def: Option<&str> = None;
+        match &s.kind {
+            StmtKind::Load { from, into } => {
+                if let Some(r) = view(from, errs) {
+                    check_unit(&at, "loads from", r, errs);
+                    check_dir(&at, r, in_root, "loads from", reads, errs);
+                }
+                def = Some(into);
+            }
+            StmtKind::Store { from, into } => {
+                use_scalar(from, errs, &defined);
+                if let Some(r) = view(into, errs) {
+                    check_unit(&at, "stores into", r, errs);
+                    check_dir(&at, r, in_root, "stores into", writes, errs);
+                }
+            }
+            StmtKind::LoadIndex { from, into } => {
+                let names: Vec<String> = b.idxs.iter().map(|i| i.name.clone()).collect();
+                if let Err(unknown) = Lin::compile(from, &names) {
+                    errs.push(format!(
+                        "{at} reads index form `{from}`, which mentions `{}`, not an index of this block",
+                        unknown.join("`, `")
+                    ));
+                }
+                def = Some(into);
+            }
+            StmtKind::Constant { into, value, dtype } => {
+                if !value_fits(*value, *dtype) {
+                    errs.push(format!(
+                        "{at} defines `${into}` as {value:?}, which does not suit type {}",
+                        dtype.name()
+                    ));
+                }
+                def = Some(into);
+            }
+            StmtKind::Intrinsic {
+                op, inputs, into, ..
+            } => {
+                let (want, name) = match op {
+                    Op::Unary(_) => (1, "a unary operation"),
+                    Op::Binary(_) => (2, "a binary operation"),
+                    Op::Builtin(f) => (f.arity(), f.name()),
+                    Op::Select => (3, "select"),
+                    Op::Cast => (1, "cast"),
+                };
+                if inputs.len() != want {
+                    errs.push(format!(
+                        "{at}: {name} takes {want} inputs, but is given {}",
+                        inputs.len()
+                    ));
+                }
+                for i in inputs {
+                    use_scalar(i, errs, &defined);
+                }
+                def = Some(into);
+            }
+            StmtKind::Gather {
+                from,
+                indices,
+                into,
+            } => {
+                if let Some(r) = view(from, errs) {
+                    if indices.len() != r.shape.len() {
+                        errs.push(format!(
+                            "{at} gathers from `{from}` of rank {} with {} positions",
+                            r.shape.len(),
+                            indices.len()
+                        ));
+                    }
+                    check_dir(&at, r, in_root, "gathers from", reads, errs);
+                }
+                for i in indices {
+                    use_scalar(i, errs, &defined);
+                }
+                def = Some(into);
+            }
+            StmtKind::Block(_) => {}
+        }
+        if let Some(name) = def {
+            if !defined.insert(name) {
+                errs.push(format!(
+                    "{at} assigns scalar `${name}` again; scalars are assigned once per statement list"
+                ));
+            }
+        }
+    }
+}
+
+/// Reports a `load` or `store` view that is not a single element.
+fn check_unit(at: &str, verb: &str, r: &Refinement, errs: &mut Vec<String>) {
+    if let Some(d) = r.shape.iter().position(|d| d.size != 1) {
+        errs.push(format!(
+            "{at} {verb} `{}`, whose dimension {d} has size {}; loads and stores need size 1 in every dimension",
+            r.into, r.shape[d].size
+        ));
+    }
+}
+
+/// Reports a statement using a view against its direction.
+fn check_dir(
+    at: &str,
+    r: &Refinement,
+    in_root: bool,
+    verb: &str,
+    allowed: fn(RefDir) -> bool,
+    errs: &mut Vec<String>,
+) {
+    if !is_local(r, in_root) && !allowed(r.dir) {
+        errs.push(format!(
+            "{at} {verb} `{}`, whose direction is {}",
+            r.into,
+            dir_name(r.dir)
+        ));
+    }
+}
+
+/// Whether a literal suits a type: booleans for `bool`, integers for the
+/// integer types, floats for the float types.
+fn value_fits(v: Value, t: DType) -> bool {
+    match v {
+        Value::Bool(_) => t == DType::Bool,
+        Value::Int(_) => !matches!(t, DType::Bool | DType::F32 | DType::F64),
+        Value::Float(_) => matches!(t, DType::F32 | DType::F64),
+    }
+}

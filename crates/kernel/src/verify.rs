@@ -24,7 +24,9 @@
 //!   child refinement of a view has only directions the view has (a child
 //!   refining a view as `In` reads it, as `Out` writes it). Local buffers are
 //!   private to the block and may be read and written whatever their
-//!   direction says;
+//!   direction says. A kernel buffer's direction is the kernel's interface:
+//!   an `Out` buffer may also be read (values the kernel wrote earlier, as
+//!   when a later stage reads an earlier output), an `In` one never written;
 //! - bounds: at every point of the iteration space that satisfies the
 //!   constraints, every view of a parent refinement lies inside the refined
 //!   view: `0 <= access[d]` and `access[d] + size[d] <= parent size[d]`;
@@ -257,10 +259,18 @@ fn dir_name(d: RefDir) -> &'static str {
     }
 }
 
-/// Whether a refinement is a local buffer: private to its block, so free of
-/// direction and assignment rules.
-fn is_local(r: &Refinement, in_root: bool) -> bool {
-    r.from.is_none() && !in_root
+/// Whether the block holding `r` may read it (`write` false) or write it:
+/// a local buffer is private to its block, so always; a kernel buffer (a
+/// root refinement) as the kernel's interface says, where an `out` buffer
+/// may also be read back (the kernel then reads values it wrote, not an
+/// input); any other view as its direction says.
+fn permits(r: &Refinement, in_root: bool, write: bool) -> bool {
+    match (&r.from, in_root, write) {
+        (None, false, _) => true,
+        (_, _, true) => writes(r.dir),
+        (None, true, false) => reads(r.dir) || r.dir == RefDir::Out,
+        (Some(_), _, false) => reads(r.dir),
+    }
 }
 
 fn check_block(
@@ -475,16 +485,15 @@ fn check_refinements(
                 ));
             }
         }
-        if !is_local(pr, p.is_root) {
-            for (needs, what) in [(reads as fn(RefDir) -> bool, "reads"), (writes, "writes")] {
-                if needs(r.dir) && !needs(pr.dir) {
-                    errs.push(format!(
-                        "{at} is {} and so {what} `{from}`, but `{from}` in the parent `{}` is {}",
-                        dir_name(r.dir),
-                        p.path,
-                        dir_name(pr.dir)
-                    ));
-                }
+        for (write, what) in [(false, "reads"), (true, "writes")] {
+            let needs = if write { writes(r.dir) } else { reads(r.dir) };
+            if needs && !permits(pr, p.is_root, write) {
+                errs.push(format!(
+                    "{at} is {} and so {what} `{from}`, but `{from}` in the parent `{}` is {}",
+                    dir_name(r.dir),
+                    p.path,
+                    dir_name(pr.dir)
+                ));
             }
         }
         let mut lins = Vec::new();
@@ -722,7 +731,7 @@ fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>
             StmtKind::Load { from, into } => {
                 if let Some(r) = view(from, errs) {
                     check_unit(&at, "loads from", r, errs);
-                    check_dir(&at, r, in_root, "loads from", reads, errs);
+                    check_dir(&at, r, in_root, "loads from", false, errs);
                 }
                 def = Some(into);
             }
@@ -730,7 +739,7 @@ fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>
                 use_scalar(from, errs, &defined);
                 if let Some(r) = view(into, errs) {
                     check_unit(&at, "stores into", r, errs);
-                    check_dir(&at, r, in_root, "stores into", writes, errs);
+                    check_dir(&at, r, in_root, "stores into", true, errs);
                 }
             }
             StmtKind::LoadIndex { from, into } => {
@@ -786,7 +795,7 @@ fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>
                             indices.len()
                         ));
                     }
-                    check_dir(&at, r, in_root, "gathers from", reads, errs);
+                    check_dir(&at, r, in_root, "gathers from", false, errs);
                 }
                 for i in indices {
                     use_scalar(i, errs, &defined);
@@ -821,10 +830,10 @@ fn check_dir(
     r: &Refinement,
     in_root: bool,
     verb: &str,
-    allowed: fn(RefDir) -> bool,
+    write: bool,
     errs: &mut Vec<String>,
 ) {
-    if !is_local(r, in_root) && !allowed(r.dir) {
+    if !permits(r, in_root, write) {
         errs.push(format!(
             "{at} {verb} `{}`, whose direction is {}",
             r.into,

@@ -665,3 +665,241 @@ fn every_violation_is_reported() {
     let errs = verify_block(&k).unwrap_err();
     assert_eq!(errs.len(), 3, "{errs:#?}");
 }
+
+fn load_program(path: &str) -> ir::Program {
+    let text =
+        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    tc::check_source(&text)
+        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
+        .program
+}
+
+/// Lowers `def` with `sizes` (and scalars).
+fn lower(path: &str, def: &str, sizes: &[(&str, i64)], scalars: &[(&str, Value)]) -> Block {
+    let program = load_program(path);
+    let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
+    let given: std::collections::HashMap<String, i64> =
+        sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let args: std::collections::HashMap<String, interp::Arg> = scalars
+        .iter()
+        .map(|(k, v)| (k.to_string(), interp::Arg::Scalar(*v)))
+        .collect();
+    let bound = interp::bind_sizes(d, &args, &given).unwrap_or_else(|e| panic!("{def}: {e}"));
+    kernel::lower_def(&program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"))
+}
+
+/// Lowers `def` with `sizes` (and scalars) and verifies the kernel.
+fn lowered_verifies(path: &str, def: &str, sizes: &[(&str, i64)], scalars: &[(&str, Value)]) {
+    let block = lower(path, def, sizes, scalars);
+    if let Err(errs) = verify_block(&block) {
+        panic!("{def}: {errs:#?}\n{}", kernel::print_block(&block));
+    }
+}
+
+#[test]
+fn lowered_paper_programs_verify() {
+    let p = |f: &str| format!("examples/paper/{f}");
+    lowered_verifies(&p("mv.tc"), "mv", &[("M", 5), ("K", 7)], &[]);
+    lowered_verifies(&p("mv.tc"), "mv1", &[("M", 5), ("K", 7)], &[]);
+    let ab = [("a", Value::Float(1.5)), ("b", Value::Float(-0.5))];
+    lowered_verifies(
+        &p("sgemm.tc"),
+        "sgemm",
+        &[("N", 3), ("M", 4), ("K", 5)],
+        &ab,
+    );
+    lowered_verifies(&p("tmm.tc"), "tmm", &[("M", 3), ("K", 9), ("N", 4)], &[]);
+    let conv = [
+        ("B", 2),
+        ("IP", 3),
+        ("H", 7),
+        ("W", 6),
+        ("OP", 4),
+        ("KH", 3),
+        ("KW", 2),
+    ];
+    lowered_verifies(&p("conv2d.tc"), "conv2d", &conv, &[]);
+    let pool = [("B", 1), ("C", 2), ("H", 5), ("W", 6)];
+    lowered_verifies(&p("maxpool2x2.tc"), "maxpool2x2", &pool, &[]);
+    let s = [("sh", Value::Int(2)), ("sw", Value::Int(3))];
+    let dims = [
+        ("N", 2),
+        ("C", 2),
+        ("H", 9),
+        ("W", 10),
+        ("F", 3),
+        ("KH", 3),
+        ("KW", 2),
+    ];
+    lowered_verifies(&p("sconv2d.tc"), "sconv2d", &dims, &s);
+    lowered_verifies(
+        &p("gather.tc"),
+        "gather",
+        &[("N", 4), ("A", 2), ("B", 3)],
+        &[],
+    );
+    lowered_verifies(
+        &p("mlp.tc"),
+        "MLP3",
+        &[("B", 2), ("N", 4), ("O", 5), ("P", 3), ("Q", 2)],
+        &[],
+    );
+    let g = [
+        ("N", 2),
+        ("G", 2),
+        ("C", 2),
+        ("H", 5),
+        ("W", 4),
+        ("F", 3),
+        ("KH", 3),
+        ("KW", 2),
+    ];
+    lowered_verifies(&p("gconv.tc"), "gconv", &g, &[]);
+    lowered_verifies(&p("conv1d.tc"), "conv1d", &[("M", 9), ("N", 4)], &[]);
+    let layer = [
+        ("N", 1),
+        ("C", 2),
+        ("H", 5),
+        ("W", 7),
+        ("F", 3),
+        ("KH", 3),
+        ("KW", 3),
+    ];
+    lowered_verifies("examples/quickstart/layer.tc", "layer", &layer, &[]);
+}
+
+#[test]
+fn lowered_prelude_operators_verify() {
+    let p = "ops/prelude.tc";
+    let i = Value::Int;
+    let conv = |sh, ph0, ph1, dh| {
+        [
+            ("sh", i(sh)),
+            ("sw", i(1)),
+            ("ph0", i(ph0)),
+            ("pw0", i(1)),
+            ("ph1", i(ph1)),
+            ("pw1", i(0)),
+            ("dh", i(dh)),
+            ("dw", i(1)),
+            ("G", i(1)),
+        ]
+    };
+    let dims = [
+        ("N", 1),
+        ("C", 3),
+        ("H", 7),
+        ("W", 6),
+        ("F", 4),
+        ("CG", 3),
+        ("KH", 3),
+        ("KW", 2),
+    ];
+    lowered_verifies(p, "conv2d", &dims, &conv(1, 1, 1, 1));
+    lowered_verifies(p, "conv2d", &dims, &conv(2, 0, 2, 2));
+    let pool = [
+        ("KH", i(3)),
+        ("KW", i(2)),
+        ("sh", i(2)),
+        ("sw", i(1)),
+        ("ph0", i(1)),
+        ("pw0", i(0)),
+        ("ph1", i(1)),
+        ("pw1", i(1)),
+    ];
+    let nchw = [("N", 1), ("C", 2), ("H", 6), ("W", 5)];
+    lowered_verifies(p, "maxpool2d", &nchw, &pool);
+    lowered_verifies(p, "avgpool2d", &nchw, &pool);
+    lowered_verifies(p, "softmax_r2", &[("N0", 3), ("N1", 5)], &[]);
+    let g2 = [("W", i(2)), ("D", i(2))];
+    lowered_verifies(p, "g2bmm", &[("NB", 2), ("M", 6), ("K", 3)], &g2);
+    let reshape = [("I0", 2), ("I1", 3), ("I2", 2), ("I3", 2)];
+    lowered_verifies(p, "reshape_r4_r2", &reshape, &[("O0", i(4)), ("O1", i(6))]);
+    lowered_verifies(p, "concat_r2_a1", &[("N0", 2), ("P", 3), ("Q", 2)], &[]);
+    let pads = [
+        ("pb0", i(1)),
+        ("pb1", i(2)),
+        ("pe0", i(0)),
+        ("pe1", i(1)),
+        ("v", Value::Float(0.5)),
+    ];
+    lowered_verifies(p, "pad_r2", &[("N0", 3), ("N1", 2)], &pads);
+    lowered_verifies(p, "split_r2_a1", &[("N0", 2), ("N1", 5)], &[("s", i(2))]);
+    lowered_verifies(
+        p,
+        "global_avgpool2d",
+        &[("N", 2), ("C", 3), ("H", 4), ("W", 3)],
+        &[],
+    );
+}
+
+/// Removes the constraints of every block under `b`.
+fn strip_constraints(b: &mut Block) {
+    b.constraints.clear();
+    for s in &mut b.stmts {
+        if let StmtKind::Block(c) = &mut s.kind {
+            strip_constraints(c);
+        }
+    }
+}
+
+#[test]
+fn a_lowered_padded_convolution_needs_its_constraints() {
+    let i = Value::Int;
+    let dims = [
+        ("N", 1),
+        ("C", 3),
+        ("H", 7),
+        ("W", 6),
+        ("F", 4),
+        ("CG", 3),
+        ("KH", 3),
+        ("KW", 2),
+    ];
+    let scalars = [
+        ("sh", i(1)),
+        ("sw", i(1)),
+        ("ph0", i(1)),
+        ("pw0", i(1)),
+        ("ph1", i(1)),
+        ("pw1", i(0)),
+        ("dh", i(1)),
+        ("dw", i(1)),
+        ("G", i(1)),
+    ];
+    let mut k = lower("ops/prelude.tc", "conv2d", &dims, &scalars);
+    assert_eq!(verify_block(&k), Ok(()));
+    strip_constraints(&mut k);
+    fails(&k, &["is out of bounds: offset"]);
+}
+
+#[test]
+fn a_kernel_input_may_not_be_written() {
+    let mut k = conv();
+    child(&mut k).refs[0].dir = RefDir::InOut;
+    fails(
+        &k,
+        &["main/conv: refinement `i` is inout and so writes `I`, but `I` in the parent `main` is in"],
+    );
+}
+
+#[test]
+fn a_kernel_output_may_be_read_back() {
+    let mut k = conv();
+    child(&mut k).refs[2].dir = RefDir::InOut;
+    assert_eq!(verify_block(&k), Ok(()));
+}
+
+#[test]
+fn a_huge_assign_box_cannot_be_proved_injective() {
+    let mut k = conv();
+    let c = child(&mut k);
+    c.idxs = vec![idx("x", 8), idx("k", 1 << 18)];
+    c.constraints = vec![af(&[("k", -1)], 2)];
+    c.refs[1].access[0] = af(&[("k", 1)], 0);
+    c.refs[2].agg = Agg::Assign;
+    fails(
+        &k,
+        &["main/conv: refinement `o` has aggregation assign, and the verifier cannot prove that no element is written by two points"],
+    );
+}

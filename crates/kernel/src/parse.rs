@@ -99,8 +99,8 @@ use std::fmt;
 
 use ir::{Builtin, DType, Value};
 
-use crate::print::{is_ident, AGGS, BIN_OPS, DIRS, UN_OPS};
-use crate::{Affine, Agg, Block, Dim, Index, Op, Refinement, Statement, StmtKind, Tags};
+use crate::print::{agg_name, bin_name, dir_name, is_ident, un_name, AGGS, BIN_OPS, DIRS, UN_OPS};
+use crate::{Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags};
 
 /// How deep blocks may nest (the outermost block is at depth 1).
 const MAX_DEPTH: usize = 64;
@@ -169,7 +169,7 @@ impl<'a> Parser<'a> {
     fn end_of_input(&self, expected: &str) -> ParseError {
         let last = self.lines.last().copied().unwrap_or("");
         ParseError {
-            line: self.lines.len().max(1),
+            line: self.lines.len(),
             col: last.chars().count() + 1,
             message: format!("expected {expected}, found end of input"),
         }
@@ -204,8 +204,9 @@ impl<'a> Parser<'a> {
                 c.end("end of line after `{`")?;
                 break;
             }
-            if c.word().is_some_and(|w| DIRS.iter().any(|(_, n)| *n == w)) {
-                b.refs.push(c.refinement()?);
+            if let Some(dir) = DIRS.into_iter().find(|d| c.word() == Some(dir_name(*d))) {
+                c.pos += dir_name(dir).len();
+                b.refs.push(c.refinement(dir)?);
             } else if c.peek().is_some_and(|ch| {
                 ch == '-' || ch == '"' || is_name_start(ch) || ch.is_ascii_digit()
             }) {
@@ -504,7 +505,7 @@ impl<'a> Cursor<'a> {
         }
         digits.parse().map_err(|_| {
             self.pos = start;
-            self.error(format!("{what} `{digits}` is out of range"))
+            self.error(format!("`{digits}` is out of range for {what}"))
         })
     }
 
@@ -521,10 +522,8 @@ impl<'a> Cursor<'a> {
         };
         v.ok_or_else(|| {
             self.pos = start;
-            self.error(format!(
-                "{what} `{}{m}` is out of range",
-                if negative { "-" } else { "" }
-            ))
+            let sign = if negative { "-" } else { "" };
+            self.error(format!("`{sign}{m}` is out of range for {what}"))
         })
     }
 
@@ -609,13 +608,8 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn refinement(&mut self) -> Result<Refinement> {
-        let w = self.ident("a direction")?;
-        let dir = DIRS
-            .iter()
-            .find(|(_, n)| *n == w)
-            .map(|(d, _)| *d)
-            .ok_or_else(|| self.error(format!("unknown direction `{w}`")))?;
+    /// A refinement after its direction.
+    fn refinement(&mut self, dir: RefDir) -> Result<Refinement> {
         let affines = |c: &mut Self| c.list(']', "an affine form", Cursor::affine);
         let (from, into, access) = if self.keyword("new") {
             let into = self.name("the new buffer's name")?;
@@ -639,8 +633,8 @@ impl<'a> Cursor<'a> {
             self.ws();
             let start = self.pos;
             let w = self.ident("an aggregation (`add`, `mul`, `min`, `max`, `assign`)")?;
-            match AGGS.iter().find(|(_, n)| *n == w) {
-                Some((a, _)) => *a,
+            match AGGS.into_iter().find(|a| agg_name(*a) == w) {
+                Some(a) => a,
                 None => {
                     self.pos = start;
                     return Err(self.error(format!("unknown aggregation `{w}`")));
@@ -812,11 +806,11 @@ impl<'a> Cursor<'a> {
 
 /// The intrinsic operation a text name stands for.
 fn op_from_name(s: &str) -> Option<Op> {
-    if let Some((b, _)) = BIN_OPS.iter().find(|(_, n)| *n == s) {
-        return Some(Op::Binary(*b));
+    if let Some(b) = BIN_OPS.into_iter().find(|b| bin_name(*b) == s) {
+        return Some(Op::Binary(b));
     }
-    if let Some((u, _)) = UN_OPS.iter().find(|(_, n)| *n == s) {
-        return Some(Op::Unary(*u));
+    if let Some(u) = UN_OPS.into_iter().find(|u| un_name(*u) == s) {
+        return Some(Op::Unary(u));
     }
     match s {
         "select" => Some(Op::Select),

@@ -17,42 +17,79 @@ use crate::{Affine, Agg, Block, Op, RefDir, Refinement, StmtKind, Tags};
 /// them is printed quoted so that it reads back as a name.
 pub(crate) const RESERVED: [&str; 6] = ["block", "in", "out", "inout", "none", "new"];
 
-/// The text names of the binary operations.
-pub(crate) const BIN_OPS: [(BinOp, &str); 13] = [
-    (BinOp::Add, "add"),
-    (BinOp::Sub, "sub"),
-    (BinOp::Mul, "mul"),
-    (BinOp::Div, "div"),
-    (BinOp::Mod, "mod"),
-    (BinOp::Lt, "lt"),
-    (BinOp::Le, "le"),
-    (BinOp::Gt, "gt"),
-    (BinOp::Ge, "ge"),
-    (BinOp::Eq, "eq"),
-    (BinOp::Ne, "ne"),
-    (BinOp::And, "and"),
-    (BinOp::Or, "or"),
+/// Every binary operation, for reading names back.
+pub(crate) const BIN_OPS: [BinOp; 13] = [
+    BinOp::Add,
+    BinOp::Sub,
+    BinOp::Mul,
+    BinOp::Div,
+    BinOp::Mod,
+    BinOp::Lt,
+    BinOp::Le,
+    BinOp::Gt,
+    BinOp::Ge,
+    BinOp::Eq,
+    BinOp::Ne,
+    BinOp::And,
+    BinOp::Or,
 ];
 
-/// The text names of the unary operations.
-pub(crate) const UN_OPS: [(UnOp, &str); 2] = [(UnOp::Neg, "neg"), (UnOp::Not, "not")];
+/// The text name of a binary operation.
+pub(crate) fn bin_name(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::Mod => "mod",
+        BinOp::Lt => "lt",
+        BinOp::Le => "le",
+        BinOp::Gt => "gt",
+        BinOp::Ge => "ge",
+        BinOp::Eq => "eq",
+        BinOp::Ne => "ne",
+        BinOp::And => "and",
+        BinOp::Or => "or",
+    }
+}
 
-/// The text names of the aggregations (`assign` is the default).
-pub(crate) const AGGS: [(Agg, &str); 5] = [
-    (Agg::Assign, "assign"),
-    (Agg::Add, "add"),
-    (Agg::Mul, "mul"),
-    (Agg::Min, "min"),
-    (Agg::Max, "max"),
-];
+/// Every unary operation, for reading names back.
+pub(crate) const UN_OPS: [UnOp; 2] = [UnOp::Neg, UnOp::Not];
 
-/// The text names of the refinement directions.
-pub(crate) const DIRS: [(RefDir, &str); 4] = [
-    (RefDir::None, "none"),
-    (RefDir::In, "in"),
-    (RefDir::Out, "out"),
-    (RefDir::InOut, "inout"),
-];
+/// The text name of a unary operation.
+pub(crate) fn un_name(op: UnOp) -> &'static str {
+    match op {
+        UnOp::Neg => "neg",
+        UnOp::Not => "not",
+    }
+}
+
+/// Every aggregation, for reading names back.
+pub(crate) const AGGS: [Agg; 5] = [Agg::Assign, Agg::Add, Agg::Mul, Agg::Min, Agg::Max];
+
+/// The text name of an aggregation (`assign`, the default, is not printed).
+pub(crate) fn agg_name(agg: Agg) -> &'static str {
+    match agg {
+        Agg::Assign => "assign",
+        Agg::Add => "add",
+        Agg::Mul => "mul",
+        Agg::Min => "min",
+        Agg::Max => "max",
+    }
+}
+
+/// Every refinement direction, for reading names back.
+pub(crate) const DIRS: [RefDir; 4] = [RefDir::None, RefDir::In, RefDir::Out, RefDir::InOut];
+
+/// The text name of a refinement direction.
+pub(crate) fn dir_name(dir: RefDir) -> &'static str {
+    match dir {
+        RefDir::None => "none",
+        RefDir::In => "in",
+        RefDir::Out => "out",
+        RefDir::InOut => "inout",
+    }
+}
 
 /// Writes `b` as text, one construct per line, ending with a newline.
 pub fn print_block(b: &Block) -> String {
@@ -110,11 +147,7 @@ fn write_block(out: &mut String, b: &Block, depth: usize, stmt_tags: Option<&Tag
 }
 
 fn write_refinement(out: &mut String, r: &Refinement) {
-    let dir = DIRS
-        .iter()
-        .find(|(d, _)| *d == r.dir)
-        .map_or("", |(_, n)| n);
-    let _ = write!(out, "{dir} ");
+    let _ = write!(out, "{} ", dir_name(r.dir));
     let access = || {
         let forms: Vec<String> = r.access.iter().map(affine).collect();
         format!("[{}]", forms.join(", "))
@@ -134,11 +167,7 @@ fn write_refinement(out: &mut String, r: &Refinement) {
         }
     }
     if r.agg != Agg::Assign {
-        let agg = AGGS
-            .iter()
-            .find(|(a, _)| *a == r.agg)
-            .map_or("", |(_, n)| n);
-        let _ = write!(out, ":{agg}");
+        let _ = write!(out, ":{}", agg_name(r.agg));
     }
     let sizes: Vec<String> = r.shape.iter().map(|d| d.size.to_string()).collect();
     let strides: Vec<String> = r.shape.iter().map(|d| d.stride.to_string()).collect();
@@ -214,8 +243,8 @@ fn write_tags(out: &mut String, tags: &Tags) {
 /// The text name of an intrinsic operation.
 pub(crate) fn op_name(op: &Op) -> &'static str {
     match op {
-        Op::Unary(u) => UN_OPS.iter().find(|(o, _)| o == u).map_or("", |(_, n)| n),
-        Op::Binary(b) => BIN_OPS.iter().find(|(o, _)| o == b).map_or("", |(_, n)| n),
+        Op::Unary(u) => un_name(*u),
+        Op::Binary(b) => bin_name(*b),
         Op::Builtin(b) => b.name(),
         Op::Select => "select",
         Op::Cast => "cast",

@@ -48,7 +48,9 @@
 //! and constraints cut the box, the points are enumerated if the box has at
 //! most 2^20 of them (constraints are affine, so a point's membership is
 //! exact), and otherwise the verifier reports that it cannot prove the
-//! property.
+//! property. Enumerating for assignment sorts the views by their first
+//! offset and compares only neighbours that can overlap, at most 2^26 pairs
+//! before it likewise reports that it cannot prove the property.
 //!
 //! Why checking block by block is sound: a child sees its parent's point
 //! only through its passed indices, whose values are the passed forms over
@@ -412,6 +414,7 @@ fn check_refinements(
     dom: Option<&Domain>,
     errs: &mut Vec<String>,
 ) -> Vec<Option<Vec<Lin>>> {
+    let names: Vec<String> = b.idxs.iter().map(|i| i.name.clone()).collect();
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for r in &b.refs {
@@ -498,7 +501,6 @@ fn check_refinements(
         }
         let mut lins = Vec::new();
         for (d, a) in r.access.iter().enumerate() {
-            let names: Vec<String> = b.idxs.iter().map(|i| i.name.clone()).collect();
             match Lin::compile(a, &names) {
                 Ok(l) => lins.push(l),
                 Err(unknown) => {

@@ -13,7 +13,7 @@
 //!   none new T float32(4):(1) @REGS
 //! {
 //!   $I = load(I)
-//!   $k = index(2*x + i)
+//!   $k = index(i + 2*x)
 //!   $c = const.float64(0.5)
 //!   $p = mul.float32($I, $c) #hot
 //!   O = store($p)
@@ -133,7 +133,7 @@ pub fn parse_block(text: &str) -> Result<Block> {
     let Some(head) = p.next_line() else {
         return Err(p.end_of_input("`block`"));
     };
-    let (block, _) = p.block(head, 1, false)?;
+    let (block, _) = p.block(head, 1)?;
     match p.next_line() {
         Some(extra) => Err(extra.expected("end of input after the block's `}`")),
         None => Ok(block),
@@ -175,10 +175,10 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Reads a block whose header is `head` at nesting `depth`; a `nested`
+    /// Reads a block whose header is `head` at nesting `depth`; a nested
     /// block's closing `}` may carry the tags of its statement, returned
     /// with it.
-    fn block(&mut self, mut head: Cursor<'a>, depth: usize, nested: bool) -> Result<(Block, Tags)> {
+    fn block(&mut self, mut head: Cursor<'a>, depth: usize) -> Result<(Block, Tags)> {
         if !head.keyword("block") {
             return Err(head.expected("`block`"));
         }
@@ -222,6 +222,7 @@ impl<'a> Parser<'a> {
                 return Err(self.end_of_input("a statement or `}`"));
             };
             if c.eat('}') {
+                let nested = depth > 1;
                 let tags = if nested { c.tags()? } else { Tags::new() };
                 c.end(if nested {
                     "a tag or end of line after `}`"
@@ -234,7 +235,7 @@ impl<'a> Parser<'a> {
                 if depth >= MAX_DEPTH {
                     return Err(c.error(format!("blocks nest deeper than {MAX_DEPTH} levels")));
                 }
-                let (inner, tags) = self.block(c, depth + 1, true)?;
+                let (inner, tags) = self.block(c, depth + 1)?;
                 b.stmts.push(Statement {
                     kind: StmtKind::Block(Box::new(inner)),
                     tags,

@@ -5,6 +5,7 @@
 
 mod check;
 mod load;
+mod lower;
 mod npy;
 mod run;
 
@@ -29,6 +30,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Run a def with the reference interpreter on .npy inputs and numbers.
     Run(run::RunArgs),
+    /// Lower a def, for concrete sizes, to kernel IR and print it.
+    Lower(lower::LowerArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::Lower(a) => lower::run(&a),
     };
     match result {
         Ok(out) => {

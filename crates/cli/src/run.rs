@@ -104,7 +104,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
     Ok(out)
 }
 
-fn pick_def<'p>(p: &'p ir::Program, want: Option<&str>, file: &str) -> Result<&'p Def, String> {
+pub fn pick_def<'p>(p: &'p ir::Program, want: Option<&str>, file: &str) -> Result<&'p Def, String> {
     let names = || {
         p.defs
             .iter()

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The subcommands a test may run.
-const KINDS: [&str; 2] = ["check", "run"];
+const KINDS: [&str; 3] = ["check", "run", "lower"];
 
 /// The line that starts the expectation of a full-output test.
 const EXPECT: &str = "# expect:";

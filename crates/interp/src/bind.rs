@@ -11,10 +11,10 @@ use std::collections::HashMap;
 
 use ir::{Def, EvalError, Param, SizeExpr, TensorDecl};
 
-use ir::arith;
 use crate::error::RunError;
 use crate::tensor::{element_count, MAX_ELEMENTS};
 use crate::Arg;
+use ir::arith;
 
 /// Binds every size symbol of `def` (and checks every constant dimension)
 /// from the shapes of the tensor arguments, the integer scalar arguments and

@@ -16,11 +16,11 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
 
-use ir::arith;
 use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
 use crate::read::ReadPlan;
 use crate::tensor::{Data, Tensor};
 use crate::Mode;
+use ir::arith;
 
 /// A compiled expression with its type.
 pub(crate) enum Compiled<'a> {

@@ -20,7 +20,6 @@ use std::collections::{HashMap, HashSet};
 
 use ir::{Comprehension, DType, Def, Expr, Reduction, Value};
 
-use ir::arith;
 use crate::bind::{eval_size, shape_of};
 use crate::compile::{Compiled, Cx, Scope};
 use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
@@ -29,6 +28,7 @@ use crate::read::ReadPlan;
 use crate::residue;
 use crate::tensor::{self, Data, Tensor};
 use crate::Mode;
+use ir::arith;
 
 /// What a running def knows besides its tensors.
 #[derive(Debug)]

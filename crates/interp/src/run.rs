@@ -12,13 +12,13 @@ use std::collections::HashMap;
 
 use ir::{CallArg, CallStmt, Def, Param, Program, Stmt};
 
-use ir::arith;
 use crate::bind::{bind_sizes, shape_of};
 use crate::compile::Scope;
 use crate::error::RunError;
 use crate::exec::{exec_comp, Bindings};
 use crate::tensor::{show_tuple, Tensor};
 use crate::{Arg, Mode};
+use ir::arith;
 
 /// Calls may nest this deep (the verifier rejects recursion; this keeps an
 /// unverified recursive program from overflowing the stack).

@@ -12,10 +12,10 @@
 
 use ir::{DType, Value};
 
-use ir::arith;
 use crate::residue::P;
 use crate::rng::SplitMix64;
 use crate::Mode;
+use ir::arith;
 
 /// The most elements the interpreter allocates for one tensor (2^28, 2 GiB
 /// as f64): a few such tensors still fit in the memory of a small machine.

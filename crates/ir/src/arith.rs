@@ -190,12 +190,7 @@ pub fn cast_value(t: DType, v: Value) -> Value {
 /// when `round_floats`); `bool` takes only booleans. In mod-p mode floats are
 /// not rounded, because an integer argument there is a residue that must
 /// survive intact.
-pub fn convert_scalar(
-    name: &str,
-    t: DType,
-    v: Value,
-    round_floats: bool,
-) -> Result<Value, String> {
+pub fn convert_scalar(name: &str, t: DType, v: Value, round_floats: bool) -> Result<Value, String> {
     let bad = || {
         format!(
             "scalar `{name}` is {t}, but the argument is {}",

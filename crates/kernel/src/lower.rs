@@ -72,6 +72,28 @@ pub fn lower_def(
             root.refs.push(buffer(RefDir::In, name, *dtype, &[]));
         }
     }
+    // Outputs that statements read back (or that calls may) are `inout`.
+    let mut read_back: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for st in &def.stmts {
+        match st {
+            Stmt::Comp(c) => {
+                let lets = c.lets.iter().map(|(_, e)| e);
+                for e in std::iter::once(&c.body).chain(lets) {
+                    read_back.extend(e.reads().into_iter().map(|(t, _)| t));
+                }
+                if c.op != Reduction::Assign && !c.init {
+                    read_back.insert(&c.tensor);
+                }
+            }
+            Stmt::Call(call) => {
+                read_back.extend(call.results.iter().map(String::as_str));
+                read_back.extend(call.args.iter().filter_map(|a| match a {
+                    ir::CallArg::Tensor(t) => Some(t.as_str()),
+                    ir::CallArg::Scalar(_) => None,
+                }));
+            }
+        }
+    }
     let mut shapes: HashMap<String, Vec<u64>> = HashMap::new();
     for t in &def.tensors {
         let dims = t
@@ -85,8 +107,8 @@ pub fn lower_def(
             .collect::<Result<Vec<u64>, _>>()?;
         let dir = match t.role {
             TensorRole::Input => RefDir::In,
-            TensorRole::Output => RefDir::Out,
-            TensorRole::InOut | TensorRole::Temp => RefDir::InOut,
+            TensorRole::Output if !read_back.contains(t.name.as_str()) => RefDir::Out,
+            TensorRole::Output | TensorRole::InOut | TensorRole::Temp => RefDir::InOut,
         };
         let mut r = buffer(dir, &t.name, t.dtype, &dims);
         if t.role == TensorRole::Temp {
@@ -204,7 +226,7 @@ fn lower_call(
         };
         // A scalar parameter: a local buffer set from the argument.
         r.dir = RefDir::InOut;
-        let v = format!("${}_arg", r.into);
+        let v = format!("{}_arg", r.into);
         let kind = match (e, const_int(e, sizes)) {
             (_, Some(c)) => StmtKind::Constant {
                 into: v.clone(),
@@ -439,12 +461,12 @@ impl Cx<'_> {
             tags: Tags::new(),
         };
         b.stmts.push(s(StmtKind::Constant {
-            into: "$id".to_string(),
+            into: "id".to_string(),
             value,
             dtype: t,
         }));
         b.stmts.push(s(StmtKind::Store {
-            from: "$id".to_string(),
+            from: "id".to_string(),
             into: c.tensor.clone(),
         }));
         Ok(b)
@@ -516,7 +538,7 @@ impl Cx<'_> {
 impl Builder<'_> {
     fn fresh(&mut self) -> String {
         self.next += 1;
-        format!("$t{}", self.next)
+        format!("t{}", self.next)
     }
 
     fn emit(&mut self, kind: StmtKind) {

@@ -2,7 +2,8 @@
 //! and the prelude, lowered for concrete sizes and run on the kernel VM,
 //! gives exactly the interpreter's results on the same random inputs (the
 //! VM visits points in the interpreter's order, so floats agree bit for
-//! bit).
+//! bit). Every lowered kernel also passes the verifier and reads back from
+//! its printed form unchanged.
 
 use std::collections::HashMap;
 
@@ -55,6 +56,18 @@ fn check(
         .unwrap_or_else(|e| panic!("{def}: interp: {e}"));
     let block =
         kernel::lower_def(program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"));
+    if let Err(problems) = kernel::verify_block(&block) {
+        panic!(
+            "{def}: the lowered kernel does not verify:\n{}",
+            problems.join("\n")
+        );
+    }
+    let text = kernel::print_block(&block);
+    let back = kernel::parse_block(&text).unwrap_or_else(|e| panic!("{def}: {e}\n{text}"));
+    assert_eq!(
+        back, block,
+        "{def}: the printed kernel reads back differently:\n{text}"
+    );
     let inputs: kernel::vm::Buffers = args
         .iter()
         .map(|(k, a)| match a {

@@ -852,23 +852,23 @@ impl Builder<'_> {
         });
         self.next = sub.next;
         self.emit(StmtKind::Block(Box::new(sub.block)));
+        Ok(self.emit_into(|into| StmtKind::Load { from: local, into }))
+    }
+
+    /// Emits a statement defining a fresh scalar; returns the scalar.
+    fn emit_into(&mut self, kind: impl FnOnce(String) -> StmtKind) -> String {
         let into = self.fresh();
-        self.emit(StmtKind::Load {
-            from: local,
-            into: into.clone(),
-        });
-        Ok(into)
+        self.emit(kind(into.clone()));
+        into
     }
 
     fn intrinsic(&mut self, op: Op, inputs: Vec<String>, dtype: DType) -> String {
-        let into = self.fresh();
-        self.emit(StmtKind::Intrinsic {
+        self.emit_into(|into| StmtKind::Intrinsic {
             op,
             inputs,
-            into: into.clone(),
+            into,
             dtype,
-        });
-        into
+        })
     }
 
     /// Emits statements computing `e`; returns the scalar holding it.
@@ -876,37 +876,23 @@ impl Builder<'_> {
         let def = self.cx.def;
         let ty = |x: &Expr| def.type_of(Some(self.comp), x);
         Ok(match e {
-            Expr::Lit(v, t) => {
-                let into = self.fresh();
-                self.emit(StmtKind::Constant {
-                    into: into.clone(),
-                    value: *v,
-                    dtype: *t,
-                });
-                into
-            }
+            Expr::Lit(v, t) => self.emit_into(|into| StmtKind::Constant {
+                into,
+                value: *v,
+                dtype: *t,
+            }),
             Expr::Iter(n) => {
                 let from = self
                     .iters
                     .get(n)
                     .cloned()
                     .ok_or_else(|| LowerError(format!("iterator `{n}` has no range")))?;
-                let into = self.fresh();
-                self.emit(StmtKind::LoadIndex {
-                    from,
-                    into: into.clone(),
-                });
-                into
+                self.emit_into(|into| StmtKind::LoadIndex { from, into })
             }
             Expr::Sym(s) => match def.scalar(s) {
                 Some(t) => {
                     let view = self.scalar_view(s, t);
-                    let into = self.fresh();
-                    self.emit(StmtKind::Load {
-                        from: view,
-                        into: into.clone(),
-                    });
-                    into
+                    self.emit_into(|into| StmtKind::Load { from: view, into })
                 }
                 None => {
                     let v = *self
@@ -914,13 +900,11 @@ impl Builder<'_> {
                         .sizes
                         .get(s)
                         .ok_or_else(|| LowerError(format!("size `{s}` has no value")))?;
-                    let into = self.fresh();
-                    self.emit(StmtKind::Constant {
-                        into: into.clone(),
+                    self.emit_into(|into| StmtKind::Constant {
+                        into,
                         value: Value::Int(v),
                         dtype: DType::I64,
-                    });
-                    into
+                    })
                 }
             },
             Expr::Local(n) => match self.lets.get(n) {
@@ -944,12 +928,7 @@ impl Builder<'_> {
                 match access {
                     Some(access) => {
                         let view = self.view(t, access)?;
-                        let into = self.fresh();
-                        self.emit(StmtKind::Load {
-                            from: view,
-                            into: into.clone(),
-                        });
-                        into
+                        self.emit_into(|into| StmtKind::Load { from: view, into })
                     }
                     None => {
                         let indirect = subs.iter().any(|s| s.any(&|x| matches!(x, Expr::Read(..))));
@@ -964,13 +943,11 @@ impl Builder<'_> {
                             .map(|s| self.expr(s))
                             .collect::<Result<Vec<_>, _>>()?;
                         let from = self.whole(t)?;
-                        let into = self.fresh();
-                        self.emit(StmtKind::Gather {
+                        self.emit_into(|into| StmtKind::Gather {
                             from,
                             indices,
-                            into: into.clone(),
-                        });
-                        into
+                            into,
+                        })
                     }
                 }
             }

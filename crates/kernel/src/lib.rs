@@ -11,7 +11,10 @@ mod affine;
 mod block;
 mod lower;
 mod parse;
+mod pass;
+pub mod passes;
 mod print;
+mod target;
 mod verify;
 pub mod vm;
 
@@ -21,5 +24,7 @@ pub use block::{
 };
 pub use lower::{lower_def, LowerError};
 pub use parse::{parse_block, ParseError};
+pub use pass::{parse_pipeline, pass_by_name, pass_names, run_pipeline, Pass};
 pub use print::print_block;
+pub use target::{Cache, Target};
 pub use verify::verify_block;

@@ -1,0 +1,75 @@
+//! Passes and pipelines.
+//!
+//! A pass rewrites a kernel in place and must preserve its results (the VM
+//! run before and after agree with the interpreter); every pass leaves a
+//! kernel that passes [`crate::verify_block`]. A pipeline is data: a named
+//! list of pass names, read from `pipelines/NAME.txt` (one pass per line,
+//! `#` comments) or given on the command line.
+
+use crate::{Block, Target};
+
+/// A kernel transformation.
+pub trait Pass {
+    /// The name pipelines use.
+    fn name(&self) -> &'static str;
+    /// Rewrites `root` for `target`.
+    fn run(&self, root: &mut Block, target: &Target) -> Result<(), String>;
+}
+
+/// The pass called `name`.
+pub fn pass_by_name(name: &str) -> Option<Box<dyn Pass>> {
+    crate::passes::all().into_iter().find(|p| p.name() == name)
+}
+
+/// The names of every pass, for messages.
+pub fn pass_names() -> Vec<&'static str> {
+    crate::passes::all().iter().map(|p| p.name()).collect()
+}
+
+/// Parses a pipeline file: pass names, one per line, `#` comments.
+pub fn parse_pipeline(text: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if pass_by_name(line).is_none() {
+            return Err(format!(
+                "line {}: unknown pass `{line}` (passes: {})",
+                k + 1,
+                pass_names().join(", ")
+            ));
+        }
+        out.push(line.to_string());
+    }
+    Ok(out)
+}
+
+/// Runs passes in order, verifying after each; `after` sees the kernel
+/// after every pass (for `--print-after-all`).
+pub fn run_pipeline(
+    root: &mut Block,
+    passes: &[String],
+    target: &Target,
+    after: &mut dyn FnMut(&str, &Block),
+) -> Result<(), String> {
+    for name in passes {
+        let pass = pass_by_name(name).ok_or_else(|| {
+            format!(
+                "unknown pass `{name}` (passes: {})",
+                pass_names().join(", ")
+            )
+        })?;
+        pass.run(root, target)
+            .map_err(|e| format!("pass `{name}`: {e}"))?;
+        crate::verify_block(root).map_err(|errs| {
+            format!(
+                "pass `{name}` produced a kernel that does not verify:\n  {}",
+                errs.join("\n  ")
+            )
+        })?;
+        after(name, root);
+    }
+    Ok(())
+}

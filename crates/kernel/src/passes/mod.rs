@@ -1,0 +1,10 @@
+//! The kernel passes, one per file, and the registry of them.
+
+pub mod prune;
+
+use crate::Pass;
+
+/// Every pass; pipelines name them.
+pub fn all() -> Vec<Box<dyn Pass>> {
+    vec![Box::new(prune::Prune)]
+}

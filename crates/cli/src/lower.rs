@@ -1,6 +1,7 @@
-//! `tessera lower`: lower a def, with its sizes bound, to kernel IR and
-//! print it.
+//! `tessera lower`: lower a def, with its sizes bound, to kernel IR, run a
+//! pass pipeline over it, and print it.
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -14,18 +15,20 @@ pub struct LowerArgs {
     /// Kernels are lowered for concrete sizes, so every one must be bound.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
-    /// A pass pipeline by name (kernel passes are not implemented yet).
-    #[arg(long, value_name = "NAME")]
+    /// A pass pipeline: a shipped one by name (`cpu`) or a file of pass
+    /// names, one per line.
+    #[arg(long, value_name = "NAME|FILE", conflicts_with = "passes")]
     pub pipeline: Option<String>,
-    /// Passes to run, in order (kernel passes are not implemented yet).
+    /// Passes to run, in order, comma separated.
     #[arg(long, value_name = "a,b,c")]
     pub passes: Option<String>,
+    /// Print the kernel after lowering and after every pass.
+    #[arg(long)]
+    pub print_after_all: bool,
 }
 
 pub fn run(a: &LowerArgs) -> Result<String, String> {
-    if a.pipeline.is_some() || a.passes.is_some() {
-        return Err("error: kernel passes are not implemented yet; `tessera lower` without `--pipeline` or `--passes` prints the lowered kernel".to_string());
-    }
+    let passes = pass_list(a)?;
     let (name, text) = crate::load::read_source(&a.file)?;
     let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
     let def = crate::run::pick_def(&checked.program, a.def.as_deref(), &name)?;
@@ -54,15 +57,64 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
             "error: kernels are lowered for concrete sizes; bind {list} with `--size`"
         ));
     }
-    let block = kernel::lower_def(&checked.program, &def.name, &sizes)
+    let mut block = kernel::lower_def(&checked.program, &def.name, &sizes)
         .map_err(|e| format!("error: cannot lower `{}`: {e}", def.name))?;
     if let Err(problems) = kernel::verify_block(&block) {
-        return Err(format!(
-            "error: internal error: the lowered kernel does not verify:\n  {}\n  = help: this is a bug in tessera; please report it with this file",
-            problems.join("\n  ")
+        return Err(internal(
+            "the lowered kernel does not verify",
+            &problems.join("\n  "),
         ));
     }
-    Ok(kernel::print_block(&block))
+    let mut out = String::new();
+    if a.print_after_all {
+        let _ = writeln!(out, "// after lowering\n{}", kernel::print_block(&block));
+    }
+    let target = kernel::Target::generic();
+    kernel::run_pipeline(&mut block, &passes, &target, &mut |pass, b| {
+        if a.print_after_all {
+            let _ = writeln!(out, "// after pass {pass}\n{}", kernel::print_block(b));
+        }
+    })
+    .map_err(|e| internal("a pass failed", &e))?;
+    if !a.print_after_all {
+        out.push_str(&kernel::print_block(&block));
+    }
+    Ok(out)
+}
+
+fn internal(what: &str, detail: &str) -> String {
+    format!("error: internal error: {what}:\n  {detail}\n  = help: this is a bug in tessera; please report it with this file")
+}
+
+/// The passes `--passes` or `--pipeline` ask for (none by default).
+fn pass_list(a: &LowerArgs) -> Result<Vec<String>, String> {
+    if let Some(list) = &a.passes {
+        let names: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(bad) = names.iter().find(|n| kernel::pass_by_name(n).is_none()) {
+            return Err(format!(
+                "error: unknown pass `{bad}`\n  = help: passes are {}",
+                kernel::pass_names().join(", ")
+            ));
+        }
+        return Ok(names);
+    }
+    let Some(p) = &a.pipeline else {
+        return Ok(Vec::new());
+    };
+    let (source, text) = match kernel::builtin_pipeline(p) {
+        Some(t) => (format!("pipeline `{p}`"), t.to_string()),
+        None => {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                format!("error: `{p}` is neither a shipped pipeline (cpu) nor a readable file: {e}")
+            })?;
+            (format!("`{p}`"), text)
+        }
+    };
+    kernel::parse_pipeline(&text).map_err(|e| format!("error: {source}: {e}"))
 }
 
 /// Whether integer scalar `s` appears in a shape or range of `def`.

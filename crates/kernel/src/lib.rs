@@ -24,7 +24,7 @@ pub use block::{
 };
 pub use lower::{lower_def, LowerError};
 pub use parse::{parse_block, ParseError};
-pub use pass::{parse_pipeline, pass_by_name, pass_names, run_pipeline, Pass};
+pub use pass::{builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline, Pass};
 pub use print::print_block;
 pub use target::{Cache, Target};
 pub use verify::verify_block;

@@ -26,6 +26,14 @@ pub fn pass_names() -> Vec<&'static str> {
     crate::passes::all().iter().map(|p| p.name()).collect()
 }
 
+/// The pipelines shipped with tessera, by name.
+pub fn builtin_pipeline(name: &str) -> Option<&'static str> {
+    match name {
+        "cpu" => Some(include_str!("../pipelines/cpu.txt")),
+        _ => None,
+    }
+}
+
 /// Parses a pipeline file: pass names, one per line, `#` comments.
 pub fn parse_pipeline(text: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();

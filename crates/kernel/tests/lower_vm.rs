@@ -68,16 +68,55 @@ fn check(
         back, block,
         "{def}: the printed kernel reads back differently:\n{text}"
     );
-    let inputs: kernel::vm::Buffers = args
-        .iter()
+    let inputs = inputs_of(&args);
+    let got = kernel::vm::run(&block, inputs).unwrap_or_else(|e| panic!("{def}: vm: {e}"));
+    for (name, t) in &want {
+        assert_eq!(&got[name], &values(t), "{def}: output `{name}` differs");
+    }
+    // Every pass, alone, preserves the results (a pass may reorder float
+    // reductions, so these compare within a tolerance).
+    for pass in kernel::pass_names() {
+        let mut b = block.clone();
+        kernel::run_pipeline(
+            &mut b,
+            &[pass.to_string()],
+            &kernel::Target::generic(),
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{def}: {e}"));
+        let inputs = inputs_of(&args);
+        let got =
+            kernel::vm::run(&b, inputs).unwrap_or_else(|e| panic!("{def}: vm after {pass}: {e}"));
+        for (name, t) in &want {
+            close(
+                &got[name],
+                &values(t),
+                &format!("{def}: output `{name}` after `{pass}`"),
+            );
+        }
+    }
+}
+
+fn inputs_of(args: &HashMap<String, Arg>) -> kernel::vm::Buffers {
+    args.iter()
         .map(|(k, a)| match a {
             Arg::Tensor(t) => (k.clone(), values(t)),
             Arg::Scalar(v) => (k.clone(), vec![*v]),
         })
-        .collect();
-    let got = kernel::vm::run(&block, inputs).unwrap_or_else(|e| panic!("{def}: vm: {e}"));
-    for (name, t) in &want {
-        assert_eq!(&got[name], &values(t), "{def}: output `{name}` differs");
+        .collect()
+}
+
+/// Equal integers and booleans; floats within 1e-5 relative.
+fn close(got: &[Value], want: &[Value], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: sizes");
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = match (g, w) {
+            (Value::Float(a), Value::Float(b)) => {
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0) || (a.is_nan() && b.is_nan())
+            }
+            _ => g == w,
+        };
+        assert!(ok, "{what}: element {k} is {g:?}, expected {w:?}");
     }
 }
 

@@ -1,10 +1,16 @@
 //! The kernel passes, one per file, and the registry of them.
 
+pub mod dce;
+pub mod parallelize;
 pub mod prune;
 
 use crate::Pass;
 
 /// Every pass; pipelines name them.
 pub fn all() -> Vec<Box<dyn Pass>> {
-    vec![Box::new(prune::Prune)]
+    vec![
+        Box::new(prune::Prune),
+        Box::new(dce::Dce),
+        Box::new(parallelize::Parallelize),
+    ]
 }

@@ -8,6 +8,7 @@ mod load;
 mod lower;
 mod npy;
 mod run;
+mod target;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,8 @@ enum Command {
     Run(run::RunArgs),
     /// Lower a def, for concrete sizes, to kernel IR and print it.
     Lower(lower::LowerArgs),
+    /// Print the target machine description (probed once, then cached).
+    Target(target::TargetArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(&a),
         Command::Run(a) => run::run(&a),
         Command::Lower(a) => lower::run(&a),
+        Command::Target(a) => target::run(&a),
     };
     match result {
         Ok(out) => {

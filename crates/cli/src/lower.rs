@@ -25,6 +25,10 @@ pub struct LowerArgs {
     /// Print the kernel after lowering and after every pass.
     #[arg(long)]
     pub print_after_all: bool,
+    /// A target file describing the machine to compile for (see `tessera
+    /// target`); by default this machine, probed once and cached.
+    #[arg(long, value_name = "FILE")]
+    pub target: Option<PathBuf>,
 }
 
 pub fn run(a: &LowerArgs) -> Result<String, String> {
@@ -69,7 +73,13 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
     if a.print_after_all {
         let _ = writeln!(out, "// after lowering\n{}", kernel::print_block(&block));
     }
-    let target = kernel::Target::generic();
+    let target = match &a.target {
+        Some(f) => {
+            let text = std::fs::read_to_string(f).map_err(|e| format!("error: cannot read `{}`: {e}", f.display()))?;
+            kernel::Target::from_text(&text).map_err(|e| format!("error: `{}`: {e}", f.display()))?
+        }
+        None => kernel::Target::cached().map_err(|e| format!("error: {e}"))?,
+    };
     kernel::run_pipeline(&mut block, &passes, &target, &mut |pass, b| {
         if a.print_after_all {
             let _ = writeln!(out, "// after pass {pass}\n{}", kernel::print_block(b));

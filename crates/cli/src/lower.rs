@@ -75,9 +75,13 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
     }
     let target = match &a.target {
         Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("error: cannot read `{}`: {e}", f.display()))?;
-            kernel::Target::from_text(&text).map_err(|e| format!("error: `{}`: {e}", f.display()))?
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("error: cannot read `{}`: {e}", f.display()))?;
+            kernel::Target::from_text(&text)
+                .map_err(|e| format!("error: `{}`: {e}", f.display()))?
         }
+        // Lowering alone needs no target; probe (and cache) only for passes.
+        None if passes.is_empty() => kernel::Target::generic(),
         None => kernel::Target::cached().map_err(|e| format!("error: {e}"))?,
     };
     kernel::run_pipeline(&mut block, &passes, &target, &mut |pass, b| {

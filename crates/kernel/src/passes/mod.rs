@@ -1,5 +1,6 @@
 //! The kernel passes, one per file, and the registry of them.
 
+pub mod autotile;
 pub mod boundary;
 pub mod dce;
 pub mod parallelize;
@@ -11,6 +12,7 @@ use crate::Pass;
 pub fn all() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(prune::Prune),
+        Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),
         Box::new(parallelize::Parallelize),

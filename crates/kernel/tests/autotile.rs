@@ -132,7 +132,7 @@ fn figure_4_costs() {
 /// its divisors, and the range.
 fn candidates(range: u64) -> Vec<u64> {
     let mut c: Vec<u64> = (1..=range)
-        .filter(|&t| range % t == 0 || t.is_power_of_two())
+        .filter(|&t| range.is_multiple_of(t) || t.is_power_of_two())
         .collect();
     c.dedup();
     c
@@ -282,6 +282,11 @@ fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) -> usiz
             problems.join("\n")
         );
     }
+    let back = kernel::parse_block(&text).unwrap_or_else(|e| panic!("{def}: {e}\n{text}"));
+    assert_eq!(
+        back, block,
+        "{def}: the printed kernel reads back differently"
+    );
     let tiled = block
         .stmts
         .iter()
@@ -368,4 +373,18 @@ fn sizes_the_tiles_do_not_divide_agree_with_the_interpreter() {
     assert!(check(&p("mv.tc"), "mv", &[("M", 13), ("K", 7)], 9) > 0);
     let pool = [("B", 1), ("C", 3), ("H", 14), ("W", 10)];
     assert!(check(&p("maxpool2x2.tc"), "maxpool2x2", &pool, 10) > 0);
+}
+
+#[test]
+fn pipelines_name_the_pass() {
+    let names = kernel::parse_pipeline("autotile # tiles comprehensions\n").unwrap();
+    assert_eq!(names, ["autotile"]);
+    let p = load("examples/paper/tmm.tc");
+    let sizes: HashMap<String, i64> = [("M", 8), ("K", 16), ("N", 8)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    let mut block = kernel::lower_def(&p, "tmm", &sizes).unwrap();
+    kernel::run_pipeline(&mut block, &names, &small_target(), &mut |_, _| {}).unwrap();
+    assert!(kernel::print_block(&block).contains("#tiled"));
 }

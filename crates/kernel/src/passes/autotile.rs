@@ -282,7 +282,7 @@ fn candidates(range: u64) -> Vec<u64> {
     let mut c: Vec<u64> = (0..64)
         .map(|s| 1u64 << s)
         .take_while(|&p| p < range)
-        .chain((1..=range).filter(|d| range % d == 0))
+        .chain((1..=range).filter(|d| range.is_multiple_of(*d)))
         .collect();
     c.push(range.max(1));
     c.sort_unstable();
@@ -449,7 +449,7 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
     inner.constraints = block.constraints.iter().map(|c| c.subst(&global)).collect();
     for (k, ix) in block.idxs.iter().enumerate() {
         if let Some(g) = global(&ix.name) {
-            if ix.range % clamp(block, tile, k) != 0 {
+            if !ix.range.is_multiple_of(clamp(block, tile, k)) {
                 inner
                     .constraints
                     .push(Affine::constant(ix.range as i64 - 1).sub(&g));

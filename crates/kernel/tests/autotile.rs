@@ -237,23 +237,39 @@ fn close(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// A target with a small L1 (64 float32 elements, lines of 8) so that the
-/// small test kernels get tiled.
-fn small_target() -> kernel::Target {
+/// A target with a small L1 (`bytes`, lines of 8 float32 elements) so that
+/// the small test kernels get tiled.
+fn target_with_l1(bytes: u64) -> kernel::Target {
     let mut t = kernel::Target::generic();
     t.caches[0] = Cache {
         level: 1,
-        size_bytes: 256,
+        size_bytes: bytes,
         line_bytes: 32,
         shared_by: 1,
     };
     t
 }
 
-/// Lowers `def` for `sizes`, autotiles it, verifies it, and compares the VM
-/// with the interpreter on random inputs. Returns how many blocks were
-/// tiled.
+/// An L1 of 64 float32 elements.
+fn small_target() -> kernel::Target {
+    target_with_l1(256)
+}
+
+/// [`check_on`] the small target.
 fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) -> usize {
+    check_on(&small_target(), program, def, sizes, seed)
+}
+
+/// Lowers `def` for `sizes`, autotiles it for `target`, verifies it, and
+/// compares the VM with the interpreter on random inputs. Returns how many
+/// blocks were tiled.
+fn check_on(
+    target: &kernel::Target,
+    program: &Program,
+    def: &str,
+    sizes: &[(&str, i64)],
+    seed: u64,
+) -> usize {
     let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
     let given: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let mut args: HashMap<String, Arg> = HashMap::new();
@@ -273,7 +289,7 @@ fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) -> usiz
     let mut block =
         kernel::lower_def(program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"));
     Autotile
-        .run(&mut block, &small_target())
+        .run(&mut block, target)
         .unwrap_or_else(|e| panic!("{def}: autotile: {e}"));
     let text = kernel::print_block(&block);
     if let Err(problems) = kernel::verify_block(&block) {
@@ -387,4 +403,18 @@ fn pipelines_name_the_pass() {
     let mut block = kernel::lower_def(&p, "tmm", &sizes).unwrap();
     kernel::run_pipeline(&mut block, &names, &small_target(), &mut |_, _| {}).unwrap();
     assert!(kernel::print_block(&block).contains("#tiled"));
+}
+
+#[test]
+fn guard_blocks_move_into_the_inner_block() {
+    let src = "def cat(float(N) A, float(M) B) -> (O) {\n  O(i) = i < N ? A(i) : B(i - N) where i in 0:N+M\n}\n";
+    let cat = tc::check_source(src).unwrap().program;
+    // The guards' views are whole buffers (16 + 80 elements), so the tile
+    // of `O` gets what is left of an L1 of 128 elements.
+    let sizes = [("N", 16), ("M", 80)];
+    assert!(check_on(&target_with_l1(512), &cat, "cat", &sizes, 11) > 0);
+    // A reduction whose guarded read uses a let, beside a skipped read.
+    let src = "def g(float(N) A) -> (O) {\n  O(i) +=! (t < N ? A(t) : 0.0) * A(i + k - 1) where i in 0:N, k in 0:3, t = i + k\n}\n";
+    let g = tc::check_source(src).unwrap().program;
+    assert!(check(&g, "g", &[("N", 39)], 12) > 0);
 }

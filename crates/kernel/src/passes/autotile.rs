@@ -35,9 +35,9 @@
 //! outer block's tile views. The outer block is tagged `#tiled`.
 //!
 //! Requires: a verified kernel. The pass tiles the children of the root
-//! that have an index of range above 1, no passed indices and no child
-//! blocks (guard blocks and calls are left alone), and whose best tile is
-//! not the whole range. It only picks tilings under which every `Assign`
+//! that have an index of range above 1 and whose best tile is not the whole
+//! range; their child blocks (guards, calls) move into the inner block, with
+//! their passed forms rewritten in terms of `tile * x_o + x`. It only picks tilings under which every `Assign`
 //! output is tiled in every dimension that varies between tiles, so that
 //! tiles write disjoint elements. Guarantees: the same points run with the
 //! same statements (the VM's float reductions may run in another order, so
@@ -86,14 +86,9 @@ impl Pass for Autotile {
     }
 }
 
-/// Whether the pass tiles `b`: some index runs more than once, no index is
-/// passed, and no statement is a child block.
+/// Whether the pass tiles `b`: some index runs more than once.
 fn eligible(b: &Block) -> bool {
     b.idxs.iter().any(|i| i.range > 1)
-        && b.idxs.iter().all(|i| i.affine.is_none())
-        && b.stmts
-            .iter()
-            .all(|s| !matches!(s.kind, StmtKind::Block(_)))
 }
 
 /// The cache line in elements and the cap on tile elements for `b` on
@@ -436,7 +431,8 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
         .map(|(k, ix)| Index {
             name: ix.name.clone(),
             range: clamp(block, tile, k),
-            affine: None,
+            // A passed index is passed on through the outer block.
+            affine: ix.affine.as_ref().map(|_| Affine::index(&ix.name)),
             tags: ix.tags.clone(),
         })
         .chain(tiled.iter().map(|(n, _, _, p)| Index {
@@ -458,8 +454,19 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
     }
     inner.stmts = block.stmts.clone();
     for s in &mut inner.stmts {
-        if let StmtKind::LoadIndex { from, .. } = &mut s.kind {
-            *from = from.subst(&global);
+        match &mut s.kind {
+            StmtKind::LoadIndex { from, .. } => *from = from.subst(&global),
+            // A child block sees the original indices through the forms it
+            // is passed; its views refine the inner block's views, which
+            // have the original origins and sizes.
+            StmtKind::Block(c) => {
+                for ix in &mut c.idxs {
+                    if let Some(a) = &mut ix.affine {
+                        *a = a.subst(&global);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -475,6 +482,7 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
             affine: None,
             tags: Tags::new(),
         })
+        .chain(block.idxs.iter().filter(|i| i.affine.is_some()).cloned())
         .collect();
     for r in &block.refs {
         if r.from.is_none() {

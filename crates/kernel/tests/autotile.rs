@@ -418,3 +418,27 @@ fn guard_blocks_move_into_the_inner_block() {
     let g = tc::check_source(src).unwrap().program;
     assert!(check(&g, "g", &[("N", 39)], 12) > 0);
 }
+
+/// A block with too many candidate tilings to enumerate (11 sizes for each
+/// of five indices of 1024: 161051 > 65536) is searched best-first; the
+/// result fits the cap and beats the smallest and the whole tiles.
+#[test]
+fn large_spaces_are_searched_best_first() {
+    let mut b = Block::new("big");
+    b.idxs = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|n| index(n, 1024))
+        .collect();
+    let big = [1024, 1024, 1024];
+    let at = |ns: [&str; 3]| ns.iter().map(|n| Affine::index(n)).collect::<Vec<_>>();
+    b.refs = vec![
+        view("X", RefDir::In, Agg::Assign, &big, at(["a", "d", "e"])),
+        view("Y", RefDir::In, Agg::Assign, &big, at(["b", "d", "e"])),
+        view("Z", RefDir::Out, Agg::Add, &big, at(["a", "b", "c"])),
+    ];
+    let (tile, cost) = best_tile(&b, 64, 4096);
+    println!("best-first: tile {tile:?}, cost {cost}");
+    assert_eq!(tile_cost(&b, &tile, 64, 4096), Some(cost));
+    assert!(cost < tile_cost(&b, &[1; 5], 64, 4096).unwrap());
+    assert_eq!(tile_cost(&b, &[1024; 5], 64, 4096), None);
+}

@@ -117,8 +117,9 @@ fn clamp(b: &Block, tile: &[u64], k: usize) -> u64 {
 
 /// How one dimension of a refinement is viewed by the outer block.
 struct DimPlan {
-    /// The view's offset in terms of the outer block's indices, named as the
-    /// original indices (`names` renames them for the inner block).
+    /// The view's offset in terms of the outer block's indices, which have
+    /// the original indices' names (the inner block refers to them by their
+    /// passed names).
     offset: Affine,
     /// The view's size.
     size: u64,

@@ -37,12 +37,21 @@
 //! Requires: a verified kernel. The pass tiles the children of the root
 //! that have an index of range above 1 and whose best tile is not the whole
 //! range; their child blocks (guards, calls) move into the inner block, with
-//! their passed forms rewritten in terms of `tile * x_o + x`. It only picks tilings under which every `Assign`
-//! output is tiled in every dimension that varies between tiles, so that
-//! tiles write disjoint elements. Guarantees: the same points run with the
-//! same statements (the VM's float reductions may run in another order, so
-//! results agree up to rounding), and a verified kernel: a tiled block the
-//! verifier cannot prove is left untiled.
+//! their passed forms rewritten in terms of `tile * x_o + x`. It only picks
+//! tilings under which every `Assign` output is tiled in every dimension
+//! that varies between tiles, so that tiles write disjoint elements.
+//! Guarantees: the same points run with the same statements (the VM's float
+//! reductions may run in another order, so results agree up to rounding),
+//! and a verified kernel: a tiled block the verifier cannot prove is left
+//! untiled.
+//!
+//! Limitations: the cost model prices the tile extents even where the
+//! rewrite keeps a dimension whole (padded edges, partial tiles), so such
+//! tilings hold more than the cap in their outer views; reductions split
+//! across tiles cost nothing extra; the region a view addresses is narrowed
+//! only by constraints on its own access form (lowering's skip
+//! constraints), so other cut spaces fall back to whole views or, when the
+//! verifier rejects the result, to no tiling.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -278,8 +287,14 @@ fn candidates(range: u64) -> Vec<u64> {
     let mut c: Vec<u64> = (0..64)
         .map(|s| 1u64 << s)
         .take_while(|&p| p < range)
-        .chain((1..=range).filter(|d| range.is_multiple_of(*d)))
         .collect();
+    let mut d = 1u64;
+    while d.saturating_mul(d) <= range {
+        if range.is_multiple_of(d) {
+            c.extend([d, range / d]);
+        }
+        d += 1;
+    }
     c.push(range.max(1));
     c.sort_unstable();
     c.dedup();

@@ -139,18 +139,39 @@ struct DimPlan {
     extent: u64,
 }
 
-/// Plans the outer view of refinement `r` of `b` for `tile`, dimension by
+/// A tiling of a block, by index name.
+struct Tiling<'a> {
+    b: &'a Block,
+    /// Each index's range.
+    ranges: HashMap<String, u64>,
+    /// Each index's tile.
+    tiles: HashMap<&'a str, u64>,
+    /// Each index's number of tiles.
+    outer: HashMap<String, u64>,
+}
+
+impl<'a> Tiling<'a> {
+    fn new(b: &'a Block, tile: &[u64]) -> Tiling<'a> {
+        let tiles: HashMap<&str, u64> = (0..b.idxs.len())
+            .map(|k| (b.idxs[k].name.as_str(), clamp(b, tile, k)))
+            .collect();
+        Tiling {
+            b,
+            ranges: b.idxs.iter().map(|i| (i.name.clone(), i.range)).collect(),
+            outer: b
+                .idxs
+                .iter()
+                .map(|i| (i.name.clone(), i.range.div_ceil(tiles[i.name.as_str()])))
+                .collect(),
+            tiles,
+        }
+    }
+}
+
+/// Plans the outer view of refinement `r` under tiling `g`, dimension by
 /// dimension.
-fn plan(b: &Block, r: &Refinement, tile: &[u64]) -> Vec<DimPlan> {
-    let ranges: HashMap<String, u64> = b.idxs.iter().map(|i| (i.name.clone(), i.range)).collect();
-    let tiles: HashMap<&str, u64> = (0..b.idxs.len())
-        .map(|k| (b.idxs[k].name.as_str(), clamp(b, tile, k)))
-        .collect();
-    let outer: HashMap<String, u64> = b
-        .idxs
-        .iter()
-        .map(|i| (i.name.clone(), i.range.div_ceil(tiles[i.name.as_str()])))
-        .collect();
+fn plan(g: &Tiling, r: &Refinement) -> Vec<DimPlan> {
+    let (b, ranges, tiles, outer) = (g.b, &g.ranges, &g.tiles, &g.outer);
     r.access
         .iter()
         .zip(&r.shape)
@@ -167,8 +188,8 @@ fn plan(b: &Block, r: &Refinement, tile: &[u64]) -> Vec<DimPlan> {
                 }
                 extent += c.unsigned_abs().saturating_mul(t - 1);
             }
-            let (lo, hi) = region(b, a, dim.size, &ranges);
-            let tiled = match offset.bounds(&outer) {
+            let (lo, hi) = region(b, a, dim.size, ranges);
+            let tiled = match offset.bounds(outer) {
                 Some((omin, omax)) => omin >= lo && omax.saturating_add(extent as i64) <= hi,
                 None => false,
             };
@@ -214,12 +235,13 @@ fn region(b: &Block, a: &Affine, size: u64, ranges: &HashMap<String, u64>) -> (i
 /// dimension whose access varies between tiles (so tiles write disjoint
 /// elements).
 fn assign_outputs_split(b: &Block, tile: &[u64]) -> bool {
+    let g = Tiling::new(b, tile);
     b.refs
         .iter()
         .filter(|r| r.from.is_some() && r.agg == Agg::Assign)
         .filter(|r| matches!(r.dir, RefDir::Out | RefDir::InOut))
         .all(|r| {
-            plan(b, r, tile).iter().zip(&r.access).all(|(p, a)| {
+            plan(&g, r).iter().zip(&r.access).all(|(p, a)| {
                 p.tiled
                     || a.terms.keys().all(|n| {
                         let k = b.idxs.iter().position(|i| &i.name == n);
@@ -236,7 +258,7 @@ fn run_lines(extent: u64, stride: i64, line: u64, aligned: bool) -> u64 {
     if s == 1 && aligned {
         return extent.div_ceil(line);
     }
-    let span = (extent - 1).saturating_mul(s) + 1;
+    let span = extent.saturating_sub(1).saturating_mul(s).saturating_add(1);
     (1 + (span - 1).div_ceil(line)).min(extent)
 }
 
@@ -249,8 +271,9 @@ pub fn tile_cost(block: &Block, tile: &[u64], line_elems: u64, cap_elems: u64) -
     let line = line_elems.max(1);
     let mut elems = 0u64;
     let mut lines = 0u64;
+    let g = Tiling::new(block, tile);
     for r in block.refs.iter().filter(|r| r.from.is_some()) {
-        let dims = plan(block, r, tile);
+        let dims = plan(&g, r);
         elems = elems.saturating_add(dims.iter().map(|d| d.extent).product());
         let Some(inner) = (0..r.shape.len())
             .rev()
@@ -500,12 +523,13 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
         })
         .chain(block.idxs.iter().filter(|i| i.affine.is_some()).cloned())
         .collect();
+    let tiling = Tiling::new(block, tile);
     for r in &block.refs {
         if r.from.is_none() {
             inner.refs.push(r.clone());
             continue;
         }
-        let dims = plan(block, r, tile);
+        let dims = plan(&tiling, r);
         outer.refs.push(Refinement {
             access: dims.iter().map(|d| d.offset.clone()).collect(),
             shape: dims

@@ -73,17 +73,20 @@ fn check(
     for (name, t) in &want {
         assert_eq!(&got[name], &values(t), "{def}: output `{name}` differs");
     }
-    // Every pass, alone, preserves the results (a pass may reorder float
-    // reductions, so these compare within a tolerance).
-    for pass in kernel::pass_names() {
+    // Every pass alone, and the whole cpu pipeline, preserve the results (a
+    // pass may reorder float reductions, so these compare within a
+    // tolerance).
+    let cpu = kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the cpu pipeline: {e}"));
+    let mut pipelines: Vec<(String, Vec<String>)> = kernel::pass_names()
+        .into_iter()
+        .map(|p| (p.to_string(), vec![p.to_string()]))
+        .collect();
+    pipelines.push(("the cpu pipeline".to_string(), cpu));
+    for (pass, passes) in pipelines {
         let mut b = block.clone();
-        kernel::run_pipeline(
-            &mut b,
-            &[pass.to_string()],
-            &kernel::Target::generic(),
-            &mut |_, _| {},
-        )
-        .unwrap_or_else(|e| panic!("{def}: {e}"));
+        kernel::run_pipeline(&mut b, &passes, &kernel::Target::generic(), &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{def}: {e}"));
         let inputs = inputs_of(&args);
         let got =
             kernel::vm::run(&b, inputs).unwrap_or_else(|e| panic!("{def}: vm after {pass}: {e}"));
@@ -142,6 +145,14 @@ fn the_papers_programs_lower_exactly() {
         3,
     );
     check(&p("tmm.tc"), "tmm", &[("M", 3), ("K", 9), ("N", 4)], &[], 4);
+    // Large enough for autotile to split it on the generic target.
+    check(
+        &p("tmm.tc"),
+        "tmm",
+        &[("M", 40), ("K", 96), ("N", 36)],
+        &[],
+        18,
+    );
     check(
         &p("tbmm.tc"),
         "tbmm",

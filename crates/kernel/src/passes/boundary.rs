@@ -103,7 +103,7 @@ fn split(b: &Block) -> Vec<Block> {
 }
 
 /// `b` with index `x` running over `[start, start + len)` as `x' in [0, len)`.
-fn shifted(b: &Block, x: &str, start: i64, len: i64) -> Block {
+pub(crate) fn shifted(b: &Block, x: &str, start: i64, len: i64) -> Block {
     let shift =
         |a: &Affine| a.subst(&|n| (n == x).then(|| Affine::index(x).add(&Affine::constant(start))));
     let mut p = b.clone();

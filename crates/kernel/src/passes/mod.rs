@@ -5,6 +5,7 @@ pub mod boundary;
 pub mod dce;
 pub mod parallelize;
 pub mod prune;
+pub mod vectorize;
 
 use crate::Pass;
 
@@ -16,5 +17,6 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),
         Box::new(parallelize::Parallelize),
+        Box::new(vectorize::Vectorize),
     ]
 }

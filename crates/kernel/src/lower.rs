@@ -756,9 +756,10 @@ impl Builder<'_> {
     /// everywhere, else in a guard block that runs only where the branch is
     /// taken and leaves its value in a local buffer.
     fn branch(&mut self, e: &Expr, cond: &Expr, taken: bool) -> Result<String, LowerError> {
-        let has_reads = e.any(&|x| matches!(x, Expr::Read(..)))
-            || e.any(&|x| matches!(x, Expr::Local(n) if self.comp.lets.iter().any(|(m, v)| m == n && v.any(&|y| matches!(y, Expr::Read(..))))));
-        if !has_reads || (self.reads_in_bounds(e) && !e.any(&|x| matches!(x, Expr::Local(_)))) {
+        // Lets are computed before the body (their reads are unguarded), so
+        // only the branch's own reads need a guard.
+        let has_reads = e.any(&|x| matches!(x, Expr::Read(..)));
+        if !has_reads || self.reads_in_bounds(e) {
             return self.expr(e);
         }
         let constraints = self.guard(cond, taken).ok_or_else(|| {

@@ -7,16 +7,11 @@
 
 use std::collections::HashMap;
 
-use interp::{Arg, Data, Mode, Tensor};
-use ir::{DType, Param, Program, Value};
+mod common;
 
-fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
-}
+use common::values;
+use interp::{Arg, Mode, Tensor};
+use ir::{DType, Param, Program, Value};
 
 /// Runs `def` both ways on random inputs with `sizes` and compares.
 fn check(
@@ -109,17 +104,14 @@ fn inputs_of(args: &HashMap<String, Arg>) -> kernel::vm::Buffers {
         .collect()
 }
 
-/// Equal integers and booleans; floats within 1e-5 relative.
+/// Panics unless `got` and `want` agree (see [`common::close`]).
 fn close(got: &[Value], want: &[Value], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: sizes");
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = match (g, w) {
-            (Value::Float(a), Value::Float(b)) => {
-                (a - b).abs() <= 1e-5 * b.abs().max(1.0) || (a.is_nan() && b.is_nan())
-            }
-            _ => g == w,
-        };
-        assert!(ok, "{what}: element {k} is {g:?}, expected {w:?}");
+        assert!(
+            common::close(g, w),
+            "{what}: element {k} is {g:?}, expected {w:?}"
+        );
     }
 }
 

@@ -6,6 +6,8 @@
 //! VM before and after on seeded random inputs: the results must agree
 //! (within 1e-5 relative for floats). `BLESS=1` rewrites expectations.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use ir::{DType, Value};
@@ -87,10 +89,7 @@ fn check(path: &Path) -> Result<(), String> {
         for (name, want) in &a {
             let got = b.get(name).ok_or(format!("buffer `{name}` disappeared"))?;
             for (k, (g, w)) in got.iter().zip(want).enumerate() {
-                let ok = match (g, w) {
-                    (Value::Float(x), Value::Float(y)) => (x - y).abs() <= 1e-5 * y.abs().max(1.0),
-                    _ => g == w,
-                };
+                let ok = common::close(g, w);
                 if !ok {
                     return Err(format!(
                         "`{name}`[{k}] is {g:?} after the passes, {w:?} before"

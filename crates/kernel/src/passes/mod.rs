@@ -3,6 +3,7 @@
 pub mod autotile;
 pub mod boundary;
 pub mod dce;
+pub mod fuse;
 pub mod parallelize;
 pub mod prune;
 pub mod vectorize;
@@ -16,6 +17,7 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),
+        Box::new(fuse::Fuse),
         Box::new(parallelize::Parallelize),
         Box::new(vectorize::Vectorize),
     ]

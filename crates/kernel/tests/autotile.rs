@@ -5,8 +5,11 @@
 
 use std::collections::HashMap;
 
-use interp::{Arg, Data, Mode, Tensor};
-use ir::{DType, Param, Program, Value};
+mod common;
+
+use common::load;
+
+use ir::{DType, Program};
 use kernel::passes::autotile::{best_tile, tile_block, tile_cost, Autotile};
 use kernel::{row_major, Affine, Agg, Block, Cache, Index, Pass, RefDir, Refinement, StmtKind};
 
@@ -220,23 +223,6 @@ fn partial_tiles_get_overflow_constraints() {
     assert_eq!(tiled.index("x").unwrap().range, 3);
 }
 
-fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
-}
-
-fn close(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Float(x), Value::Float(y)) => {
-            (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0) || (x.is_nan() && y.is_nan())
-        }
-        _ => a == b,
-    }
-}
-
 /// A target with a small L1 (`bytes`, lines of 8 float32 elements) so that
 /// the small test kernels get tiled.
 fn target_with_l1(bytes: u64) -> kernel::Target {
@@ -260,9 +246,9 @@ fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) -> usiz
     check_on(&small_target(), program, def, sizes, seed)
 }
 
-/// Lowers `def` for `sizes`, autotiles it for `target`, verifies it, and
-/// compares the VM with the interpreter on random inputs. Returns how many
-/// blocks were tiled.
+/// Lowers `def` for `sizes`, autotiles it for `target`, and checks the
+/// result against the interpreter (verified, read back, VM within 1e-5).
+/// Returns how many blocks were tiled.
 fn check_on(
     target: &kernel::Target,
     program: &Program,
@@ -270,69 +256,17 @@ fn check_on(
     sizes: &[(&str, i64)],
     seed: u64,
 ) -> usize {
-    let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
-    let given: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let mut args: HashMap<String, Arg> = HashMap::new();
-    let bound = interp::bind_sizes(d, &args, &given).unwrap_or_else(|e| panic!("{def}: {e}"));
-    for (k, p) in d.params.iter().enumerate() {
-        if let Param::Tensor(t) = p {
-            let shape = interp::param_shape(d, t, &bound).unwrap_or_else(|e| panic!("{def}: {e}"));
-            let dtype = d.tensor(t).map(|x| x.dtype).unwrap_or(DType::F32);
-            args.insert(
-                t.clone(),
-                Arg::Tensor(Tensor::random(dtype, &shape, seed + k as u64)),
-            );
-        }
-    }
-    let want = interp::run(program, def, &args, &given, Mode::Real)
-        .unwrap_or_else(|e| panic!("{def}: interp: {e}"));
-    let mut block =
-        kernel::lower_def(program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"));
+    let c = common::case(program, def, sizes, &[], seed);
+    let mut block = c.block.clone();
     Autotile
         .run(&mut block, target)
         .unwrap_or_else(|e| panic!("{def}: autotile: {e}"));
-    let text = kernel::print_block(&block);
-    if let Err(problems) = kernel::verify_block(&block) {
-        panic!(
-            "{def}: the tiled kernel does not verify:\n{}\n{text}",
-            problems.join("\n")
-        );
-    }
-    let back = kernel::parse_block(&text).unwrap_or_else(|e| panic!("{def}: {e}\n{text}"));
-    assert_eq!(
-        back, block,
-        "{def}: the printed kernel reads back differently"
-    );
-    let tiled = block
+    common::check_kernel(&block, &c, false, "autotile");
+    block
         .stmts
         .iter()
         .filter(|s| matches!(&s.kind, StmtKind::Block(b) if b.tags.contains("tiled")))
-        .count();
-    println!("{def} {sizes:?}: {tiled} blocks tiled\n{text}");
-    let inputs: kernel::vm::Buffers = args
-        .iter()
-        .map(|(k, a)| match a {
-            Arg::Tensor(t) => (k.clone(), values(t)),
-            Arg::Scalar(v) => (k.clone(), vec![*v]),
-        })
-        .collect();
-    let got = kernel::vm::run(&block, inputs).unwrap_or_else(|e| panic!("{def}: vm: {e}"));
-    for (name, t) in &want {
-        let want = values(t);
-        assert_eq!(got[name].len(), want.len(), "{def}: `{name}` length");
-        for (k, (g, w)) in got[name].iter().zip(&want).enumerate() {
-            assert!(close(g, w), "{def}: `{name}`[{k}] is {g:?}, not {w:?}");
-        }
-    }
-    tiled
-}
-
-fn load(path: &str) -> Program {
-    let text =
-        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
+        .count()
 }
 
 #[test]

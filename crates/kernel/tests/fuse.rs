@@ -3,27 +3,11 @@
 //! verified, and run on the kernel VM; the results must match the
 //! interpreter's on the same random inputs (floats within 1e-5 relative).
 
-use std::collections::HashMap;
+mod common;
 
-use interp::{Arg, Data, Mode, Tensor};
-use ir::{DType, Param, Program, Value};
+use common::load;
+use ir::Program;
 use kernel::{Block, Pass, StmtKind};
-
-fn load(path: &str) -> Program {
-    let text =
-        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
-}
-
-fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
-}
 
 /// The root's block statements.
 fn children(b: &Block) -> Vec<&Block> {
@@ -37,62 +21,21 @@ fn children(b: &Block) -> Vec<&Block> {
 }
 
 /// Lowers `def` with `sizes`, fuses it, checks the fused kernel against the
-/// interpreter, and returns the kernel before and after.
+/// interpreter (verified, read back, VM within 1e-5), and returns the kernel
+/// before and after.
 fn fuse_and_check(
     program: &Program,
     def: &str,
     sizes: &[(&str, i64)],
     seed: u64,
 ) -> (Block, Block) {
-    let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
-    let given: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let mut args: HashMap<String, Arg> = HashMap::new();
-    let bound = interp::bind_sizes(d, &args, &given).unwrap_or_else(|e| panic!("{def}: {e}"));
-    for (k, p) in d.params.iter().enumerate() {
-        if let Param::Tensor(t) = p {
-            let shape = interp::param_shape(d, t, &bound).unwrap_or_else(|e| panic!("{def}: {e}"));
-            let dtype = d.tensor(t).map_or(DType::F32, |x| x.dtype);
-            args.insert(
-                t.clone(),
-                Arg::Tensor(Tensor::random(dtype, &shape, seed + k as u64)),
-            );
-        }
-    }
-    let want = interp::run(program, def, &args, &given, Mode::Real)
-        .unwrap_or_else(|e| panic!("{def}: interp: {e}"));
-    let before =
-        kernel::lower_def(program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"));
-    let mut after = before.clone();
+    let c = common::case(program, def, sizes, &[], seed);
+    let mut after = c.block.clone();
     kernel::passes::fuse::Fuse
         .run(&mut after, &kernel::Target::generic())
         .unwrap_or_else(|e| panic!("{def}: fuse: {e}"));
-    if let Err(problems) = kernel::verify_block(&after) {
-        panic!(
-            "{def}: the fused kernel does not verify:\n{}\n{}",
-            problems.join("\n"),
-            kernel::print_block(&after)
-        );
-    }
-    let inputs: kernel::vm::Buffers = args
-        .iter()
-        .filter_map(|(k, a)| match a {
-            Arg::Tensor(t) => Some((k.clone(), values(t))),
-            Arg::Scalar(_) => None,
-        })
-        .collect();
-    let got = kernel::vm::run(&after, inputs).unwrap_or_else(|e| panic!("{def}: vm: {e}"));
-    for (name, t) in &want {
-        let (g, w) = (&got[name], values(t));
-        assert_eq!(g.len(), w.len(), "{def}: `{name}` sizes");
-        for (k, (g, w)) in g.iter().zip(&w).enumerate() {
-            let ok = match (g, w) {
-                (Value::Float(a), Value::Float(b)) => (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                _ => g == w,
-            };
-            assert!(ok, "{def}: `{name}`[{k}] is {g:?}, expected {w:?}");
-        }
-    }
-    (before, after)
+    common::check_kernel(&after, &c, false, "fuse");
+    (c.block, after)
 }
 
 fn fused(b: &Block) -> usize {

@@ -9,11 +9,12 @@ use std::collections::HashMap;
 
 mod common;
 
-use common::values;
-use interp::{Arg, Mode, Tensor};
-use ir::{DType, Param, Program, Value};
+use common::load;
+use ir::{Program, Value};
 
-/// Runs `def` both ways on random inputs with `sizes` and compares.
+/// Lowers `def` for `sizes` and checks it against the interpreter: the
+/// lowered kernel exactly, then after every pass alone and after the whole
+/// cpu pipeline within a tolerance (a pass may reorder float reductions).
 fn check(
     program: &Program,
     def: &str,
@@ -21,56 +22,8 @@ fn check(
     scalars: &[(&str, Value)],
     seed: u64,
 ) {
-    let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
-    let given: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let mut args: HashMap<String, Arg> = scalars
-        .iter()
-        .map(|(k, v)| (k.to_string(), Arg::Scalar(*v)))
-        .collect();
-    let bound = interp::bind_sizes(d, &args, &given).unwrap_or_else(|e| panic!("{def}: {e}"));
-    for (k, p) in d.params.iter().enumerate() {
-        if let Param::Tensor(t) = p {
-            let shape = interp::param_shape(d, t, &bound).unwrap_or_else(|e| panic!("{def}: {e}"));
-            let dtype = d.tensor(t).map(|x| x.dtype).unwrap_or(DType::F32);
-            let tensor = if dtype.is_int() {
-                // Index tensors stay inside the smallest dimension they may index.
-                Tensor::from_i64(
-                    dtype,
-                    &shape,
-                    (0..shape.iter().product::<usize>() as i64)
-                        .map(|i| i % 2)
-                        .collect(),
-                )
-            } else {
-                Tensor::random(dtype, &shape, seed + k as u64)
-            };
-            args.insert(t.clone(), Arg::Tensor(tensor));
-        }
-    }
-    let want = interp::run(program, def, &args, &given, Mode::Real)
-        .unwrap_or_else(|e| panic!("{def}: interp: {e}"));
-    let block =
-        kernel::lower_def(program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"));
-    if let Err(problems) = kernel::verify_block(&block) {
-        panic!(
-            "{def}: the lowered kernel does not verify:\n{}",
-            problems.join("\n")
-        );
-    }
-    let text = kernel::print_block(&block);
-    let back = kernel::parse_block(&text).unwrap_or_else(|e| panic!("{def}: {e}\n{text}"));
-    assert_eq!(
-        back, block,
-        "{def}: the printed kernel reads back differently:\n{text}"
-    );
-    let inputs = inputs_of(&args);
-    let got = kernel::vm::run(&block, inputs).unwrap_or_else(|e| panic!("{def}: vm: {e}"));
-    for (name, t) in &want {
-        assert_eq!(&got[name], &values(t), "{def}: output `{name}` differs");
-    }
-    // Every pass alone, and the whole cpu pipeline, preserve the results (a
-    // pass may reorder float reductions, so these compare within a
-    // tolerance).
+    let c = common::case(program, def, sizes, scalars, seed);
+    common::check_kernel(&c.block, &c, true, "lowered");
     let cpu = kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
         .unwrap_or_else(|e| panic!("the cpu pipeline: {e}"));
     let mut pipelines: Vec<(String, Vec<String>)> = kernel::pass_names()
@@ -78,49 +31,12 @@ fn check(
         .map(|p| (p.to_string(), vec![p.to_string()]))
         .collect();
     pipelines.push(("the cpu pipeline".to_string(), cpu));
-    for (pass, passes) in pipelines {
-        let mut b = block.clone();
+    for (what, passes) in pipelines {
+        let mut b = c.block.clone();
         kernel::run_pipeline(&mut b, &passes, &kernel::Target::generic(), &mut |_, _| {})
             .unwrap_or_else(|e| panic!("{def}: {e}"));
-        let inputs = inputs_of(&args);
-        let got =
-            kernel::vm::run(&b, inputs).unwrap_or_else(|e| panic!("{def}: vm after {pass}: {e}"));
-        for (name, t) in &want {
-            close(
-                &got[name],
-                &values(t),
-                &format!("{def}: output `{name}` after `{pass}`"),
-            );
-        }
+        common::check_kernel(&b, &c, false, &what);
     }
-}
-
-fn inputs_of(args: &HashMap<String, Arg>) -> kernel::vm::Buffers {
-    args.iter()
-        .map(|(k, a)| match a {
-            Arg::Tensor(t) => (k.clone(), values(t)),
-            Arg::Scalar(v) => (k.clone(), vec![*v]),
-        })
-        .collect()
-}
-
-/// Panics unless `got` and `want` agree (see [`common::close`]).
-fn close(got: &[Value], want: &[Value], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: sizes");
-    for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            common::close(g, w),
-            "{what}: element {k} is {g:?}, expected {w:?}"
-        );
-    }
-}
-
-fn load(path: &str) -> Program {
-    let text =
-        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! access in bounds) and catches each invariant broken once, with a message
 //! naming the block path and the fault.
 
+mod common;
+
 use ir::{BinOp, Builtin, DType, Value};
 use kernel::{
     row_major, verify_block, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement,
@@ -666,26 +668,9 @@ fn every_violation_is_reported() {
     assert_eq!(errs.len(), 3, "{errs:#?}");
 }
 
-fn load_program(path: &str) -> ir::Program {
-    let text =
-        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
-}
-
-/// Lowers `def` with `sizes` (and scalars).
+/// Lowers `def` of the file at `path` with `sizes` (and scalars).
 fn lower(path: &str, def: &str, sizes: &[(&str, i64)], scalars: &[(&str, Value)]) -> Block {
-    let program = load_program(path);
-    let d = program.def(def).unwrap_or_else(|| panic!("no def {def}"));
-    let given: std::collections::HashMap<String, i64> =
-        sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let args: std::collections::HashMap<String, interp::Arg> = scalars
-        .iter()
-        .map(|(k, v)| (k.to_string(), interp::Arg::Scalar(*v)))
-        .collect();
-    let bound = interp::bind_sizes(d, &args, &given).unwrap_or_else(|e| panic!("{def}: {e}"));
-    kernel::lower_def(&program, def, &bound).unwrap_or_else(|e| panic!("{def}: lower: {e}"))
+    common::case(&common::load(path), def, sizes, scalars, 0).block
 }
 
 // Every lowered paper program and prelude operator is verified in

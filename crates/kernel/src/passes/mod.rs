@@ -4,8 +4,11 @@ pub mod autotile;
 pub mod boundary;
 pub mod dce;
 pub mod fuse;
+pub mod localize;
 pub mod parallelize;
 pub mod prune;
+pub mod scalarize;
+pub mod unroll;
 pub mod vectorize;
 
 use crate::Pass;
@@ -20,5 +23,8 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(fuse::Fuse),
         Box::new(parallelize::Parallelize),
         Box::new(vectorize::Vectorize),
+        Box::new(scalarize::Scalarize),
+        Box::new(localize::Localize),
+        Box::new(unroll::Unroll),
     ]
 }

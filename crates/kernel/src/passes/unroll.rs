@@ -98,6 +98,7 @@ fn block_at<'a>(root: &'a Block, path: &[usize]) -> Option<&'a Block> {
         })
 }
 
+/// The block reached from `root` by following statement numbers, mutably.
 fn block_at_mut<'a>(root: &'a mut Block, path: &[usize]) -> Option<&'a mut Block> {
     path.iter()
         .try_fold(root, |b, &k| match &mut b.stmts.get_mut(k)?.kind {

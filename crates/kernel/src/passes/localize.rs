@@ -89,14 +89,15 @@ fn mentions(b: &Block, t: &str) -> bool {
 /// Replaces `b`'s views of `t` by one local buffer if every element a
 /// point reads is one it stored first; returns whether it did.
 fn move_in(b: &mut Block, t: &str) -> bool {
+    let Some(at) = b.refs.iter().position(|r| r.from.as_deref() == Some(t)) else {
+        return false;
+    };
+    let first = &b.refs[at];
     let views: Vec<&Refinement> = b
         .refs
         .iter()
         .filter(|r| r.from.as_deref() == Some(t))
         .collect();
-    let Some(first) = views.first() else {
-        return false;
-    };
     if views.iter().any(|r| {
         r.access != first.access || r.agg != Agg::Assign || r.shape.iter().any(|d| d.size != 1)
     }) {
@@ -134,11 +135,6 @@ fn move_in(b: &mut Block, t: &str) -> bool {
         location: None,
         tags: first.tags.clone(),
     };
-    let at = b
-        .refs
-        .iter()
-        .position(|r| r.from.as_deref() == Some(t))
-        .unwrap_or(0);
     b.refs.retain(|r| r.from.as_deref() != Some(t));
     b.refs.insert(at, local.clone());
     for s in &mut b.stmts {

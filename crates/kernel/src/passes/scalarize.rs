@@ -1,12 +1,12 @@
 //! `scalarize`: turns single-element local buffers that a block only loads
-//! and stores in its own statement list into SSA scalars (the rank-0
-//! accumulators `fuse` creates, the values guard blocks leave behind once
-//! inlined).
+//! and stores in its own statement list into SSA scalars (such as the
+//! rank-0 accumulators `fuse` creates for stages it inlines).
 //!
 //! A local buffer (a refinement without `from` below the root) is in scope
 //! when it holds one element (rank 0, or size 1 in every dimension), no
 //! child block refines it, no `gather` reads it, and, unless its
-//! aggregation is `assign`, its type is not `bool`. Its statements are then
+//! aggregation is `assign`, its type is not `bool` (the VM combines
+//! booleans in ways no intrinsic reproduces). Its statements are then
 //! rewritten in order, tracking the buffer's current value as a scalar: a
 //! `store` with aggregation `assign` makes the stored scalar the current
 //! value; one with `add` or `mul` defines a fresh scalar, the current value

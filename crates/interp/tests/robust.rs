@@ -30,21 +30,7 @@ fn leaf() -> impl Strategy<Value = Expr> {
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
-    let ops = vec![
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::Mod,
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Gt,
-        BinOp::Ge,
-        BinOp::Eq,
-        BinOp::Ne,
-        BinOp::And,
-        BinOp::Or,
-    ];
+    let ops = BinOp::ALL.to_vec();
     leaf().prop_recursive(4, 24, 3, move |inner| {
         prop_oneof![
             (

@@ -42,6 +42,22 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    pub const ALL: [BinOp; 13] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Mod,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::And,
+        BinOp::Or,
+    ];
+
     pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",

@@ -99,7 +99,7 @@ use std::fmt;
 
 use ir::{Builtin, DType, Value};
 
-use crate::print::{agg_name, bin_name, dir_name, is_ident, un_name, AGGS, BIN_OPS, DIRS, UN_OPS};
+use crate::print::{agg_name, bin_name, dir_name, is_ident, un_name, AGGS, DIRS, UN_OPS};
 use crate::{Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags};
 
 /// How deep blocks may nest (the outermost block is at depth 1).
@@ -807,7 +807,7 @@ impl<'a> Cursor<'a> {
 
 /// The intrinsic operation a text name stands for.
 fn op_from_name(s: &str) -> Option<Op> {
-    if let Some(b) = BIN_OPS.into_iter().find(|b| bin_name(*b) == s) {
+    if let Some(b) = ir::BinOp::ALL.into_iter().find(|b| bin_name(*b) == s) {
         return Some(Op::Binary(b));
     }
     if let Some(u) = UN_OPS.into_iter().find(|u| un_name(*u) == s) {

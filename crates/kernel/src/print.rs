@@ -17,23 +17,6 @@ use crate::{Affine, Agg, Block, Op, RefDir, Refinement, StmtKind, Tags};
 /// them is printed quoted so that it reads back as a name.
 pub(crate) const RESERVED: [&str; 6] = ["block", "in", "out", "inout", "none", "new"];
 
-/// Every binary operation, for reading names back.
-pub(crate) const BIN_OPS: [BinOp; 13] = [
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::Mod,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Gt,
-    BinOp::Ge,
-    BinOp::Eq,
-    BinOp::Ne,
-    BinOp::And,
-    BinOp::Or,
-];
-
 /// The text name of a binary operation.
 pub(crate) fn bin_name(op: BinOp) -> &'static str {
     match op {

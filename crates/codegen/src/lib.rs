@@ -1,0 +1,6 @@
+//! tessera's C backend (DESIGN.md data flow: `codegen`): kernel IR after
+//! the CPU pipeline becomes readable C, compiled by the system C compiler
+//! into a shared object that is cached on disk by content and loaded into
+//! the process.
+
+pub mod compile;

@@ -101,9 +101,8 @@ impl Compiler {
     pub fn compile(&self, source: &str, object: &Path) -> Result<(), CompileError> {
         let c_file = object.with_extension("c");
         let partial = object.with_extension(format!("{}.partial", std::process::id()));
-        std::fs::write(&c_file, source).map_err(|e| {
-            CompileError(format!("cannot write `{}`: {e}", c_file.display()))
-        })?;
+        std::fs::write(&c_file, source)
+            .map_err(|e| CompileError(format!("cannot write `{}`: {e}", c_file.display())))?;
         let out = Command::new(&self.command)
             .args(&self.flags)
             .arg("-o")
@@ -111,9 +110,7 @@ impl Compiler {
             .arg(&c_file)
             .arg("-lm")
             .output()
-            .map_err(|e| {
-                CompileError(format!("cannot run `{}`: {e}", self.command.display()))
-            })?;
+            .map_err(|e| CompileError(format!("cannot run `{}`: {e}", self.command.display())))?;
         if !out.status.success() {
             let _ = std::fs::remove_file(&partial);
             return Err(CompileError(format!(

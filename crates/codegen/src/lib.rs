@@ -4,3 +4,4 @@
 //! the process.
 
 pub mod compile;
+pub mod load;

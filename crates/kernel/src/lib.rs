@@ -26,5 +26,5 @@ pub use lower::{lower_def, LowerError};
 pub use parse::{parse_block, ParseError};
 pub use pass::{builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline, Pass};
 pub use print::print_block;
-pub use target::{Cache, Target};
+pub use target::{cache_dir, Cache, Target};
 pub use verify::verify_block;

@@ -208,23 +208,9 @@ impl Target {
         })
     }
 
-    /// The cache file: `$TESSERA_CACHE_DIR/target.txt`, else
-    /// `$XDG_CACHE_HOME/tessera/target.txt`, else
-    /// `$HOME/.cache/tessera/target.txt` (empty variables count as unset).
+    /// The cache file: `target.txt` in [`cache_dir`].
     pub fn cache_path() -> Result<PathBuf, String> {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        let dir = if let Some(d) = var("TESSERA_CACHE_DIR") {
-            PathBuf::from(d)
-        } else if let Some(d) = var("XDG_CACHE_HOME") {
-            PathBuf::from(d).join("tessera")
-        } else if let Some(d) = var("HOME") {
-            PathBuf::from(d).join(".cache").join("tessera")
-        } else {
-            return Err(
-                "no cache directory: set TESSERA_CACHE_DIR, XDG_CACHE_HOME or HOME".to_string(),
-            );
-        };
-        Ok(dir.join(CACHE_FILE))
+        Ok(cache_dir()?.join(CACHE_FILE))
     }
 
     /// This machine's target, from the cache file ([`Target::cache_path`])
@@ -512,4 +498,23 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
         let _ = fs::remove_file(&tmp);
         format!("cannot replace `{shown}`: {e}")
     })
+}
+
+/// tessera's cache directory: `$TESSERA_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/tessera`, else `$HOME/.cache/tessera` (empty variables
+/// count as unset). It may not exist yet.
+pub fn cache_dir() -> Result<PathBuf, String> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let dir = if let Some(d) = var("TESSERA_CACHE_DIR") {
+        PathBuf::from(d)
+    } else if let Some(d) = var("XDG_CACHE_HOME") {
+        PathBuf::from(d).join("tessera")
+    } else if let Some(d) = var("HOME") {
+        PathBuf::from(d).join(".cache").join("tessera")
+    } else {
+        return Err(
+            "no cache directory: set TESSERA_CACHE_DIR, XDG_CACHE_HOME or HOME".to_string(),
+        );
+    };
+    Ok(dir)
 }

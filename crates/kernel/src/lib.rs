@@ -9,6 +9,7 @@
 
 mod affine;
 mod block;
+mod fm;
 mod lower;
 mod parse;
 mod pass;

@@ -16,15 +16,16 @@
 //! otherwise it runs in a guard block: a child with the parent's indices
 //! passed, the branch condition as constraints, and the branch value left in
 //! a local buffer the parent then loads. A call becomes a child block: the
-//! callee lowered for the sizes the call fixes.
+//! callee lowered for the sizes the call fixes. A statement that reads the
+//! tensor it writes anywhere but at the element a point writes (or from a
+//! reduction that revisits elements) reads a copy made just before it.
 //!
 //! Requires: a verified program, and sizes binding every size symbol and
 //! integer scalar the def's shapes and ranges use. Guarantees: the block
 //! computes what the interpreter computes for these sizes, point for point
 //! in the same order (so float results are identical). Not lowered yet
 //! (clear errors): `?:` branches with out-of-bounds-prone reads under a
-//! condition that is not a conjunction of affine comparisons, in-place
-//! updates that read other elements of the tensor they write, non-affine
+//! condition that is not a conjunction of affine comparisons, non-affine
 //! subscripts in reductions, and calls that update a parameter into a
 //! different result tensor.
 
@@ -58,9 +59,11 @@ pub fn lower_def(
     name: &str,
     sizes: &HashMap<String, i64>,
 ) -> Result<Block, LowerError> {
-    let def = program
+    let source = program
         .def(name)
         .ok_or_else(|| LowerError(format!("no def `{name}`")))?;
+    let (with_copies, origin) = copy_old_values(source);
+    let def = &with_copies;
     let size = |s: &ir::SizeExpr, what: &str| -> Result<i64, LowerError> {
         s.eval_map(sizes)
             .map_err(|e| LowerError(format!("{what}: {e}")))
@@ -122,7 +125,7 @@ pub fn lower_def(
             Stmt::Comp(c) => c,
             Stmt::Call(call) => {
                 root.stmts.push(block_stmt(lower_call(
-                    program, def, call, sizes, &shapes, k,
+                    program, def, call, sizes, &shapes, origin[k],
                 )?));
                 continue;
             }
@@ -131,7 +134,7 @@ pub fn lower_def(
             def,
             sizes,
             shapes: &shapes,
-            stmt: k,
+            stmt: origin[k],
         };
         if c.init && c.op != Reduction::Assign {
             root.stmts.push(block_stmt(cx.init_block(c)?));
@@ -139,6 +142,98 @@ pub fn lower_def(
         root.stmts.push(block_stmt(cx.comp_block(c)?));
     }
     Ok(root)
+}
+
+/// The def with a copy of the old values before every statement that
+/// reads the tensor it writes other than in place, and the source statement
+/// of each statement (for messages).
+///
+/// A statement computes every value from the tensors as they were before it
+/// (functional update), but its kernel block writes into the tensor as it
+/// goes. Reading only the element a point writes, before writing it, is the
+/// same thing when each element is written once: no reduction iterators and
+/// no identity stored first. Otherwise the statement reads a temporary copy
+/// `T_old` that a plain assignment fills just before it.
+fn copy_old_values(def: &Def) -> (Def, Vec<usize>) {
+    let mut out = def.clone();
+    out.stmts.clear();
+    let mut origin = Vec::new();
+    for (k, st) in def.stmts.iter().enumerate() {
+        let Stmt::Comp(c) = st else {
+            out.stmts.push(st.clone());
+            origin.push(k);
+            continue;
+        };
+        let exprs = || std::iter::once(&c.body).chain(c.lets.iter().map(|(_, e)| e));
+        let reads: Vec<&[Expr]> = exprs()
+            .flat_map(|e| e.reads())
+            .filter(|(t, _)| *t == c.tensor)
+            .map(|(_, subs)| subs)
+            .collect();
+        let in_place = reads.iter().all(|subs| {
+            subs.len() == c.indices.len()
+                && subs
+                    .iter()
+                    .zip(&c.indices)
+                    .all(|(s, i)| matches!(s, Expr::Iter(n) if n == i))
+        }) && c.reduction_iters().next().is_none()
+            && !(c.init && c.op != Reduction::Assign);
+        let Some(decl) = def
+            .tensor(&c.tensor)
+            .filter(|_| !reads.is_empty() && !in_place)
+        else {
+            out.stmts.push(st.clone());
+            origin.push(k);
+            continue;
+        };
+        let mut old = format!("{}_old", c.tensor);
+        while out.tensor(&old).is_some() || out.scalar(&old).is_some() {
+            old.push('_');
+        }
+        out.tensors.push(ir::TensorDecl {
+            name: old.clone(),
+            dtype: decl.dtype,
+            shape: decl.shape.clone(),
+            role: TensorRole::Temp,
+        });
+        let iters: Vec<String> = (0..decl.shape.len()).map(|d| format!("i{d}")).collect();
+        out.stmts.push(Stmt::Comp(Comprehension {
+            tensor: old.clone(),
+            indices: iters.clone(),
+            op: Reduction::Assign,
+            init: false,
+            body: Expr::Read(
+                c.tensor.clone(),
+                iters.iter().map(|i| Expr::Iter(i.clone())).collect(),
+            ),
+            ranges: iters
+                .iter()
+                .zip(&decl.shape)
+                .map(|(i, d)| ir::IterRange {
+                    name: i.clone(),
+                    lo: ir::SizeExpr::zero(),
+                    hi: d.clone(),
+                })
+                .collect(),
+            lets: Vec::new(),
+            exists: Vec::new(),
+        }));
+        origin.push(k);
+        let rename = &mut |e: Expr| match e {
+            Expr::Read(t, subs) if t == c.tensor => Expr::Read(old.clone(), subs),
+            e => e,
+        };
+        let mut c = c.clone();
+        c.body = c.body.map(rename);
+        c.lets = c
+            .lets
+            .into_iter()
+            .map(|(n, e)| (n, e.map(rename)))
+            .collect();
+        out.stmts.push(Stmt::Comp(c));
+        origin.push(k);
+    }
+    (out, origin)
 }
 
 /// A call statement as a child block: the callee lowered for the sizes the
@@ -485,31 +580,15 @@ impl Cx<'_> {
             comp: c,
             parent_of: None,
         };
-        // The left side is read in place only at the element it writes.
+        // The left side is read in place only at the element it writes
+        // (copy_old_values made every other read a read of a copy).
         let lhs_affine: Vec<Affine> = c.indices.iter().map(|i| bl.iters[i].clone()).collect();
-        let mut reads_lhs = false;
-        for (t, subs) in c
+        let reads_lhs = c
             .body
             .reads()
             .into_iter()
             .chain(c.lets.iter().flat_map(|(_, e)| e.reads()))
-        {
-            if t == c.tensor {
-                let same = subs.len() == lhs_affine.len()
-                    && subs
-                        .iter()
-                        .zip(&lhs_affine)
-                        .all(|(s, a)| bl.affine(s).as_ref() == Some(a));
-                if !same {
-                    return err(format!(
-                        "statement {}: an in-place update that reads other elements of `{}` is not lowered yet",
-                        self.stmt + 1,
-                        c.tensor
-                    ));
-                }
-                reads_lhs = true;
-            }
-        }
+            .any(|(t, _)| t == c.tensor);
         let dir = if reads_lhs {
             RefDir::InOut
         } else {

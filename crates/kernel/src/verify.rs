@@ -45,8 +45,10 @@
 //! Bounds and assignment are decided exactly where possible: interval
 //! reasoning over the index box first (exact without constraints, since an
 //! affine form takes its extremes at the corners of a box); when that fails
-//! and constraints cut the box, the points are enumerated if the box has at
-//! most 2^20 of them (constraints are affine, so a point's membership is
+//! and constraints cut the box, a bound is proved by Fourier–Motzkin
+//! elimination ([`crate::fm`]: no integer point of the box satisfies the
+//! constraints and violates the bound), and failing that the points are
+//! enumerated if the box has at most 2^20 of them (constraints are affine, so a point's membership is
 //! exact), and otherwise the verifier reports that it cannot prove the
 //! property. Enumerating for assignment sorts the views by their first
 //! offset and compares only neighbours that can overlap, at most 2^26 pairs
@@ -72,7 +74,7 @@ use std::collections::HashSet;
 
 use ir::{DType, Value};
 
-use crate::{Affine, Agg, Block, Op, RefDir, Refinement, StmtKind};
+use crate::{fm, Affine, Agg, Block, Op, RefDir, Refinement, StmtKind};
 
 /// The deepest nesting allowed (the root is depth 1).
 const MAX_DEPTH: usize = 64;
@@ -208,6 +210,31 @@ impl Domain {
                 p[i] = self.lo[i];
             }
         }
+    }
+
+    /// Whether `goal >= 0` at every point of the box that satisfies the
+    /// constraints, by showing that no integer point of the box satisfies
+    /// the constraints and `goal <= -1` ([`crate::fm`]). `false` when no
+    /// proof was found.
+    fn implies(&self, goal: &Lin) -> bool {
+        let n = self.names.len();
+        let unit = |i: usize, k: i128, c: i128| {
+            let mut coefs = vec![0; n];
+            coefs[i] = k;
+            fm::Row { constant: c, coefs }
+        };
+        let mut rows: Vec<fm::Row> = (0..n)
+            .flat_map(|i| [unit(i, 1, -self.lo[i]), unit(i, -1, self.hi[i])])
+            .collect();
+        rows.extend(self.constraints.iter().map(|c| fm::Row {
+            constant: c.constant,
+            coefs: c.coefs.clone(),
+        }));
+        rows.push(fm::Row {
+            constant: goal.constant.saturating_neg().saturating_sub(1),
+            coefs: goal.coefs.iter().map(|c| c.saturating_neg()).collect(),
+        });
+        fm::infeasible(rows)
     }
 
     /// The point as text, e.g. `x = 0, k = 2`.
@@ -548,12 +575,23 @@ fn check_bounds(
             i128::from(pr.shape[d].size) - i128::from(r.shape[d].size)
         )
     };
-    let bad: Vec<usize> = (0..offs.len())
-        .filter(|&d| {
-            let (lo, hi) = offs[d].bounds(dom);
-            !fits(d, lo, hi)
-        })
-        .collect();
+    // A dimension is fine when the box keeps it in bounds, or when the
+    // constraints imply both `offset >= 0` and `offset <= room`.
+    let proved = |d: usize| {
+        let (lo, hi) = offs[d].bounds(dom);
+        if fits(d, lo, hi) {
+            return true;
+        }
+        let room = i128::from(pr.shape[d].size) - i128::from(r.shape[d].size);
+        let below = Lin {
+            constant: room - offs[d].constant,
+            coefs: offs[d].coefs.iter().map(|c| -c).collect(),
+        };
+        !dom.constraints.is_empty()
+            && (lo >= 0 || dom.implies(&offs[d]))
+            && (hi <= room || dom.implies(&below))
+    };
+    let bad: Vec<usize> = (0..offs.len()).filter(|&d| !proved(d)).collect();
     if bad.is_empty() {
         return;
     }

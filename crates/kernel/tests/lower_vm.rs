@@ -360,3 +360,19 @@ fn unsupported_forms_are_clear_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn in_place_updates_read_the_old_tensor() {
+    // A reduction revisits each element: every visit reads the old value.
+    let src = "def f(float(N) a, float(M) c) -> (b) {\n  b(i) = a(i)\n  b(i) += b(i) * c(j)\n}\n";
+    let p = tc::check_source(src).unwrap().program;
+    check(&p, "f", &[("N", 4), ("M", 3)], &[], 50);
+    // Reading other elements: a transpose in place.
+    let src = "def t(float(N,N) a) -> (b) {\n  b(i,j) = a(i,j)\n  b(i,j) = b(j,i) + 1.0\n}\n";
+    let p = tc::check_source(src).unwrap().program;
+    check(&p, "t", &[("N", 5)], &[], 51);
+    // An initializing reduction reads the values from before the identity.
+    let src = "def g(int32(N) a) -> (b) {\n  b(i) = a(i)\n  b(i) +=! b(i) * 3 + b(N - 1 - i)\n}\n";
+    let p = tc::check_source(src).unwrap().program;
+    check(&p, "g", &[("N", 6)], &[], 52);
+}

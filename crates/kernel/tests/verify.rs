@@ -322,9 +322,41 @@ fn constraints_that_cut_too_little_leave_a_point_out_of_bounds() {
 
 #[test]
 fn a_huge_constrained_box_cannot_be_proved_in_bounds() {
+    // With k up to 1023 the constraints still keep `x + k - 1` inside `I`
+    // (elimination proves it), but no longer keep `k` inside `W`, and the
+    // box is too large to enumerate.
     let mut k = conv();
     let c = child(&mut k);
     c.idxs = vec![idx("x", 1 << 11), idx("k", 1 << 10)];
+    let errs = verify_block(&k).expect_err("`w` cannot be proved in bounds");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("main/conv: refinement `w` dimension 0: cannot prove in bounds")),
+        "{errs:#?}"
+    );
+    assert!(
+        !errs.iter().any(|e| e.contains("refinement `i`")),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn a_huge_padded_convolution_is_proved_in_bounds_by_elimination() {
+    // The same convolution over 2^20 points with 3 taps: too many points
+    // to enumerate, and the constraints imply the bounds.
+    let n: u64 = 1 << 20;
+    let mut k = conv();
+    k.refs = vec![
+        buffer(RefDir::In, "I", &[n]),
+        buffer(RefDir::In, "W", &[3]),
+        buffer(RefDir::Out, "O", &[n]),
+    ];
+    let c = child(&mut k);
+    c.idxs = vec![idx("x", n), idx("k", 3)];
+    c.constraints[1] = af(&[("x", -1), ("k", -1)], n as i64);
+    assert_eq!(verify_block(&k), Ok(()));
+    // One past the end is caught, though no longer with a witness point.
+    child(&mut k).constraints[1] = af(&[("x", -1), ("k", -1)], n as i64 + 1);
     fails(
         &k,
         &["main/conv: refinement `i` dimension 0: cannot prove in bounds"],

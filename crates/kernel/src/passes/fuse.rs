@@ -380,11 +380,14 @@ fn fuse(root: &Block, chain: &[Stage]) -> Option<Statement> {
     let t = root.refinement(&first.buffer)?;
     let names = &first.outs;
     let mut block = Block::new(&format!("{}_fused", first.block.name));
-    let comments: Vec<&str> = chain
-        .iter()
-        .map(|s| s.block.comment.as_str())
-        .filter(|c| !c.is_empty())
-        .collect();
+    // An initializing reduction's identity store carries the same comment
+    // as the reduction; each source statement is named once.
+    let mut comments: Vec<&str> = Vec::new();
+    for c in chain.iter().map(|s| s.block.comment.as_str()) {
+        if !c.is_empty() && !comments.contains(&c) {
+            comments.push(c);
+        }
+    }
     block.comment = comments.join("; ");
     block.tags.insert("fused".to_string());
     block.idxs = names

@@ -3,5 +3,6 @@
 //! into a shared object that is cached on disk by content and loaded into
 //! the process.
 
+pub mod cache;
 pub mod compile;
 pub mod load;

@@ -105,7 +105,8 @@ impl std::error::Error for CacheError {}
 /// What the requests to one [`KernelCache`] did so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheCounters {
-    /// Requests that ran the C compiler.
+    /// Requests that compiled their kernel (a source the compiler rejects
+    /// is an error, not counted here).
     pub compiles: u64,
     /// Requests served by a valid entry on disk.
     pub disk_hits: u64,

@@ -5,4 +5,6 @@
 
 pub mod cache;
 pub mod compile;
+pub mod emit;
+pub mod exec;
 pub mod load;

@@ -1,0 +1,860 @@
+//! One step function: a child block of the root, and everything nested in
+//! it, as C loops, guards, local arrays and scalar statements.
+//!
+//! Indices become `int64_t` loop variables in the block's index order (the
+//! last fastest, the VM's row-major order); an index of range 1 is the
+//! constant 0, and a passed index is its affine value, substituted, so
+//! every affine form (view offsets, constraints, `index(...)`) is an affine
+//! form over the loop variables in scope ([`Lin`]), printed with its
+//! constant strides folded (`64*i + j_2 + 16`). A constraint is folded into
+//! the bounds of the innermost loop variable it mentions (every other
+//! variable in it is then fixed when the loop starts), and a constraint that
+//! mentions none of the block's loops becomes an `if` around them; loops run
+//! exactly the points the VM runs, in its order. Views are offsets from a
+//! root buffer's pointer or a local array, so a load is `A[64*i + k]`.
+//! Local buffers are arrays declared, zeroed, inside the innermost loop (per
+//! point, as the VM allocates them). Scalars are `const` locals.
+//!
+//! Static intervals of the loop variables (their ranges, tightened by
+//! constant parts of their bounds) decide which bounds and guards can be
+//! dropped, and prove that every affine form fits in `int64_t` (a form that
+//! might not is an error: C's signed overflow is undefined).
+//!
+//! A block tagged `vector` gets `#pragma GCC ivdep` on its innermost loop
+//! when that is sound: every buffer element the loop body writes is written
+//! and read at one offset, the same in every access, which moves with the
+//! vector index and with no variable of the body; the lanes then touch
+//! disjoint elements of every written buffer. Locals declared in the body
+//! are per lane and do not count.
+//!
+//! Requires: a verified kernel (the caller checks), so views lie inside the
+//! views they refine at every point that runs; local buffers' layouts are
+//! checked here. Guarantees: the emitted C reads and writes only elements
+//! of the root buffers and local arrays inside their lengths, and every
+//! gather position is checked before it is used.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ir::DType;
+use kernel::{Affine, Agg, Block, Dim, StmtKind};
+
+use super::names::Names;
+use super::scalar;
+use super::EmitError;
+
+/// The most bytes of local buffers one block may declare (they live on the
+/// stack of the step).
+const MAX_LOCAL_BYTES: u64 = 1 << 16;
+
+/// A root buffer as a step sees it.
+pub(crate) struct RootBuf {
+    pub name: String,
+    pub dtype: DType,
+    pub dims: Vec<Dim>,
+    pub agg: Agg,
+}
+
+/// An affine form over the C variables of a function: variable number to
+/// non-zero coefficient, and a constant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Lin {
+    constant: i64,
+    terms: BTreeMap<usize, i64>,
+}
+
+impl Lin {
+    fn constant(c: i64) -> Lin {
+        Lin {
+            constant: c,
+            terms: BTreeMap::new(),
+        }
+    }
+
+    fn var(v: usize) -> Lin {
+        let mut l = Lin::constant(0);
+        l.terms.insert(v, 1);
+        l
+    }
+
+    fn coef(&self, v: usize) -> i64 {
+        self.terms.get(&v).copied().unwrap_or(0)
+    }
+
+    /// `self + k * other`, `None` on overflow.
+    fn add_scaled(&self, other: &Lin, k: i64) -> Option<Lin> {
+        let mut r = self.clone();
+        r.constant = r.constant.checked_add(other.constant.checked_mul(k)?)?;
+        for (v, c) in &other.terms {
+            let e = r.terms.entry(*v).or_insert(0);
+            *e = e.checked_add(c.checked_mul(k)?)?;
+            if *e == 0 {
+                r.terms.remove(v);
+            }
+        }
+        Some(r)
+    }
+}
+
+/// A bound of a loop variable: `sign * floor(lin / div) + add`.
+struct Bound {
+    lin: Lin,
+    div: i64,
+    negate: bool,
+    add: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    Root(usize),
+    Local(usize),
+}
+
+#[derive(Clone, Debug)]
+struct View {
+    base: Base,
+    origin: Lin,
+    dims: Vec<Dim>,
+    dtype: DType,
+    agg: Agg,
+}
+
+struct Var {
+    name: String,
+    lo: i64,
+    hi: i64,
+}
+
+/// A memory access in the body of a vector loop: offset `None` for a
+/// gather.
+struct Access {
+    base: Base,
+    offset: Option<Lin>,
+    write: bool,
+}
+
+struct VectorLoop {
+    var: usize,
+    /// Where the pragma goes if the loop qualifies.
+    line: usize,
+    /// Locals numbered from here on are declared inside the loop.
+    first_local: usize,
+    accesses: Vec<Access>,
+}
+
+/// The scalars of one statement list: kernel name to C name and type.
+type Scalars = HashMap<String, (String, DType)>;
+
+/// The emitter of one step function.
+pub(crate) struct Func<'a> {
+    roots: &'a [RootBuf],
+    /// The C name of each root buffer's pointer.
+    pub root_names: Vec<String>,
+    /// Which root buffers the body uses (only those are declared).
+    pub used_roots: Vec<bool>,
+    names: Names,
+    vars: Vec<Var>,
+    locals: Vec<(String, DType)>,
+    pub lines: Vec<String>,
+    depth: usize,
+    vectors: Vec<VectorLoop>,
+}
+
+impl<'a> Func<'a> {
+    pub(crate) fn new(roots: &'a [RootBuf]) -> Func<'a> {
+        let mut names = Names::default();
+        for p in ["buffers", "lo", "hi"] {
+            names.reserve(p);
+        }
+        let root_names = roots.iter().map(|r| names.fresh(&r.name)).collect();
+        Func {
+            roots,
+            root_names,
+            used_roots: vec![false; roots.len()],
+            names,
+            vars: Vec::new(),
+            locals: Vec::new(),
+            lines: Vec::new(),
+            depth: 1,
+            vectors: Vec::new(),
+        }
+    }
+
+    /// Emits the step for root child `b`; returns the range of its parallel
+    /// index, if it has one (the step then runs `lo <= index < hi`).
+    pub(crate) fn step(&mut self, b: &Block, root_path: &str) -> Result<Option<u64>, EmitError> {
+        let views: HashMap<String, View> = self
+            .roots
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                (
+                    r.name.clone(),
+                    View {
+                        base: Base::Root(k),
+                        origin: Lin::constant(0),
+                        dims: r.dims.clone(),
+                        dtype: r.dtype,
+                        agg: r.agg,
+                    },
+                )
+            })
+            .collect();
+        let parallel = b
+            .idxs
+            .iter()
+            .find(|i| i.affine.is_none() && i.tags.contains("parallel"))
+            .map(|i| (i.name.clone(), i.range));
+        self.block(
+            b,
+            root_path,
+            &HashMap::new(),
+            &views,
+            parallel.as_ref().map(|p| p.0.as_str()),
+            false,
+        )?;
+        Ok(parallel.map(|p| p.1))
+    }
+
+    fn line(&mut self, text: impl AsRef<str>) {
+        let pad = "  ".repeat(self.depth);
+        self.lines.push(format!("{pad}{}", text.as_ref()));
+    }
+
+    fn new_var(&mut self, want: &str, range: i64) -> usize {
+        let name = self.names.fresh(want);
+        self.vars.push(Var {
+            name,
+            lo: 0,
+            hi: range - 1,
+        });
+        self.vars.len() - 1
+    }
+
+    /// `a` over the C variables, with the block's indices bound by `env`.
+    fn subst(&self, a: &Affine, env: &HashMap<String, Lin>) -> Result<Lin, String> {
+        let mut r = Lin::constant(a.constant);
+        for (n, c) in &a.terms {
+            let v = env
+                .get(n)
+                .ok_or_else(|| format!("`{a}` uses `{n}`, which is not an index of the block"))?;
+            r = r
+                .add_scaled(v, *c)
+                .ok_or_else(|| format!("`{a}` overflows 64-bit arithmetic"))?;
+        }
+        self.check(&r)
+            .map_err(|()| format!("`{a}` may overflow 64-bit arithmetic"))?;
+        Ok(r)
+    }
+
+    /// Proves that every partial sum of `l`, as C evaluates it, fits in
+    /// `int64_t` over the variables' intervals.
+    fn check(&self, l: &Lin) -> Result<(), ()> {
+        let mut total = i128::from(l.constant).abs();
+        for (v, c) in &l.terms {
+            let var = &self.vars[*v];
+            let m = i128::from(var.lo).abs().max(i128::from(var.hi).abs());
+            total += i128::from(*c).abs() * m;
+        }
+        if total <= i128::from(i64::MAX) {
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    /// The smallest and largest values of a checked form.
+    fn range(&self, l: &Lin) -> (i64, i64) {
+        let (mut lo, mut hi) = (i128::from(l.constant), i128::from(l.constant));
+        for (v, c) in &l.terms {
+            let var = &self.vars[*v];
+            let (a, b) = (
+                i128::from(*c) * i128::from(var.lo),
+                i128::from(*c) * i128::from(var.hi),
+            );
+            lo += a.min(b);
+            hi += a.max(b);
+        }
+        let clamp = |x: i128| i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX });
+        (clamp(lo), clamp(hi))
+    }
+
+    fn bound_range(&self, b: &Bound) -> (i64, i64) {
+        let (lo, hi) = self.range(&b.lin);
+        let (lo, hi) = (lo.div_euclid(b.div), hi.div_euclid(b.div));
+        let (lo, hi) = if b.negate { (-hi, -lo) } else { (lo, hi) };
+        (lo + b.add, hi + b.add)
+    }
+
+    fn render(&self, l: &Lin) -> String {
+        let mut s = String::new();
+        for (v, c) in &l.terms {
+            let name = &self.vars[*v].name;
+            let m = c.unsigned_abs();
+            let sign = match (*c < 0, s.is_empty()) {
+                (true, true) => "-",
+                (true, false) => " - ",
+                (false, true) => "",
+                (false, false) => " + ",
+            };
+            if m == 1 {
+                s.push_str(&format!("{sign}{name}"));
+            } else {
+                s.push_str(&format!("{sign}{m}*{name}"));
+            }
+        }
+        if s.is_empty() {
+            s = l.constant.to_string();
+        } else if l.constant > 0 {
+            s.push_str(&format!(" + {}", l.constant));
+        } else if l.constant < 0 {
+            s.push_str(&format!(" - {}", l.constant.unsigned_abs()));
+        }
+        s
+    }
+
+    fn render_bound(&self, b: &Bound) -> String {
+        let mut s = if b.div == 1 {
+            self.render(&b.lin)
+        } else {
+            format!("tsr_floordiv({}, {})", self.render(&b.lin), b.div)
+        };
+        if b.negate {
+            s = if b.div == 1 {
+                format!("-({s})")
+            } else {
+                format!("-{s}")
+            };
+        }
+        if b.add != 0 {
+            s = format!("{s} + {}", b.add);
+        }
+        s
+    }
+
+    /// The C element `view[0, ..., 0]`.
+    fn element(&mut self, base: Base, offset: &str) -> String {
+        match base {
+            Base::Root(k) => {
+                self.used_roots[k] = true;
+                format!("{}[{offset}]", self.root_names[k])
+            }
+            Base::Local(k) => format!("{}[{offset}]", self.locals[k].0),
+        }
+    }
+
+    fn base_dtype(&self, base: Base) -> DType {
+        match base {
+            Base::Root(k) => self.roots[k].dtype,
+            Base::Local(k) => self.locals[k].1,
+        }
+    }
+
+    fn record(&mut self, base: Base, offset: Option<&Lin>, write: bool) {
+        for v in &mut self.vectors {
+            if matches!(base, Base::Local(k) if k >= v.first_local) {
+                continue;
+            }
+            v.accesses.push(Access {
+                base,
+                offset: offset.cloned(),
+                write,
+            });
+        }
+    }
+
+    /// Whether the vector loop's lanes touch disjoint elements of every
+    /// buffer the body writes (see the module doc).
+    fn independent_lanes(&self, v: &VectorLoop) -> bool {
+        v.accesses.iter().filter(|a| a.write).all(|w| {
+            let Some(off) = &w.offset else {
+                return false;
+            };
+            let moves = off.coef(v.var) != 0 && off.terms.keys().all(|x| *x <= v.var);
+            moves
+                && v.accesses
+                    .iter()
+                    .filter(|a| a.base == w.base)
+                    .all(|a| a.offset.as_ref() == Some(off))
+        })
+    }
+
+    fn block(
+        &mut self,
+        b: &Block,
+        parent_path: &str,
+        penv: &HashMap<String, Lin>,
+        pviews: &HashMap<String, View>,
+        parallel: Option<&str>,
+        nested: bool,
+    ) -> Result<(), EmitError> {
+        let path = format!("{parent_path}/{}", b.name);
+        let fail = |message: String| EmitError {
+            block: path.clone(),
+            statement: None,
+            message,
+        };
+        let mut env: HashMap<String, Lin> = HashMap::new();
+        // Loop variables in index order, with their ranges.
+        let mut loops: Vec<(usize, i64)> = Vec::new();
+        let mut parallel_var = None;
+        for ix in &b.idxs {
+            if let Some(a) = &ix.affine {
+                let l = self
+                    .subst(a, penv)
+                    .map_err(|m| fail(format!("passed index `{}`: {m}", ix.name)))?;
+                env.insert(ix.name.clone(), l);
+                continue;
+            }
+            if ix.range == 0 {
+                self.line(format!(
+                    "/* block {}: index {} has range 0, so the block runs no points */",
+                    comment_text(&b.name),
+                    comment_text(&ix.name)
+                ));
+                return Ok(());
+            }
+            let range = i64::try_from(ix.range)
+                .map_err(|_| fail(format!("index `{}` has a range beyond int64", ix.name)))?;
+            let is_parallel = parallel == Some(ix.name.as_str());
+            if range == 1 && !is_parallel {
+                env.insert(ix.name.clone(), Lin::constant(0));
+                continue;
+            }
+            let v = self.new_var(&ix.name, range);
+            if is_parallel {
+                parallel_var = Some(v);
+            }
+            env.insert(ix.name.clone(), Lin::var(v));
+            loops.push((v, range));
+        }
+
+        // Constraints: guards on outer variables, or bounds of a loop.
+        let mut guards: Vec<Lin> = Vec::new();
+        let mut lower: HashMap<usize, Vec<Bound>> = HashMap::new();
+        let mut upper: HashMap<usize, Vec<Bound>> = HashMap::new();
+        for c in &b.constraints {
+            let l = self
+                .subst(c, &env)
+                .map_err(|m| fail(format!("constraint `{c} >= 0`: {m}")))?;
+            let overflow = || fail(format!("constraint `{c} >= 0` overflows 64-bit arithmetic"));
+            let Some(&(v, _)) = loops.iter().rev().find(|(v, _)| l.coef(*v) != 0) else {
+                let (lo, hi) = self.range(&l);
+                if hi < 0 {
+                    self.line(format!(
+                        "/* block {}: constraint {} >= 0 never holds, so the block runs no points */",
+                        comment_text(&b.name),
+                        comment_text(&c.to_string())
+                    ));
+                    return Ok(());
+                }
+                if lo < 0 {
+                    guards.push(l);
+                }
+                continue;
+            };
+            let k = l.coef(v);
+            let rest = l.add_scaled(&Lin::var(v), -k).ok_or_else(overflow)?;
+            // k*v + rest >= 0.
+            let bound = if k == 1 {
+                Bound {
+                    lin: Lin::constant(0)
+                        .add_scaled(&rest, -1)
+                        .ok_or_else(overflow)?,
+                    div: 1,
+                    negate: false,
+                    add: 0,
+                }
+            } else if k > 0 {
+                Bound {
+                    lin: rest,
+                    div: k,
+                    negate: true,
+                    add: 0,
+                }
+            } else if k == -1 {
+                Bound {
+                    lin: rest.add_scaled(&Lin::constant(1), 1).ok_or_else(overflow)?,
+                    div: 1,
+                    negate: false,
+                    add: 0,
+                }
+            } else {
+                Bound {
+                    lin: rest,
+                    div: k.checked_neg().ok_or_else(overflow)?,
+                    negate: false,
+                    add: 1,
+                }
+            };
+            self.check(&bound.lin).map_err(|()| overflow())?;
+            if k > 0 {
+                lower.entry(v).or_default().push(bound);
+            } else {
+                upper.entry(v).or_default().push(bound);
+            }
+        }
+
+        // Tighten the loop variables' intervals, outermost first, and
+        // render their bounds.
+        let mut headers = Vec::new();
+        for &(v, range) in &loops {
+            let lows = lower.remove(&v).unwrap_or_default();
+            let highs = upper.remove(&v).unwrap_or_default();
+            let (mut lo, mut hi) = (0i64, range - 1);
+            for e in &lows {
+                lo = lo.max(self.bound_range(e).0);
+            }
+            for e in &highs {
+                hi = hi.min(self.bound_range(e).1.saturating_sub(1));
+            }
+            if lo > hi {
+                self.line(format!(
+                    "/* block {}: its constraints leave no points */",
+                    comment_text(&b.name)
+                ));
+                return Ok(());
+            }
+            let is_parallel = parallel_var == Some(v);
+            let mut lo_terms: Vec<String> = Vec::new();
+            let mut lo_exact = false;
+            if is_parallel {
+                lo_terms.push("lo".to_string());
+            }
+            for e in &lows {
+                let (emin, emax) = self.bound_range(e);
+                if emax > 0 {
+                    lo_terms.push(self.render_bound(e));
+                    lo_exact |= emin >= 0;
+                }
+            }
+            if !lo_exact {
+                lo_terms.push("0".to_string());
+            }
+            let mut hi_terms: Vec<String> = Vec::new();
+            let mut hi_exact = false;
+            if is_parallel {
+                hi_terms.push("hi".to_string());
+            }
+            for e in &highs {
+                let (emin, emax) = self.bound_range(e);
+                if emin < range {
+                    hi_terms.push(self.render_bound(e));
+                    hi_exact |= emax <= range;
+                }
+            }
+            if !hi_exact {
+                hi_terms.push(range.to_string());
+            }
+            self.vars[v].lo = lo;
+            self.vars[v].hi = hi;
+            headers.push((v, fold("tsr_max", &lo_terms), fold("tsr_min", &hi_terms)));
+        }
+
+        if nested {
+            let tags: Vec<String> = b.tags.iter().map(|t| format!(" #{t}")).collect();
+            let mut text = format!("block {}{}", b.name, tags.join(""));
+            if !b.comment.is_empty() {
+                text.push_str(": ");
+                text.push_str(&b.comment);
+            }
+            self.line(format!("/* {} */", comment_text(&text)));
+        }
+        let mut opened = 0;
+        if guards.is_empty() && headers.is_empty() {
+            self.line("{");
+            self.depth += 1;
+            opened += 1;
+        }
+        if !guards.is_empty() {
+            let conds: Vec<String> = guards
+                .iter()
+                .map(|g| format!("{} >= 0", self.render(g)))
+                .collect();
+            self.line(format!("if ({}) {{", conds.join(" && ")));
+            self.depth += 1;
+            opened += 1;
+        }
+        let vector = b.tags.contains("vector");
+        let innermost = headers.last().map(|h| h.0);
+        for (v, lo, hi) in headers {
+            if vector && Some(v) == innermost {
+                self.vectors.push(VectorLoop {
+                    var: v,
+                    line: self.lines.len(),
+                    first_local: self.locals.len(),
+                    accesses: Vec::new(),
+                });
+            }
+            let n = self.vars[v].name.clone();
+            self.line(format!("for (int64_t {n} = {lo}; {n} < {hi}; {n}++) {{"));
+            self.depth += 1;
+            opened += 1;
+        }
+        let body = self.point(b, &path, &env, pviews);
+        for _ in 0..opened {
+            self.depth -= 1;
+            self.line("}");
+        }
+        if vector && innermost.is_some() {
+            if let Some(vl) = self.vectors.pop() {
+                if self.independent_lanes(&vl) {
+                    let pad = "  ".repeat(self.depth);
+                    self.lines
+                        .insert(vl.line, format!("{pad}#pragma GCC ivdep"));
+                }
+            }
+        }
+        body
+    }
+
+    /// The body of one point of `b`: its views and local buffers, then its
+    /// statements.
+    fn point(
+        &mut self,
+        b: &Block,
+        path: &str,
+        env: &HashMap<String, Lin>,
+        pviews: &HashMap<String, View>,
+    ) -> Result<(), EmitError> {
+        let fail = |statement: Option<usize>, message: String| EmitError {
+            block: path.to_string(),
+            statement,
+            message,
+        };
+        let mut views: HashMap<String, View> = HashMap::new();
+        for r in &b.refs {
+            let view = match &r.from {
+                Some(p) => {
+                    let pv = pviews.get(p).ok_or_else(|| {
+                        fail(
+                            None,
+                            format!("`{}` refines `{p}`, which is not in scope", r.into),
+                        )
+                    })?;
+                    if r.access.len() != pv.dims.len() || r.shape.len() != pv.dims.len() {
+                        return Err(fail(
+                            None,
+                            format!("`{}` has the wrong rank for `{p}`", r.into),
+                        ));
+                    }
+                    let mut origin = pv.origin.clone();
+                    for (a, d) in r.access.iter().zip(&pv.dims) {
+                        let at = self
+                            .subst(a, env)
+                            .map_err(|m| fail(None, format!("view `{}`: {m}", r.into)))?;
+                        origin = origin.add_scaled(&at, d.stride).ok_or_else(|| {
+                            fail(None, format!("view `{}` overflows 64-bit offsets", r.into))
+                        })?;
+                    }
+                    self.check(&origin).map_err(|()| {
+                        fail(
+                            None,
+                            format!("view `{}` may overflow 64-bit offsets", r.into),
+                        )
+                    })?;
+                    View {
+                        base: pv.base,
+                        origin,
+                        dims: r.shape.clone(),
+                        dtype: r.dtype,
+                        agg: r.agg,
+                    }
+                }
+                None => {
+                    let len = super::layout_len(&r.shape)
+                        .map_err(|m| fail(None, format!("local buffer `{}`: {m}", r.into)))?;
+                    let bytes = len.saturating_mul(u64::from(r.dtype.bits() / 8));
+                    if bytes > MAX_LOCAL_BYTES {
+                        return Err(fail(
+                            None,
+                            format!(
+                                "local buffer `{}` takes {bytes} bytes, more than the {MAX_LOCAL_BYTES} a step may keep on its stack",
+                                r.into
+                            ),
+                        ));
+                    }
+                    let name = self.names.fresh(&r.into);
+                    self.line(format!(
+                        "{} {name}[{}] = {{0}};",
+                        scalar::storage_type(r.dtype),
+                        len.max(1)
+                    ));
+                    self.locals.push((name, r.dtype));
+                    View {
+                        base: Base::Local(self.locals.len() - 1),
+                        origin: Lin::constant(0),
+                        dims: r.shape.clone(),
+                        dtype: r.dtype,
+                        agg: r.agg,
+                    }
+                }
+            };
+            views.insert(r.into.clone(), view);
+        }
+
+        let mut scalars: Scalars = HashMap::new();
+        for (k, s) in b.stmts.iter().enumerate() {
+            let at = |m: String| fail(Some(k), m);
+            let view = |n: &str| {
+                views
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| at(format!("no view `{n}` in scope")))
+            };
+            let scalar = |n: &str| {
+                scalars
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| at(format!("scalar `${n}` is used before it is defined")))
+            };
+            match &s.kind {
+                StmtKind::Load { from, into } => {
+                    let v = view(from)?;
+                    self.check_storage(&v, from).map_err(at)?;
+                    let offset = self.render(&v.origin);
+                    let elem = self.element(v.base, &offset);
+                    self.record(v.base, Some(&v.origin), false);
+                    let name = self.names.fresh(into);
+                    self.line(format!(
+                        "const {} {name} = {};",
+                        scalar::ctype(v.dtype),
+                        scalar::read_element(v.dtype, &elem)
+                    ));
+                    scalars.insert(into.clone(), (name, v.dtype));
+                }
+                StmtKind::Store { from, into } => {
+                    let (x, t) = scalar(from)?;
+                    let v = view(into)?;
+                    self.check_storage(&v, into).map_err(at)?;
+                    if t != v.dtype {
+                        return Err(at(format!(
+                            "stores ${from} of type {t} into `{into}` of type {}",
+                            v.dtype
+                        )));
+                    }
+                    let offset = self.render(&v.origin);
+                    let elem = self.element(v.base, &offset);
+                    self.record(v.base, Some(&v.origin), true);
+                    self.line(scalar::store(v.agg, v.dtype, &elem, &x));
+                }
+                StmtKind::LoadIndex { from, into } => {
+                    let l = self.subst(from, env).map_err(at)?;
+                    let name = self.names.fresh(into);
+                    self.line(format!("const int64_t {name} = {};", self.render(&l)));
+                    scalars.insert(into.clone(), (name, DType::I64));
+                }
+                StmtKind::Constant { into, value, dtype } => {
+                    let name = self.names.fresh(into);
+                    self.line(format!(
+                        "const {} {name} = {};",
+                        scalar::ctype(*dtype),
+                        scalar::literal(*dtype, *value)
+                    ));
+                    scalars.insert(into.clone(), (name, *dtype));
+                }
+                StmtKind::Intrinsic {
+                    op,
+                    inputs,
+                    into,
+                    dtype,
+                } => {
+                    let args = inputs
+                        .iter()
+                        .map(|n| scalar(n))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let c = scalar::intrinsic(op, *dtype, &args)
+                        .map_err(|m| at(format!("{}: {m}", super::op_text(op))))?;
+                    for check in &c.checks {
+                        self.line(check);
+                    }
+                    let name = self.names.fresh(into);
+                    self.line(format!(
+                        "const {} {name} = {};",
+                        scalar::ctype(c.dtype),
+                        c.expr
+                    ));
+                    scalars.insert(into.clone(), (name, c.dtype));
+                }
+                StmtKind::Gather {
+                    from,
+                    indices,
+                    into,
+                } => {
+                    let v = view(from)?;
+                    self.check_storage(&v, from).map_err(at)?;
+                    if indices.len() != v.dims.len() {
+                        return Err(at(format!(
+                            "gather of `{from}` has {} positions for {} dimensions",
+                            indices.len(),
+                            v.dims.len()
+                        )));
+                    }
+                    let mut offset = self.render(&v.origin);
+                    for (d, (n, dim)) in indices.iter().zip(&v.dims).enumerate() {
+                        let (x, t) = scalar(n)?;
+                        if !t.is_int() {
+                            return Err(at(format!("gather position ${n} is {t}, not an integer")));
+                        }
+                        let size = i64::try_from(dim.size).unwrap_or(i64::MAX);
+                        let g = self.names.fresh(&format!("{into}_at{d}"));
+                        self.line(format!("const int64_t {g} = (int64_t){x};"));
+                        self.line(format!(
+                            "if ({g} < 0 || {g} >= {size}) return TSR_ERR_GATHER;"
+                        ));
+                        // |g| < size and the view lies inside its buffer,
+                        // so the product and the sum fit in int64_t.
+                        match dim.stride {
+                            0 => {}
+                            1 => offset.push_str(&format!(" + {g}")),
+                            s => offset.push_str(&format!(" + {s}*{g}")),
+                        }
+                    }
+                    let elem = self.element(v.base, &offset);
+                    self.record(v.base, None, false);
+                    let name = self.names.fresh(into);
+                    self.line(format!(
+                        "const {} {name} = {};",
+                        scalar::ctype(v.dtype),
+                        scalar::read_element(v.dtype, &elem)
+                    ));
+                    scalars.insert(into.clone(), (name, v.dtype));
+                }
+                StmtKind::Block(child) => self.block(child, path, env, &views, None, true)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that a view's type is its storage's (the verifier keeps
+    /// views' types equal to the views they refine).
+    fn check_storage(&self, v: &View, name: &str) -> Result<(), String> {
+        let t = self.base_dtype(v.base);
+        if t == v.dtype {
+            Ok(())
+        } else {
+            Err(format!(
+                "view `{name}` is {} but its buffer holds {t}",
+                v.dtype
+            ))
+        }
+    }
+}
+
+/// `f(a, f(b, c))` over `terms` (at least one).
+fn fold(f: &str, terms: &[String]) -> String {
+    match terms {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, rest @ ..] => format!("{f}({first}, {})", fold(f, rest)),
+    }
+}
+
+/// Text safe inside a C block comment: no line breaks, no `*/`, no `??`
+/// (trigraphs).
+pub(crate) fn comment_text(s: &str) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    flat.replace("*/", "* /").replace("??", "? ?")
+}

@@ -1,0 +1,482 @@
+//! Scalar C: element types, literals, and the C for every intrinsic
+//! operation, cast and aggregation, with the semantics of `ir::arith` as the
+//! kernel VM applies them.
+//!
+//! How each rule of `ir::arith` is kept in C:
+//! - integers are held in their own C type (`int8_t` ... `uint64_t`);
+//!   `+ - *` and negation are done in the unsigned type of at least 32 bits
+//!   and converted back (unsigned arithmetic wraps; signed overflow would be
+//!   undefined; the conversion to a narrow signed type is modular in gcc and
+//!   clang, which is arith's `wrap`);
+//! - integer `/` and `%` are floor division and modulo through the
+//!   prelude's `tsr_floordiv`/`tsr_floormod` on `int64_t` (every type but
+//!   `uint64` fits), plain unsigned `/` and `%` for `uint64`; division by
+//!   zero makes the step return [`super::ERR_DIV_ZERO`], as the VM fails;
+//! - floats compute in their own type (`float32` in `float`: `+ - * /` of
+//!   two floats rounded once equal arith's f64 result rounded to f32), `%` is
+//!   arith's `float_mod` (exact `fmod`, moved to the divisor's sign);
+//! - float builtins call `<math.h>` in the operand type (`expf` for
+//!   `float32`); arith computes them in f64 and rounds once, so `float32`
+//!   results may differ from the VM's in the last bit;
+//! - casts follow `arith::cast_value` on the VM's representation of the
+//!   operand: float to integer truncates with saturation and NaN to 0
+//!   (`tsr_f2i`/`tsr_f2u`; a plain C conversion out of range is undefined),
+//!   and, as the VM's cast sees only the operand's stored `i64`, a `uint64`
+//!   operand converts to float as the `int64` of the same bits;
+//! - aggregation `min`/`max` on floats keeps the stored value when it is
+//!   smaller (larger) or the current value is NaN, the VM's rule; on `bool`
+//!   the VM keeps `add`/`mul` as plain assignment and `min`/`max` as no
+//!   change, and so does the C.
+//!
+//! Requires: operand types checked by the caller ([`intrinsic`] checks
+//! them itself and returns an error for combinations the VM would reject or
+//! compute on mismatched values). Guarantees: no generated expression has
+//! undefined behaviour in C11 for any operand values.
+
+use std::fmt::Write;
+
+use ir::{arith, BinOp, Builtin, DType, UnOp, Value};
+
+use kernel::{Agg, Op};
+
+/// The C type of a scalar of type `t`.
+pub(crate) fn ctype(t: DType) -> &'static str {
+    match t {
+        DType::Bool => "bool",
+        other => storage_type(other),
+    }
+}
+
+/// The C type of a buffer element of type `t` (`bool` is stored as a byte
+/// holding 0 or 1).
+pub(crate) fn storage_type(t: DType) -> &'static str {
+    match t {
+        DType::Bool | DType::U8 => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::U16 => "uint16_t",
+        DType::I16 => "int16_t",
+        DType::U32 => "uint32_t",
+        DType::I32 => "int32_t",
+        DType::U64 => "uint64_t",
+        DType::I64 => "int64_t",
+        DType::F32 => "float",
+        DType::F64 => "double",
+    }
+}
+
+/// The unsigned type integer arithmetic of type `t` wraps in: at least 32
+/// bits, so that narrow operands are not promoted to (overflowing) `int`.
+fn wrap_type(t: DType) -> &'static str {
+    if t.bits() == 64 {
+        "uint64_t"
+    } else {
+        "uint32_t"
+    }
+}
+
+/// A C expression reading element `at` of a buffer of type `t` as a scalar.
+pub(crate) fn read_element(t: DType, element: &str) -> String {
+    if t == DType::Bool {
+        format!("({element} != 0)")
+    } else {
+        element.to_string()
+    }
+}
+
+/// The C literal of `value` converted to `t` as a kernel constant is.
+pub(crate) fn literal(t: DType, value: Value) -> String {
+    match arith::cast_value(t, value) {
+        Value::Bool(b) => b.to_string(),
+        Value::Float(x) => float_literal(t, x),
+        Value::Int(i) => int_literal(t, i),
+    }
+}
+
+fn float_literal(t: DType, x: f64) -> String {
+    let (suffix, cast) = if t == DType::F32 {
+        ("f", "")
+    } else {
+        ("", "(double)")
+    };
+    if x.is_nan() {
+        format!("{cast}NAN")
+    } else if x.is_infinite() {
+        let sign = if x < 0.0 { "-" } else { "" };
+        format!("{sign}{cast}INFINITY")
+    } else if t == DType::F32 {
+        // The shortest decimal that reads back as this f32.
+        format!("{:?}{suffix}", x as f32)
+    } else {
+        format!("{x:?}")
+    }
+}
+
+fn int_literal(t: DType, i: i64) -> String {
+    let ty = ctype(t);
+    if t == DType::U64 {
+        format!("UINT64_C({})", i as u64)
+    } else if i == i64::MIN {
+        format!("({ty})INT64_MIN")
+    } else if i32::try_from(i).is_ok() {
+        format!("({ty}){i}")
+    } else {
+        format!("({ty})INT64_C({i})")
+    }
+}
+
+/// The C of one intrinsic: statements that must run first (division-by-zero
+/// checks, which return from the step) and the expression; also the
+/// result's type. `args` are the operands' C names and types; `t` is the
+/// statement's type.
+pub(crate) struct Computed {
+    pub checks: Vec<String>,
+    pub expr: String,
+    pub dtype: DType,
+}
+
+/// The C computing `op` in type `t` on `args`, or why the VM would not
+/// compute it (or would compute it on values of mixed types, which the C
+/// does not reproduce).
+pub(crate) fn intrinsic(op: &Op, t: DType, args: &[(String, DType)]) -> Result<Computed, String> {
+    let want = match op {
+        Op::Unary(_) | Op::Cast => 1,
+        Op::Binary(_) => 2,
+        Op::Select => 3,
+        Op::Builtin(f) => f.arity(),
+    };
+    if args.len() != want {
+        return Err(format!("takes {want} operands, got {}", args.len()));
+    }
+    let same = |what: &str| -> Result<(), String> {
+        match args.iter().find(|(_, at)| *at != t) {
+            Some((n, at)) => Err(format!(
+                "{what} computes in {t} but operand `{n}` is {at}; the C backend \
+                 only emits operations on operands of the statement's type"
+            )),
+            None => Ok(()),
+        }
+    };
+    let plain = |expr: String, dtype: DType| Computed {
+        checks: Vec::new(),
+        expr,
+        dtype,
+    };
+    let a = args[0].0.as_str();
+    Ok(match op {
+        Op::Cast => plain(cast(t, args[0].1, a), t),
+        Op::Select => {
+            if args[0].1 != DType::Bool {
+                return Err(format!(
+                    "select's condition `{a}` is {}, not bool",
+                    args[0].1
+                ));
+            }
+            if args[1].1 != t || args[2].1 != t {
+                return Err(format!(
+                    "select is {t} but its branches are {} and {}",
+                    args[1].1, args[2].1
+                ));
+            }
+            plain(format!("{a} ? {} : {}", args[1].0, args[2].0), t)
+        }
+        Op::Unary(UnOp::Not) => {
+            if t != DType::Bool || args[0].1 != DType::Bool {
+                return Err(format!("`not` needs bool, found {} of {}", t, args[0].1));
+            }
+            plain(format!("!{a}"), t)
+        }
+        Op::Unary(UnOp::Neg) => {
+            same("neg")?;
+            if t.is_float() {
+                plain(format!("-{a}"), t)
+            } else if t.is_int() {
+                plain(format!("({})(0 - ({}){a})", ctype(t), wrap_type(t)), t)
+            } else {
+                return Err("`neg` of bool".to_string());
+            }
+        }
+        Op::Binary(b) => {
+            same(crate::emit::op_text(op))?;
+            binary(*b, t, a, &args[1].0)?
+        }
+        Op::Builtin(f) => {
+            same(f.name())?;
+            plain(builtin(*f, t, args)?, t)
+        }
+    })
+}
+
+fn binary(op: BinOp, t: DType, a: &str, b: &str) -> Result<Computed, String> {
+    let plain = |expr: String, dtype: DType| Computed {
+        checks: Vec::new(),
+        expr,
+        dtype,
+    };
+    if op.is_comparison() {
+        // C compares in the operands' own type: unsigned for `uint64`, as
+        // `arith::int_cmp`; NaN makes every comparison but `!=` false, as
+        // the VM's `partial_cmp` does.
+        return Ok(plain(format!("{a} {} {b}", op.symbol()), DType::Bool));
+    }
+    if op.is_logical() {
+        if t != DType::Bool {
+            return Err(format!("`{}` on {t}", op.symbol()));
+        }
+        return Ok(plain(format!("{a} {} {b}", op.symbol()), DType::Bool));
+    }
+    if t == DType::Bool {
+        return Err(format!("`{}` on bool values", op.symbol()));
+    }
+    if t.is_float() {
+        return Ok(match op {
+            BinOp::Mod => {
+                let f = if t == DType::F32 {
+                    "tsr_fmodf"
+                } else {
+                    "tsr_fmod"
+                };
+                plain(format!("{f}({a}, {b})"), t)
+            }
+            _ => plain(format!("{a} {} {b}", op.symbol()), t),
+        });
+    }
+    let ty = ctype(t);
+    Ok(match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul => {
+            let u = wrap_type(t);
+            plain(format!("({ty})(({u}){a} {} ({u}){b})", op.symbol()), t)
+        }
+        BinOp::Div | BinOp::Mod => {
+            let checks = vec![format!("if ({b} == 0) return TSR_ERR_DIV_ZERO;")];
+            let expr = if t == DType::U64 {
+                format!("{a} {} {b}", op.symbol())
+            } else {
+                let f = if op == BinOp::Div {
+                    "tsr_floordiv"
+                } else {
+                    "tsr_floormod"
+                };
+                format!("({ty}){f}((int64_t){a}, (int64_t){b})")
+            };
+            Computed {
+                checks,
+                expr,
+                dtype: t,
+            }
+        }
+        _ => return Err(format!("`{}` on integers", op.symbol())),
+    })
+}
+
+fn builtin(f: Builtin, t: DType, args: &[(String, DType)]) -> Result<String, String> {
+    let x = args[0].0.as_str();
+    if t.is_int() {
+        let ty = ctype(t);
+        return Ok(match f {
+            Builtin::Abs if t.is_signed() => {
+                let u = wrap_type(t);
+                format!("({ty})({x} < 0 ? 0 - ({u}){x} : ({u}){x})")
+            }
+            Builtin::Abs => x.to_string(),
+            // `arith`: max takes the first operand unless it is less.
+            Builtin::Max => format!("{x} >= {y} ? {x} : {y}", y = args[1].0),
+            Builtin::Min => format!("{x} <= {y} ? {x} : {y}", y = args[1].0),
+            _ => return Err(format!("`{}` of integers", f.name())),
+        });
+    }
+    if !t.is_float() {
+        return Err(format!("`{}` of {t}", f.name()));
+    }
+    let s = if t == DType::F32 { "f" } else { "" };
+    let one = if t == DType::F32 { "1.0f" } else { "1.0" };
+    let name = match f {
+        Builtin::Rsqrt => return Ok(format!("{one} / sqrt{s}({x})")),
+        Builtin::Sigmoid => return Ok(format!("{one} / ({one} + exp{s}(-{x}))")),
+        Builtin::Exp => "exp",
+        Builtin::Log => "log",
+        Builtin::Tanh => "tanh",
+        Builtin::Sqrt => "sqrt",
+        Builtin::Abs => "fabs",
+        Builtin::Erf => "erf",
+        Builtin::Sin => "sin",
+        Builtin::Cos => "cos",
+        Builtin::Floor => "floor",
+        Builtin::Ceil => "ceil",
+        Builtin::Max => "fmax",
+        Builtin::Min => "fmin",
+        Builtin::Pow => "pow",
+        Builtin::Fma => "fma",
+    };
+    let operands: Vec<&str> = args.iter().map(|(n, _)| n.as_str()).collect();
+    Ok(format!("{name}{s}({})", operands.join(", ")))
+}
+
+/// The C converting `x` of type `from` to type `to`, as the VM's cast.
+pub(crate) fn cast(to: DType, from: DType, x: &str) -> String {
+    let ty = ctype(to);
+    if to == from {
+        return x.to_string();
+    }
+    if to == DType::Bool {
+        return format!("{x} != 0");
+    }
+    if to.is_float() {
+        return if from == DType::U64 {
+            format!("({ty})(int64_t){x}")
+        } else {
+            format!("({ty}){x}")
+        };
+    }
+    if from.is_float() {
+        return if to == DType::U64 {
+            format!("tsr_f2u((double){x})")
+        } else {
+            format!("({ty})tsr_f2i((double){x})")
+        };
+    }
+    format!("({ty}){x}")
+}
+
+/// Statements storing scalar `x` (of the element's type `t`) into the
+/// buffer element `dst` with aggregation `agg`.
+pub(crate) fn store(agg: Agg, t: DType, dst: &str, x: &str) -> String {
+    let mut out = String::new();
+    if t == DType::Bool {
+        let _ = match agg {
+            Agg::Assign | Agg::Add | Agg::Mul => write!(out, "{dst} = (uint8_t){x};"),
+            Agg::Min | Agg::Max => write!(
+                out,
+                "/* {} of bool keeps the element, as the VM does */",
+                if agg == Agg::Min { "min" } else { "max" }
+            ),
+        };
+        return out;
+    }
+    let ty = ctype(t);
+    let _ = match agg {
+        Agg::Assign => write!(out, "{dst} = {x};"),
+        Agg::Add | Agg::Mul if t.is_float() => {
+            write!(out, "{dst} = {dst} {} {x};", agg_symbol(agg))
+        }
+        Agg::Add | Agg::Mul => {
+            let u = wrap_type(t);
+            write!(
+                out,
+                "{dst} = ({ty})(({u}){dst} {} ({u}){x});",
+                agg_symbol(agg)
+            )
+        }
+        Agg::Min | Agg::Max => {
+            let cmp = if agg == Agg::Min { "<" } else { ">" };
+            if t.is_float() {
+                write!(out, "if ({x} {cmp} {dst} || {dst} != {dst}) {dst} = {x};")
+            } else {
+                write!(out, "if ({x} {cmp} {dst}) {dst} = {x};")
+            }
+        }
+    };
+    out
+}
+
+fn agg_symbol(agg: Agg) -> &'static str {
+    if agg == Agg::Mul {
+        "*"
+    } else {
+        "+"
+    }
+}
+
+/// Helpers every program uses, guarded so that several programs can share
+/// one C file.
+pub(crate) const PRELUDE: &str = r#"#ifndef TSR_PRELUDE
+#define TSR_PRELUDE
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a step returns when it fails, as the kernel VM does. */
+#define TSR_ERR_GATHER 1   /* a gather position is out of bounds */
+#define TSR_ERR_DIV_ZERO 2 /* an integer division or modulo by zero */
+
+static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
+   handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
+   wraps to INT64_MIN. */
+static inline int64_t tsr_floordiv(int64_t a, int64_t b) {
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  int64_t q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t tsr_floormod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* Float modulo with the sign of the divisor: the exact fmod, moved into
+   the divisor's sign by adding the divisor once. */
+static inline float tsr_fmodf(float a, float b) {
+  float r = fmodf(a, b);
+  if (r == 0) return copysignf(0.0f, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+static inline double tsr_fmod(double a, double b) {
+  double r = fmod(a, b);
+  if (r == 0) return copysign(0.0, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* Float to integer: truncation toward zero, saturating at the ends of
+   int64 (uint64 for tsr_f2u), NaN to 0. */
+static inline int64_t tsr_f2i(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
+static inline uint64_t tsr_f2u(double x) {
+  if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+  return (uint64_t)tsr_f2i(x);
+}
+#endif
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_read_back_as_the_value() {
+        assert_eq!(literal(DType::F32, Value::Float(0.1)), "0.1f");
+        assert_eq!(literal(DType::F64, Value::Float(0.1)), "0.1");
+        assert_eq!(
+            literal(DType::F32, Value::Float(f64::NEG_INFINITY)),
+            "-INFINITY"
+        );
+        assert_eq!(literal(DType::F64, Value::Float(f64::NAN)), "(double)NAN");
+        assert_eq!(literal(DType::I8, Value::Int(200)), "(int8_t)-56");
+        assert_eq!(
+            literal(DType::I64, Value::Int(i64::MIN)),
+            "(int64_t)INT64_MIN"
+        );
+        assert_eq!(
+            literal(DType::I64, Value::Int(1 << 40)),
+            "(int64_t)INT64_C(1099511627776)"
+        );
+        assert_eq!(
+            literal(DType::U64, Value::Int(-1)),
+            "UINT64_C(18446744073709551615)"
+        );
+        assert_eq!(literal(DType::Bool, Value::Int(3)), "true");
+        assert_eq!(literal(DType::F32, Value::Int(16_777_217)), "16777216.0f");
+    }
+
+    #[test]
+    fn mixed_operands_are_refused() {
+        let args = [("a".to_string(), DType::F32), ("b".to_string(), DType::F64)];
+        let e = intrinsic(&Op::Binary(BinOp::Add), DType::F32, &args).err();
+        assert!(e.is_some_and(|m| m.contains("operand `b` is float64")));
+    }
+}

@@ -405,16 +405,11 @@ impl<'a> Func<'a> {
                 env.insert(ix.name.clone(), l);
                 continue;
             }
-            if ix.range == 0 {
-                self.line(format!(
-                    "/* block {}: index {} has range 0, so the block runs no points */",
-                    comment_text(&b.name),
-                    comment_text(&ix.name)
-                ));
-                return Ok(());
-            }
+            // The verifier keeps ranges at least 1.
             let range = i64::try_from(ix.range)
-                .map_err(|_| fail(format!("index `{}` has a range beyond int64", ix.name)))?;
+                .ok()
+                .filter(|r| *r >= 1)
+                .ok_or_else(|| fail(format!("index `{}` has range {}", ix.name, ix.range)))?;
             let is_parallel = parallel == Some(ix.name.as_str());
             if range == 1 && !is_parallel {
                 env.insert(ix.name.clone(), Lin::constant(0));
@@ -789,7 +784,10 @@ impl<'a> Func<'a> {
                             v.dims.len()
                         )));
                     }
-                    let mut offset = self.render(&v.origin);
+                    let mut terms = Vec::new();
+                    if v.origin != Lin::constant(0) {
+                        terms.push(self.render(&v.origin));
+                    }
                     for (d, (n, dim)) in indices.iter().zip(&v.dims).enumerate() {
                         let (x, t) = scalar(n)?;
                         if !t.is_int() {
@@ -805,10 +803,15 @@ impl<'a> Func<'a> {
                         // so the product and the sum fit in int64_t.
                         match dim.stride {
                             0 => {}
-                            1 => offset.push_str(&format!(" + {g}")),
-                            s => offset.push_str(&format!(" + {s}*{g}")),
+                            1 => terms.push(g),
+                            s => terms.push(format!("{s}*{g}")),
                         }
                     }
+                    let offset = if terms.is_empty() {
+                        "0".to_string()
+                    } else {
+                        terms.join(" + ")
+                    };
                     let elem = self.element(v.base, &offset);
                     self.record(v.base, None, false);
                     let name = self.names.fresh(into);

@@ -1,0 +1,225 @@
+//! The safe interface to compiled steps: `Kernel::load` checks that an
+//! object was compiled from the program (its interface text) and
+//! `Kernel::run_step` checks buffers and partitions before calling; a
+//! parallel step runs only its partition; `HostBuffer` converts to and from
+//! the VM's values exactly; `#pragma GCC ivdep` is written only on vector
+//! loops whose lanes are independent, and both kinds compute what the VM
+//! does. All programs share one compiled object.
+
+mod emit_common;
+
+use std::sync::OnceLock;
+
+use codegen::compile::Compiler;
+use codegen::emit::{emit_c, CProgram};
+use codegen::exec::{partitions, run_serial};
+use codegen::load::{HostBuffer, Kernel};
+use ir::{DType, Value};
+use kernel::Block;
+
+fn parse(text: &str) -> Block {
+    kernel::parse_block(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"))
+}
+
+/// `O = 2 * X` over a parallel index of range `n`.
+fn double(n: usize) -> Block {
+    parse(&format!(
+        "block double []\n  in new X float32({n}):(1)\n  out new O float32({n}):(1)\n{{\n  block s [i:{n} #parallel] #parallel\n    in X[i] float32(1):(1)\n    out O[i] float32(1):(1)\n  {{\n    $x = load(X)\n    $two = const.float32(2.0)\n    $y = mul.float32($x, $two)\n    O = store($y)\n  }}\n}}\n"
+    ))
+}
+
+/// A vector loop whose lane `i` reads what lane `i - 1` wrote.
+const SHIFT: &str = "block shift []\n  inout new O float32(17):(1)\n{\n  block s [i:16] #vector\n    out O[i + 1] float32(1):(1)\n    in P = O[i] float32(1):(1)\n  {\n    $x = load(P)\n    O = store($x)\n  }\n}\n";
+
+/// A vector loop whose lanes are independent.
+const SCALE: &str = "block scale []\n  in new X float32(16):(1)\n  inout new O float32(16):(1)\n{\n  block s [i:16] #vector\n    in X[i] float32(1):(1)\n    inout O[i]:add float32(1):(1)\n  {\n    $x = load(X)\n    O = store($x)\n  }\n}\n";
+
+/// The programs of these tests, compiled once into one object and loaded
+/// (the object is removed once loaded), and what loading the object as
+/// other programs gave.
+struct Fixture {
+    double: (CProgram, Kernel),
+    shift: (CProgram, Kernel),
+    scale: (CProgram, Kernel),
+    /// Loading as `double` at another size, under the same prefix.
+    other_size: Result<Kernel, String>,
+    /// Loading as a program whose symbols the object lacks.
+    absent: Result<Kernel, String>,
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let emit = |b: &Block, p: &str| emit_c(b, p).unwrap_or_else(|e| panic!("{e}"));
+        let programs = [
+            emit(&double(10), "double"),
+            emit(&parse(SHIFT), "shift"),
+            emit(&parse(SCALE), "scale"),
+        ];
+        let object = emit_common::scratch("api");
+        let source: String = programs.iter().map(|p| p.source.as_str()).collect();
+        Compiler::detect()
+            .and_then(|c| c.compile(&source, &object))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let [double_p, shift, scale] = programs;
+        let load = |p: CProgram| {
+            let k = Kernel::load(&object, &p).unwrap_or_else(|e| panic!("{e}"));
+            (p, k)
+        };
+        let f = Fixture {
+            other_size: Kernel::load(&object, &emit(&double(12), "double")),
+            absent: Kernel::load(&object, &emit(&double(10), "absent")),
+            double: load(double_p),
+            shift: load(shift),
+            scale: load(scale),
+        };
+        let _ = std::fs::remove_file(&object);
+        let _ = std::fs::remove_file(object.with_extension("c"));
+        f
+    })
+}
+
+fn floats(v: &[f32]) -> HostBuffer {
+    HostBuffer::F32(v.to_vec())
+}
+
+#[test]
+fn run_step_checks_buffers_and_partitions_before_calling() {
+    let k = &fixture().double.1;
+    assert_eq!(k.steps()[0].parallel, Some(10));
+    let x: Vec<f32> = (0..10).map(|i| i as f32).collect();
+    let err = |r: Result<(), String>| r.expect_err("the call must be refused");
+    let mut one = vec![floats(&x)];
+    assert!(err(k.run_step(0, &mut one, 0, 10)).contains("takes 2 buffers, got 1"));
+    let mut wrong_type = vec![floats(&x), HostBuffer::F64(vec![0.0; 10])];
+    assert!(err(k.run_step(0, &mut wrong_type, 0, 10))
+        .contains("buffer `O` must be float32[10], got float64[10]"));
+    let mut wrong_len = vec![floats(&x), floats(&[0.0; 9])];
+    assert!(err(k.run_step(0, &mut wrong_len, 0, 10)).contains("must be float32[10]"));
+    let mut bufs = vec![floats(&x), floats(&[0.0; 10])];
+    for (lo, hi) in [(3, 2), (-1, 4), (0, 11)] {
+        assert!(err(k.run_step(0, &mut bufs, lo, hi)).contains("not inside 0..10"));
+    }
+    assert!(err(k.run_step(1, &mut bufs, 0, 10)).contains("no step 1"));
+    // One partition writes only its own elements.
+    k.run_step(0, &mut bufs, 2, 5)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let want: Vec<f32> = (0..10)
+        .map(|i| {
+            if (2..5).contains(&i) {
+                2.0 * i as f32
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_eq!(bufs[1], floats(&want));
+    for (lo, hi) in partitions(10) {
+        k.run_step(0, &mut bufs, lo, hi)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let all: Vec<f32> = (0..10).map(|i| 2.0 * i as f32).collect();
+    assert_eq!(bufs[1], floats(&all));
+}
+
+#[test]
+fn objects_of_other_programs_are_refused() {
+    let f = fixture();
+    let e = f.other_size.as_ref().expect_err("a different interface");
+    assert!(e.contains("was not compiled from this program"), "{e}");
+    assert!(
+        e.contains("float32[12]") && e.contains("float32[10]"),
+        "{e}"
+    );
+    let e = f.absent.as_ref().expect_err("no such symbol");
+    assert!(e.contains("has no `absent_abi`"), "{e}");
+    let (double_p, k) = &f.double;
+    let e = run_serial(k, &f.shift.0, Default::default()).expect_err("another program");
+    assert!(e.contains("not loaded from program `shift`"), "{e}");
+    let inputs = [("X".to_string(), vec![Value::Float(1.0); 3])].into();
+    let e = run_serial(k, double_p, inputs).expect_err("a short input");
+    assert!(e.contains("buffer `X` has 3 values, expected 10"), "{e}");
+}
+
+#[test]
+fn ivdep_marks_only_independent_vector_loops_and_both_match_the_vm() {
+    let f = fixture();
+    assert!(
+        f.scale.0.source.contains("#pragma GCC ivdep"),
+        "{}",
+        f.scale.0.source
+    );
+    assert!(!f.shift.0.source.contains("ivdep"), "{}", f.shift.0.source);
+    let o: Vec<Value> = (0..17).map(|i| Value::Float(f64::from(i) + 0.5)).collect();
+    let x: Vec<Value> = (0..16).map(|i| Value::Float(f64::from(i) * 3.0)).collect();
+    for (text, (program, k), inputs) in [
+        (SHIFT, &f.shift, vec![("O", o.clone())]),
+        (SCALE, &f.scale, vec![("O", o[..16].to_vec()), ("X", x)]),
+    ] {
+        let inputs: kernel::vm::Buffers = inputs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let want = kernel::vm::run(&parse(text), inputs.clone()).unwrap_or_else(|e| panic!("{e}"));
+        let got = run_serial(k, program, inputs).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(got, want, "{}", program.source);
+    }
+}
+
+#[test]
+fn host_buffers_convert_exactly() {
+    let cases: Vec<(DType, Vec<Value>)> = vec![
+        (DType::Bool, vec![Value::Bool(true), Value::Bool(false)]),
+        (DType::U8, vec![Value::Int(0), Value::Int(255)]),
+        (DType::I8, vec![Value::Int(-128), Value::Int(127)]),
+        (DType::U16, vec![Value::Int(65535)]),
+        (DType::I16, vec![Value::Int(-32768)]),
+        (DType::U32, vec![Value::Int(4_294_967_295)]),
+        (DType::I32, vec![Value::Int(-2_147_483_648)]),
+        // uint64 values are held as their bit patterns, as the VM does.
+        (DType::U64, vec![Value::Int(-1), Value::Int(7)]),
+        (DType::I64, vec![Value::Int(i64::MIN)]),
+        (
+            DType::F32,
+            vec![Value::Float(0.5), Value::Float(f64::INFINITY)],
+        ),
+        (DType::F64, vec![Value::Float(0.1), Value::Float(-0.0)]),
+    ];
+    for (t, values) in cases {
+        let b = HostBuffer::from_values(t, &values).unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert_eq!(b.dtype(), t);
+        assert_eq!(b.len(), values.len());
+        assert_eq!(b.to_values(), values, "{t}");
+    }
+    assert_eq!(
+        HostBuffer::from_values(DType::U64, &[Value::Int(-1)]),
+        Ok(HostBuffer::U64(vec![u64::MAX]))
+    );
+    // float32 buffers hold float32 values.
+    assert_eq!(
+        HostBuffer::from_values(DType::F32, &[Value::Float(0.1)]).map(|b| b.to_values()),
+        Ok(vec![Value::Float(f64::from(0.1f32))])
+    );
+    for (t, v) in [
+        (DType::U8, Value::Int(256)),
+        (DType::I8, Value::Int(-129)),
+        (DType::I32, Value::Float(1.0)),
+        (DType::F32, Value::Int(1)),
+        (DType::Bool, Value::Int(1)),
+    ] {
+        let e = HostBuffer::from_values(t, &[v]).expect_err("a value of another type");
+        assert!(e.contains(&format!("not a {t} value")), "{e}");
+    }
+    assert!(HostBuffer::zeros(DType::I16, 0).is_empty());
+}
+
+#[test]
+fn partitions_cover_the_range_unevenly() {
+    for range in [0u64, 1, 2, 3, 7, 10, 100] {
+        let p = partitions(range);
+        assert_eq!(p[0].0, 0);
+        assert_eq!(p[2].1, range as i64);
+        assert!(p.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 <= w[0].1));
+    }
+    assert_eq!(partitions(10), [(0, 2), (2, 6), (6, 10)]);
+}

@@ -1,0 +1,108 @@
+//! File tests of the emitted C: a few kernels of `examples/`, lowered and
+//! run through the cpu pipeline for the generic target, must emit exactly
+//! the C in `tests/files/emit/NAME.c` (sgemm, a padded convolution layer
+//! with bias, ReLU and max pooling, and a gather). `BLESS=1 cargo test -p
+//! codegen --test emit_text` rewrites the files from what the emitter
+//! writes; review the diff before committing. The expected files are
+//! complete C programs, so they also show what the backend writes.
+
+mod emit_common;
+
+use std::path::PathBuf;
+
+use codegen::emit::emit_c;
+use emit_common::{case, cpu, load, Outcome};
+use ir::Value;
+
+/// The expected file of `name`.
+fn expected_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/files/emit")
+        .join(format!("{name}.c"))
+}
+
+/// Emits `def` of `file` at `sizes` and compares with (or, under `BLESS`,
+/// writes) the expected file; returns a problem, if any.
+fn check(
+    name: &str,
+    file: &str,
+    def: &str,
+    sizes: &[(&str, i64)],
+    scalars: &[(&str, Value)],
+) -> Option<String> {
+    let Outcome::Case(c) = case(&load(file), def, 1, sizes, scalars) else {
+        return Some(format!("{name}: {def} does not lower at {sizes:?}"));
+    };
+    let kernel = cpu(&c.block, &kernel::Target::generic(), name);
+    let got = match emit_c(&kernel, name) {
+        Ok(p) => p.source,
+        Err(e) => return Some(format!("{name}: {e}")),
+    };
+    let path = expected_path(name);
+    if std::env::var_os("BLESS").is_some() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+        std::fs::write(&path, &got).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return None;
+    }
+    let want = match std::fs::read_to_string(&path) {
+        Ok(w) => w,
+        Err(e) => return Some(format!("{}: {e} (run with BLESS=1)", path.display())),
+    };
+    if got == want {
+        return None;
+    }
+    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
+    let at = g
+        .iter()
+        .zip(&w)
+        .position(|(a, b)| a != b)
+        .unwrap_or(g.len().min(w.len()));
+    Some(format!(
+        "{}: the emitted C differs from line {}:\n  emitted:  {}\n  expected: {}\n(BLESS=1 rewrites the file)",
+        path.display(),
+        at + 1,
+        g.get(at).unwrap_or(&"<end>"),
+        w.get(at).unwrap_or(&"<end>"),
+    ))
+}
+
+#[test]
+fn emitted_c_matches_the_expected_files() {
+    let problems: Vec<String> = [
+        check(
+            "sgemm",
+            "examples/paper/sgemm.tc",
+            "sgemm",
+            &[("M", 64), ("N", 64), ("K", 64)],
+            &[("a", Value::Float(1.5)), ("b", Value::Float(-0.5))],
+        ),
+        check(
+            "layer",
+            "examples/quickstart/layer.tc",
+            "layer",
+            &[
+                ("N", 1),
+                ("C", 2),
+                ("H", 5),
+                ("W", 7),
+                ("F", 3),
+                ("KH", 3),
+                ("KW", 3),
+            ],
+            &[],
+        ),
+        check(
+            "gather",
+            "examples/paper/gather.tc",
+            "gather",
+            &[("N", 5), ("A", 3), ("B", 20)],
+            &[],
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

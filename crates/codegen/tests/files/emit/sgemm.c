@@ -1,0 +1,103 @@
+/* tessera: kernel sgemm as C (symbols sgemm_*).
+ * Buffers (buffers[k] of every step):
+ *   0: a float32[1], in
+ *   1: b float32[1], in
+ *   2: A float32[4096], in
+ *   3: B float32[4096], in
+ *   4: C float32[4096], inout
+ */
+#ifndef TSR_PRELUDE
+#define TSR_PRELUDE
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a step returns when it fails, as the kernel VM does. */
+#define TSR_ERR_GATHER 1   /* a gather position is out of bounds */
+#define TSR_ERR_DIV_ZERO 2 /* an integer division or modulo by zero */
+
+static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
+   handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
+   wraps to INT64_MIN. */
+static inline int64_t tsr_floordiv(int64_t a, int64_t b) {
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  int64_t q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t tsr_floormod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* Float modulo with the sign of the divisor: the exact fmod, moved into
+   the divisor's sign by adding the divisor once. */
+static inline float tsr_fmodf(float a, float b) {
+  float r = fmodf(a, b);
+  if (r == 0) return copysignf(0.0f, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+static inline double tsr_fmod(double a, double b) {
+  double r = fmod(a, b);
+  if (r == 0) return copysign(0.0, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* Float to integer: truncation toward zero, saturating at the ends of
+   int64 (uint64 for tsr_f2u), NaN to 0. */
+static inline int64_t tsr_f2i(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
+static inline uint64_t tsr_f2u(double x) {
+  if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+  return (uint64_t)tsr_f2i(x);
+}
+#endif
+
+const char sgemm_abi[] = "tessera-c 1; buffers float32[1] float32[1] float32[4096] float32[4096] float32[4096]; steps 1";
+
+/* Step 0 of sgemm: block s1_C_fused_vec #fused #parallel
+ * C(i, j) = b * C(i, j) where i in 0:N, j in 0:K; C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M
+ * Runs lo <= i < hi of its parallel index (range 64).
+ */
+int32_t sgemm_0(void *const *buffers, int64_t lo, int64_t hi)
+{
+  const float *restrict a = (const float *)buffers[0];
+  const float *restrict b = (const float *)buffers[1];
+  const float *restrict A = (const float *)buffers[2];
+  const float *restrict B = (const float *)buffers[3];
+  float *restrict C = (float *)buffers[4];
+  for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 64); i++) {
+    for (int64_t j = 0; j < 8; j++) {
+      /* block s1_C_fused_tile #vector */
+      #pragma GCC ivdep
+      for (int64_t j_2 = 0; j_2 < 8; j_2++) {
+        float C_acc[1] = {0};
+        const float init = C[64*i + 8*j + j_2];
+        C_acc[0] = init;
+        const float t1 = b[0];
+        const float t2 = C_acc[0];
+        const float t3 = t1 * t2;
+        C_acc[0] = t3;
+        /* block s2_C: C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M */
+        for (int64_t k = 0; k < 64; k++) {
+          const float t1_2 = a[0];
+          const float t2_2 = A[64*i + k];
+          const float t3_2 = t1_2 * t2_2;
+          const float t4 = B[8*j + j_2 + 64*k];
+          const float t5 = t3_2 * t4;
+          C_acc[0] = C_acc[0] + t5;
+        }
+        const float acc = C_acc[0];
+        C[64*i + 8*j + j_2] = acc;
+      }
+    }
+  }
+  return 0;
+}

@@ -3,11 +3,14 @@
 //! interpreter's results (floats within 1e-4 relative). Sizes: every size
 //! symbol 3, then 5, and a few larger shapes that 16 does not divide, so
 //! that vector tails, partial tiles and padded edges all run. All kernels
-//! share one C file, compiled once.
+//! share one C file, compiled once. A second test emits every example as
+//! lowered and after each pass alone, so that the emitter also meets the
+//! shapes the pipeline passes through.
 
 mod emit_common;
 
-use emit_common::{case, job, load, run_jobs, targets, Outcome};
+use codegen::emit::emit_c;
+use emit_common::{case, job, load, run_jobs, targets, Job, Outcome};
 use ir::Value;
 
 /// Every `.tc` file of `examples/`, as paths from the workspace root.
@@ -138,4 +141,42 @@ fn every_example_compiles_to_c_that_matches_the_interpreter() {
         println!("  {e}");
     }
     assert!(n >= 80, "only {n} example kernels ran");
+}
+
+#[test]
+fn every_example_after_each_pass_alone_matches_the_interpreter() {
+    let target = kernel::Target::generic();
+    let mut passes: Vec<Vec<String>> = vec![Vec::new()];
+    passes.extend(
+        kernel::pass_names()
+            .into_iter()
+            .map(|p| vec![p.to_string()]),
+    );
+    let mut jobs = Vec::new();
+    for file in example_files() {
+        let program = load(&file);
+        for d in &program.defs {
+            let Outcome::Case(c) = case(&program, &d.name, 5, &[], &[]) else {
+                continue;
+            };
+            for p in &passes {
+                let label = format!("{} after {p:?}", c.label);
+                let mut kernel = c.block.clone();
+                kernel::run_pipeline(&mut kernel, p, &target, &mut |_, _| {})
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                let program = emit_c(&kernel, &format!("pass{}", jobs.len()))
+                    .unwrap_or_else(|e| panic!("{label}: {e}"));
+                jobs.push(Job {
+                    label,
+                    program,
+                    kernel,
+                    inputs: c.inputs.clone(),
+                    want: c.want.clone(),
+                });
+            }
+        }
+    }
+    let n = run_jobs("passes", &jobs);
+    println!("{n} kernels (examples after each pass) compiled and matched");
+    assert!(n >= 150, "only {n} kernels ran");
 }

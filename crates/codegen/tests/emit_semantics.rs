@@ -4,7 +4,7 @@
 //! minima and maxima, zero divisors' neighbours, NaN, infinities, signed
 //! zeros, values beyond the integer types), constraints with coefficients
 //! other than ±1, passed indices, local arrays read by gathers, blocks that
-//! run no points, and failing steps (gather out of bounds, division by
+//! run no points, names C cannot spell, and failing steps (gather out of bounds, division by
 //! zero). Each kernel runs as written and after the cpu pipeline, on the VM
 //! and as C; results must be identical (numerically: `-0 == 0`; NaN equals
 //! NaN), except float builtins, whose C computes in the operand type, within
@@ -406,6 +406,44 @@ block shapes []
     });
 }
 
+/// Names that are C keywords, library names, or no identifiers at all,
+/// and comments that would end a C comment.
+fn naming_tests(tests: &mut Vec<Test>) {
+    let text = r#"block "weird names" [] // a */ comment ??/ with a trigraph
+  in new "for" float32(4):(1)
+  in new INT64_MAX int64(4):(1)
+  out new "the out" float32(4):(1)
+  out new buffers int64(4):(1)
+{
+  block "s*/x" [lo:4] // C(i) */ = 1
+    in "for"[lo] float32(1):(1)
+    in INT64_MAX[lo] int64(1):(1)
+    out "the out"[lo] float32(1):(1)
+    out buffers[lo] int64(1):(1)
+  {
+    $exp = load("for")
+    $hi = exp.float32($exp)
+    "the out" = store($hi)
+    $int = load(INT64_MAX)
+    $tsr_max = index(lo)
+    $"1x" = add.int64($int, $tsr_max)
+    buffers = store($"1x")
+  }
+}
+"#;
+    tests.push(Test {
+        name: "names".to_string(),
+        block: parse(text),
+        inputs: [
+            ("for".to_string(), floats(DType::F32, 4, 1)),
+            ("INT64_MAX".to_string(), ints(DType::I64, 4, 2)),
+        ]
+        .into(),
+        approx: ["the out".to_string()].into(),
+        fails: None,
+    });
+}
+
 /// Steps that fail where the VM fails.
 fn failing_tests(tests: &mut Vec<Test>) {
     let gather = "\
@@ -489,6 +527,7 @@ fn the_c_computes_what_the_vm_computes() {
     bool_tests(&mut tests);
     aggregation_tests(&mut tests);
     structure_tests(&mut tests);
+    naming_tests(&mut tests);
     failing_tests(&mut tests);
     // Each kernel as written and after the cpu pipeline.
     let mut runs: Vec<(String, Block, &Test)> = Vec::new();

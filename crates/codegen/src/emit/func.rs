@@ -249,11 +249,12 @@ impl<'a> Func<'a> {
     /// Proves that every partial sum of `l`, as C evaluates it, fits in
     /// `int64_t` over the variables' intervals.
     fn check(&self, l: &Lin) -> Result<(), ()> {
+        // Each product is below 2^126; the sum saturates.
         let mut total = i128::from(l.constant).abs();
         for (v, c) in &l.terms {
             let var = &self.vars[*v];
             let m = i128::from(var.lo).abs().max(i128::from(var.hi).abs());
-            total += i128::from(*c).abs() * m;
+            total = total.saturating_add(i128::from(*c).abs() * m);
         }
         if total <= i128::from(i64::MAX) {
             Ok(())
@@ -271,8 +272,8 @@ impl<'a> Func<'a> {
                 i128::from(*c) * i128::from(var.lo),
                 i128::from(*c) * i128::from(var.hi),
             );
-            lo += a.min(b);
-            hi += a.max(b);
+            lo = lo.saturating_add(a.min(b));
+            hi = hi.saturating_add(a.max(b));
         }
         let clamp = |x: i128| i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX });
         (clamp(lo), clamp(hi))

@@ -42,8 +42,8 @@ use super::names::Names;
 use super::scalar;
 use super::EmitError;
 
-/// The most bytes of local buffers one block may declare (they live on the
-/// stack of the step).
+/// The most bytes of local buffers one step may declare in all (they live
+/// on the stack of the thread that runs it, which may be a small one).
 const MAX_LOCAL_BYTES: u64 = 1 << 16;
 
 /// A root buffer as a step sees it.
@@ -154,6 +154,8 @@ pub(crate) struct Func<'a> {
     names: Names,
     vars: Vec<Var>,
     locals: Vec<(String, DType)>,
+    /// The bytes of all local buffers declared so far.
+    local_bytes: u64,
     pub lines: Vec<String>,
     depth: usize,
     vectors: Vec<VectorLoop>,
@@ -173,6 +175,7 @@ impl<'a> Func<'a> {
             names,
             vars: Vec::new(),
             locals: Vec::new(),
+            local_bytes: 0,
             lines: Vec::new(),
             depth: 1,
             vectors: Vec::new(),
@@ -659,13 +662,16 @@ impl<'a> Func<'a> {
                 None => {
                     let len = super::layout_len(&r.shape)
                         .map_err(|m| fail(None, format!("local buffer `{}`: {m}", r.into)))?;
-                    let bytes = len.saturating_mul(u64::from(r.dtype.bits() / 8));
-                    if bytes > MAX_LOCAL_BYTES {
+                    let bytes = len.max(1).saturating_mul(u64::from(r.dtype.bits() / 8));
+                    self.local_bytes = self.local_bytes.saturating_add(bytes);
+                    if self.local_bytes > MAX_LOCAL_BYTES {
                         return Err(fail(
                             None,
                             format!(
-                                "local buffer `{}` takes {bytes} bytes, more than the {MAX_LOCAL_BYTES} a step may keep on its stack",
-                                r.into
+                                "local buffer `{}` takes {bytes} bytes, and the step's local \
+                                 buffers would take {} in all, more than the {MAX_LOCAL_BYTES} \
+                                 a step may keep on its stack",
+                                r.into, self.local_bytes
                             ),
                         ));
                     }

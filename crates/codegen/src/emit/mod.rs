@@ -21,8 +21,10 @@
 //!
 //! The C means what the kernel VM (`kernel::vm`) computes: the same points
 //! in the same order, the same scalar semantics (see `scalar.rs`), local
-//! buffers zeroed at every point. `float32` builtins (`expf`, ...) may
-//! differ from the VM's in the last bit; everything else is exact.
+//! buffers zeroed at every point. Float builtins may differ from the VM's
+//! in the last bits (the C calls `<math.h>` in the operand's type, `expf`
+//! for `float32`, where the VM computes in f64 and rounds, and the VM's
+//! `erf` is the `libm` crate's); everything else is exact.
 //!
 //! Requires: nothing; every kernel is accepted or refused with an
 //! [`EmitError`] naming the block (its path from the root) and, where one is
@@ -30,11 +32,14 @@
 //! `kernel::verify_block` (that proof is what keeps every generated access
 //! in bounds), roots with indices or constraints or with statements that
 //! are not blocks, buffer layouts that leave their length, affine forms that
-//! might overflow 64-bit arithmetic, local buffers over 64 KiB, and scalar
+//! might overflow 64-bit arithmetic, steps whose local buffers take over
+//! 64 KiB in all (the stack they live on may be a thread's), and scalar
 //! operations on operands whose types differ from the statement's (the VM
 //! would compute on the mixed values or fail). Guarantees: the C has no
-//! undefined behaviour and touches only elements inside the buffers given
-//! to it, provided each `buffers[j]` holds the length [`BufferInfo`] states.
+//! undefined behaviour on IEEE floats (C11 Annex F, which gcc and clang
+//! follow on x86-64 and AArch64) and touches only elements inside the
+//! buffers given to it, provided each `buffers[j]` holds the length
+//! [`BufferInfo`] states.
 //! Several programs with distinct prefixes may share one C file: the shared
 //! helpers are guarded.
 

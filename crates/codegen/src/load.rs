@@ -3,7 +3,8 @@
 //! runs its initializers, and calling into it trusts its signatures. Each
 //! `unsafe` block says why it is sound.
 //!
-//! [`Kernel::load`] opens an object compiled from a [`CProgram`]'s source,
+//! [`Kernel::load`] opens an object compiled from a [`CProgram`]'s source
+//! ([`Kernel::from_library`] takes one already open, from the cache),
 //! checks that the object's `PREFIX_abi` text is the one
 //! [`crate::emit::abi`] gives for the program (same buffer types and
 //! lengths, same number of steps), and resolves every step symbol.
@@ -16,6 +17,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
+use std::sync::Arc;
 
 use ir::{arith, DType, Value};
 
@@ -178,8 +180,8 @@ pub struct Kernel {
     buffers: Vec<BufferInfo>,
     infos: Vec<StepInfo>,
     /// Keeps the object mapped while `steps` point into it (it is the last
-    /// field, so it drops last).
-    _lib: libloading::Library,
+    /// field, so it drops last; the cache may hold it too).
+    _lib: Arc<libloading::Library>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -195,24 +197,33 @@ impl Kernel {
     /// Loads the object at `path`, which must have been compiled from
     /// `program.source` (alone or with other programs in one file).
     pub fn load(path: &Path, program: &CProgram) -> Result<Kernel, String> {
-        let lib = open(path)?;
+        Kernel::from_library(Arc::new(open(path)?), program)
+            .map_err(|e| format!("`{}`: {e}", path.display()))
+    }
+
+    /// The kernel of `program` in an object already loaded (as the cache,
+    /// `crate::cache`, hands them out), after the same checks as
+    /// [`Kernel::load`].
+    pub fn from_library(
+        lib: Arc<libloading::Library>,
+        program: &CProgram,
+    ) -> Result<Kernel, String> {
         let want = abi(&program.buffers, program.steps.len());
         let symbol = format!("{}_abi", program.prefix);
         // SAFETY: `PREFIX_abi` is declared by the emitter as a
         // NUL-terminated `const char[]`; `Symbol<*const c_char>` yields its
-        // address, which stays valid while `lib` is loaded (until the end of
-        // this function or, moved into the kernel, of the kernel), and the
-        // string is read before anything else happens to `lib`.
+        // address, which stays valid while the object is loaded, and this
+        // function holds `lib` (so the object stays loaded) until the
+        // string has been copied out.
         let found = unsafe {
             let s = lib
                 .get::<*const c_char>(symbol.as_bytes())
-                .map_err(|e| format!("`{}` has no `{symbol}`: {e}", path.display()))?;
+                .map_err(|e| format!("the object has no `{symbol}`: {e}"))?;
             CStr::from_ptr(*s).to_string_lossy().into_owned()
         };
         if found != want {
             return Err(format!(
-                "`{}` was not compiled from this program: its interface is `{found}`, expected `{want}`",
-                path.display()
+                "the object was not compiled from this program: its interface is `{found}`, expected `{want}`"
             ));
         }
         let mut steps = Vec::new();
@@ -223,7 +234,7 @@ impl Kernel {
             // is only called while `lib`, kept in the kernel, is loaded.
             let f = unsafe {
                 *lib.get::<StepFn>(s.symbol.as_bytes())
-                    .map_err(|e| format!("`{}` has no `{}`: {e}", path.display(), s.symbol))?
+                    .map_err(|e| format!("the object has no `{}`: {e}", s.symbol))?
             };
             steps.push(f);
         }

@@ -4,12 +4,15 @@
 //! parallel step runs only its partition; `HostBuffer` converts to and from
 //! the VM's values exactly; `#pragma GCC ivdep` is written only on vector
 //! loops whose lanes are independent, and both kinds compute what the VM
-//! does. All programs share one compiled object.
+//! does. All programs share one compiled object, but for one that comes
+//! from the kernel cache.
 
 mod emit_common;
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use codegen::cache::KernelCache;
 use codegen::compile::Compiler;
 use codegen::emit::{emit_c, CProgram};
 use codegen::exec::{partitions, run_serial};
@@ -222,4 +225,24 @@ fn partitions_cover_the_range_unevenly() {
         assert!(p.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 <= w[0].1));
     }
     assert_eq!(partitions(10), [(0, 2), (2, 6), (6, 10)]);
+}
+
+#[test]
+fn kernels_load_from_the_cache_too() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("emit-cache-{}", std::process::id()));
+    let compiler = Compiler::detect().unwrap_or_else(|e| panic!("{e}"));
+    let cache = KernelCache::open(dir.clone(), compiler).unwrap_or_else(|e| panic!("{e:?}"));
+    let program = emit_c(&double(6), "cached").unwrap_or_else(|e| panic!("{e}"));
+    let lib = cache
+        .get(&program.source, "emit-api-test")
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let k = Kernel::from_library(lib, &program).unwrap_or_else(|e| panic!("{e}"));
+    let x: Vec<Value> = (0..6).map(|i| Value::Float(f64::from(i))).collect();
+    let got =
+        run_serial(&k, &program, [("X".to_string(), x)].into()).unwrap_or_else(|e| panic!("{e}"));
+    let want: Vec<Value> = (0..6).map(|i| Value::Float(2.0 * f64::from(i))).collect();
+    assert_eq!(got["O"], want);
+    drop(k);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -48,10 +48,10 @@ const MAX_LOCAL_BYTES: u64 = 1 << 16;
 
 /// A root buffer as a step sees it.
 pub(crate) struct RootBuf {
-    pub name: String,
-    pub dtype: DType,
-    pub dims: Vec<Dim>,
-    pub agg: Agg,
+    pub(crate) name: String,
+    pub(crate) dtype: DType,
+    pub(crate) dims: Vec<Dim>,
+    pub(crate) agg: Agg,
 }
 
 /// An affine form over the C variables of a function: variable number to
@@ -148,15 +148,15 @@ type Scalars = HashMap<String, (String, DType)>;
 pub(crate) struct Func<'a> {
     roots: &'a [RootBuf],
     /// The C name of each root buffer's pointer.
-    pub root_names: Vec<String>,
+    pub(crate) root_names: Vec<String>,
     /// Which root buffers the body uses (only those are declared).
-    pub used_roots: Vec<bool>,
+    pub(crate) used_roots: Vec<bool>,
     names: Names,
     vars: Vec<Var>,
     locals: Vec<(String, DType)>,
     /// The bytes of all local buffers declared so far.
     local_bytes: u64,
-    pub lines: Vec<String>,
+    pub(crate) lines: Vec<String>,
     depth: usize,
     vectors: Vec<VectorLoop>,
 }

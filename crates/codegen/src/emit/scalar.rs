@@ -74,7 +74,7 @@ fn wrap_type(t: DType) -> &'static str {
     }
 }
 
-/// A C expression reading element `at` of a buffer of type `t` as a scalar.
+/// The scalar a C expression `element` of a buffer of type `t` holds.
 pub(crate) fn read_element(t: DType, element: &str) -> String {
     if t == DType::Bool {
         format!("({element} != 0)")

@@ -96,7 +96,7 @@ fn large_local_buffers_and_bad_layouts_are_refused() {
         &e,
         "k",
         None,
-        "buffer `X`: its strides address offsets 0..=6",
+        "refinement `X` declares a buffer, so its strides must be row-major",
     );
 }
 

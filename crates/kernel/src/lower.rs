@@ -23,10 +23,16 @@
 //! Requires: a verified program, and sizes binding every size symbol and
 //! integer scalar the def's shapes and ranges use. Guarantees: the block
 //! computes what the interpreter computes for these sizes, point for point
-//! in the same order (so float results are identical). Not lowered yet
-//! (clear errors): `?:` branches with out-of-bounds-prone reads under a
-//! condition that is not a conjunction of affine comparisons, non-affine
-//! subscripts in reductions, and calls that update a parameter into a
+//! in the same order (so float results are identical).
+//!
+//! In a reduction, a floor division or modulo by a constant in a subscript
+//! or a `?:` condition gets an index of its own (the quotient, pinned by two
+//! constraints), which keeps those subscripts and conditions affine: a
+//! transposed convolution's `th % sh == 0 ? X(.., th / sh, ..)` becomes a
+//! guard block with equality constraints. Not lowered yet (clear errors):
+//! `?:` branches with out-of-bounds-prone reads under a condition that is
+//! not a conjunction of affine comparisons, other non-affine subscripts in
+//! reductions (`A(i * k)`), and calls that update a parameter into a
 //! different result tensor.
 
 use std::collections::HashMap;
@@ -455,6 +461,9 @@ struct Builder<'a> {
     next: usize,
     cx: &'a Cx<'a>,
     comp: &'a Comprehension,
+    /// Floor quotients `x / c` (by the affine `x` and the constant `c`)
+    /// that have an index of their own, to their affine form.
+    quotients: HashMap<(Affine, i64), Affine>,
     /// For a guard block (a child evaluating one `?:` branch): the parent's
     /// view to refine for each tensor and scalar. Reads here are guarded:
     /// out of bounds is an error, never a skip.
@@ -579,7 +588,11 @@ impl Cx<'_> {
             cx: self,
             comp: c,
             parent_of: None,
+            quotients: HashMap::new(),
         };
+        if c.op != Reduction::Assign {
+            bl.add_quotients();
+        }
         // The left side is read in place only at the element it writes
         // (copy_old_values made every other read a read of a copy).
         let lhs_affine: Vec<Affine> = c.indices.iter().map(|i| bl.iters[i].clone()).collect();
@@ -661,15 +674,23 @@ impl Builder<'_> {
                 if !c.is_constant() || c.constant <= 0 {
                     return None;
                 }
-                let (lo, hi) = x.bounds(&self.ranges)?;
-                let q = lo.div_euclid(c.constant);
-                if q != hi.div_euclid(c.constant) {
-                    return None;
+                if c.constant == 1 {
+                    return Some(if *op == ir::BinOp::Div {
+                        x
+                    } else {
+                        Affine::constant(0)
+                    });
                 }
-                Some(if *op == ir::BinOp::Div {
-                    Affine::constant(q)
+                let (lo, hi) = x.bounds(&self.ranges)?;
+                let q = if lo.div_euclid(c.constant) == hi.div_euclid(c.constant) {
+                    Affine::constant(lo.div_euclid(c.constant))
                 } else {
-                    x.sub(&Affine::constant(q * c.constant))
+                    self.quotients.get(&(x.clone(), c.constant))?.clone()
+                };
+                Some(if *op == ir::BinOp::Div {
+                    q
+                } else {
+                    x.sub(&q.scale(c.constant))
                 })
             }
             Expr::Binary(ir::BinOp::Mul, a, b) => {
@@ -683,6 +704,95 @@ impl Builder<'_> {
                 }
             }
             _ => None,
+        }
+    }
+
+    /// Gives every floor division and modulo by a positive constant in a
+    /// subscript or a `?:` condition an index of its own when its quotient
+    /// varies over the box, so those subscripts and conditions are affine.
+    ///
+    /// The quotient `q` of `x / c` gets the range of values `x / c` takes
+    /// and the constraints `0 <= x - c q <= c - 1`, which hold for exactly
+    /// one `q` at each point of the box: the block runs the same points. The
+    /// new indices come last, so the points also run in the same order.
+    /// Only for reductions: an assignment's points must each write their
+    /// own element, and the verifier proves that over the box.
+    fn add_quotients(&mut self) {
+        let mut exprs: Vec<Expr> = Vec::new();
+        let lets = self.comp.lets.iter().map(|(_, e)| e);
+        for e in std::iter::once(&self.comp.body).chain(lets) {
+            e.walk(&mut |x| match x {
+                Expr::Read(_, subs)
+                    if !subs.iter().any(|s| s.any(&|y| matches!(y, Expr::Read(..)))) =>
+                {
+                    exprs.extend(subs.iter().cloned())
+                }
+                Expr::Select(c, _, _) => exprs.push((**c).clone()),
+                _ => {}
+            });
+        }
+        // The lets these use, transitively.
+        let mut k = 0;
+        while k < exprs.len() {
+            let mut used = Vec::new();
+            exprs[k].walk(&mut |x| {
+                if let Expr::Local(n) = x {
+                    used.push(n.clone());
+                }
+            });
+            for n in used {
+                if let Some((_, v)) = self.comp.lets.iter().find(|(m, _)| *m == n) {
+                    if !exprs.contains(v) {
+                        exprs.push(v.clone());
+                    }
+                }
+            }
+            k += 1;
+        }
+        // Nested quotients (`x / a / b`) become affine one level per round.
+        loop {
+            let mut found = Vec::new();
+            for e in &exprs {
+                e.walk(&mut |x| {
+                    if let Expr::Binary(ir::BinOp::Div | ir::BinOp::Mod, a, b) = x {
+                        if let (Some(a), Some(b)) = (self.affine(a), self.affine(b)) {
+                            if b.is_constant() && b.constant > 0 && self.affine(x).is_none() {
+                                found.push((a, b.constant));
+                            }
+                        }
+                    }
+                });
+            }
+            found.sort();
+            found.dedup();
+            if found.is_empty() {
+                return;
+            }
+            for (x, c) in found {
+                let Some((lo, hi)) = x.bounds(&self.ranges) else {
+                    continue;
+                };
+                let (qlo, qhi) = (lo.div_euclid(c), hi.div_euclid(c));
+                let mut name = format!("q{}", self.quotients.len() + 1);
+                while self.ranges.contains_key(&name) || self.iters.contains_key(&name) {
+                    name.push('_');
+                }
+                let range = u64::try_from(qhi - qlo + 1).unwrap_or(1);
+                self.block.idxs.push(Index {
+                    name: name.clone(),
+                    range,
+                    affine: None,
+                    tags: Tags::new(),
+                });
+                self.ranges.insert(name.clone(), range);
+                let q = Affine::index(&name).add(&Affine::constant(qlo));
+                let rest = x.sub(&q.scale(c));
+                self.block
+                    .constraints
+                    .push(Affine::constant(c - 1).sub(&rest));
+                self.block.constraints.push(rest);
+                self.quotients.insert((x, c), q);
+            }
         }
     }
 
@@ -902,7 +1012,10 @@ impl Builder<'_> {
                 tags: Tags::new(),
             })
             .collect();
-        child.constraints = constraints;
+        // The parent's constraints hold wherever the child runs; repeating
+        // them lets the verifier relate a quotient index to its dividend.
+        child.constraints = self.block.constraints.clone();
+        child.constraints.extend(constraints);
         child.refs.push(Refinement {
             dir: RefDir::Out,
             from: Some(local.clone()),
@@ -924,6 +1037,7 @@ impl Builder<'_> {
             cx: self.cx,
             comp: self.comp,
             parent_of: Some(parent_of),
+            quotients: self.quotients.clone(),
         };
         let v = sub.expr(e)?;
         sub.emit(StmtKind::Store {

@@ -326,6 +326,67 @@ fn sizes_the_tiles_do_not_divide_agree_with_the_interpreter() {
 }
 
 #[test]
+fn each_cache_level_gets_a_level_of_tiles() {
+    // L1 of 64 float32 elements inside an L2 of 1024: a 32x32x32 matmul
+    // (3072 elements) fits neither, so its tiles for L2 are tiled again
+    // for L1, and the nest still computes the interpreter's result, also
+    // where the tiles do not divide the sizes.
+    let mut target = small_target();
+    target.caches[1] = Cache {
+        level: 2,
+        size_bytes: 4096,
+        line_bytes: 32,
+        shared_by: 1,
+    };
+    let p = load("examples/paper/tmm.tc");
+    for (sizes, seed) in [
+        ([("M", 32), ("K", 32), ("N", 32)], 11),
+        ([("M", 30), ("K", 27), ("N", 33)], 12),
+    ] {
+        let c = common::case(&p, "tmm", &sizes, &[], seed);
+        let mut block = c.block.clone();
+        Autotile.run(&mut block, &target).unwrap();
+        common::check_kernel(&block, &c, false, "two-level autotile");
+        let StmtKind::Block(outer) = &block.stmts.last().unwrap().kind else {
+            panic!("no block")
+        };
+        let StmtKind::Block(middle) = &outer.stmts[0].kind else {
+            panic!("the L2 tile has no inner block")
+        };
+        assert!(
+            outer.tags.contains("tiled") && middle.tags.contains("tiled"),
+            "{}",
+            kernel::print_block(&block)
+        );
+        let inner_points: u64 = middle
+            .stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                StmtKind::Block(b) => Some(
+                    b.idxs
+                        .iter()
+                        .filter(|i| i.affine.is_none())
+                        .map(|i| i.range)
+                        .product::<u64>(),
+                ),
+                _ => None,
+            })
+            .sum();
+        let middle_points: u64 = middle
+            .idxs
+            .iter()
+            .filter(|i| i.affine.is_none())
+            .map(|i| i.range)
+            .product();
+        assert!(
+            inner_points > 1 && middle_points > 1,
+            "{}",
+            kernel::print_block(&block)
+        );
+    }
+}
+
+#[test]
 fn pipelines_name_the_pass() {
     let names = kernel::parse_pipeline("autotile # tiles comprehensions\n").unwrap();
     assert_eq!(names, ["autotile"]);

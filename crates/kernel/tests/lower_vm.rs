@@ -324,41 +324,64 @@ fn guarded_branches_lower_to_guard_blocks() {
 }
 
 #[test]
-fn unsupported_forms_are_clear_errors() {
+fn floor_quotients_get_indices_of_their_own() {
+    // A strided, padded, grouped transposed convolution: `th % sh == 0`
+    // guards the reads `X(.., th / sh, ..)`, and the input channel is
+    // `f / FG * C / G + c`.
     let p = load("ops/prelude.tc");
-    let sizes: HashMap<String, i64> = [
+    let i = |v: i64| Value::Int(v);
+    let scalars = [
+        ("sh", i(2)),
+        ("sw", i(3)),
+        ("ph0", i(1)),
+        ("pw0", i(0)),
+        ("ph1", i(0)),
+        ("pw1", i(1)),
+        ("oph", i(1)),
+        ("opw", i(0)),
+        ("dh", i(1)),
+        ("dw", i(2)),
+        ("G", i(2)),
+    ];
+    let sizes = [
         ("N", 1),
-        ("C", 2),
+        ("C", 4),
         ("H", 3),
-        ("W", 3),
+        ("W", 2),
         ("FG", 2),
         ("KH", 2),
         ("KW", 2),
-    ]
-    .iter()
-    .chain(
-        [
-            ("sh", 2),
-            ("sw", 2),
-            ("ph0", 0),
-            ("pw0", 0),
-            ("ph1", 0),
-            ("pw1", 0),
-            ("oph", 0),
-            ("opw", 0),
-            ("dh", 1),
-            ("dw", 1),
-            ("G", 1),
-        ]
-        .iter(),
-    )
-    .map(|(k, v)| (k.to_string(), *v))
-    .collect();
-    let e = kernel::lower_def(&p, "conv_transpose2d", &sizes).unwrap_err();
+    ];
+    check(&p, "conv_transpose2d", &sizes, &scalars, 46);
+    // A strided reduction over a quotient that skips: upsampling by
+    // summing neighbours, reads out of bounds contribute nothing.
+    let src = "def up(float(N) A) -> (O) {\n  O(i) +=! A((i + k - 1) / 2) where i in 0:2*N, k in 0:3\n}\n";
+    let up = tc::check_source(src).unwrap().program;
+    check(&up, "up", &[("N", 5)], &[], 47);
+}
+
+#[test]
+fn unsupported_forms_are_clear_errors() {
+    let lower = |src: &str, sizes: &[(&str, i64)]| {
+        let p = tc::check_source(src).unwrap().program;
+        let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        kernel::lower_def(&p, &p.defs[0].name, &sizes)
+            .unwrap_err()
+            .0
+    };
+    let e = lower(
+        "def f(float(N) A) -> (O) {\n  O(i) +=! A(i * k) where i in 0:N, k in 0:N\n}\n",
+        &[("N", 4)],
+    );
     assert!(
-        e.0.contains("not a conjunction of affine comparisons"),
+        e.contains("statement 1: a non-affine subscript of `A` in a reduction is not lowered yet"),
         "{e}"
     );
+    let e = lower(
+        "def f(float(N) A) -> (O) {\n  O(i) +=! (i < 1 || i > 2) ? A(i + k - 1) : 0.0 where i in 0:N, k in 0:3\n}\n",
+        &[("N", 4)],
+    );
+    assert!(e.contains("not a conjunction of affine comparisons"), "{e}");
 }
 
 #[test]

@@ -778,3 +778,13 @@ fn a_huge_assign_box_cannot_be_proved_injective() {
         &["main/conv: refinement `o` has aggregation assign, and the verifier cannot prove that no element is written by two points"],
     );
 }
+
+#[test]
+fn a_declared_buffer_has_row_major_strides() {
+    let mut k = conv();
+    k.refs[0].shape[0].stride = 2;
+    fails(
+        &k,
+        &["main: refinement `I` declares a buffer, so its strides must be row-major for its sizes, not (2)"],
+    );
+}

@@ -15,8 +15,13 @@
 //! every tile offset a multiple of the line), otherwise the worst case over
 //! alignments, `1 + ceil((span - 1) / line)`, bounded by one line per
 //! element. Overlapping views of one buffer are counted once per view. The
-//! total elements of all tiles must not exceed a cap (by default the
-//! target's L1 size over the widest element). [`best_tile`] searches tile
+//! total elements of all tiles must not exceed a cap: the cache level's
+//! per-core share over the widest element.
+//!
+//! Tiling is nested, one level per cache level of the target (the first
+//! two: L1 and L2): the block is tiled for L2, and the inner block (one L2
+//! tile) is tiled again for L1. A level whose best tile is the whole range
+//! adds nothing. When the nest does not verify, L1 alone is tried. [`best_tile`] searches tile
 //! sizes that are powers of two or divisors of each range, exhaustively
 //! when there are few combinations and best-first otherwise.
 //!
@@ -78,21 +83,44 @@ impl Pass for Autotile {
             if !eligible(b) {
                 continue;
             }
-            let (line_elems, cap_elems) = budget(b, target);
-            let (tile, _) = search(b, line_elems, cap_elems, &|t| assign_outputs_split(b, t));
-            let ranges: Vec<u64> = b.idxs.iter().map(|i| i.range).collect();
-            if tile == ranges {
-                continue;
-            }
-            let tiled = tile_block(b, &tile);
-            let original =
-                std::mem::replace(&mut root.stmts[k].kind, StmtKind::Block(Box::new(tiled)));
-            if crate::verify_block(root).is_err() {
-                root.stmts[k].kind = original;
+            let levels = budgets(b, target);
+            // Every level if that verifies, else the innermost level alone.
+            let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
+            let original = (**b).clone();
+            for caps in attempts {
+                let tiled = tile_levels(&original, caps);
+                if tiled == original {
+                    continue;
+                }
+                root.stmts[k].kind = StmtKind::Block(Box::new(tiled));
+                if crate::verify_block(root).is_ok() {
+                    break;
+                }
+                root.stmts[k].kind = StmtKind::Block(Box::new(original.clone()));
             }
         }
         Ok(())
     }
+}
+
+/// Tiles `b` for each cache level in `caps` (line and cap in elements),
+/// outermost level first: the tile for the first level, then, inside it,
+/// the tile of that tile for the next. A level whose best tile is the whole
+/// range adds no block.
+fn tile_levels(b: &Block, caps: &[(u64, u64)]) -> Block {
+    let Some((&(line, cap), rest)) = caps.split_first() else {
+        return b.clone();
+    };
+    let (tile, _) = search(b, line, cap, &|t| assign_outputs_split(b, t));
+    let ranges: Vec<u64> = b.idxs.iter().map(|i| i.range).collect();
+    if tile == ranges {
+        return tile_levels(b, rest);
+    }
+    let mut outer = tile_block(b, &tile);
+    if let Some(StmtKind::Block(inner)) = outer.stmts.first_mut().map(|s| &mut s.kind) {
+        **inner = tile_levels(inner, rest);
+    }
+    outer
 }
 
 /// Whether the pass tiles `b`: some index runs more than once.
@@ -101,18 +129,30 @@ fn eligible(b: &Block) -> bool {
 }
 
 /// The cache line in elements and the cap on tile elements for `b` on
-/// `target`: the L1 line and size over the widest element `b` refines.
-fn budget(b: &Block, target: &Target) -> (u64, u64) {
+/// `target`, for the first two cache levels, outermost first: each level's
+/// line and its per-core share of the size, over the widest element `b`
+/// refines. With no caches, one level without a cap.
+fn budgets(b: &Block, target: &Target) -> Vec<(u64, u64)> {
     let bytes = b
         .refs
         .iter()
         .map(|r| u64::from(r.dtype.bits().div_ceil(8)).max(1))
         .max()
         .unwrap_or(1);
-    match target.caches.first() {
-        Some(c) => ((c.line_bytes / bytes).max(1), (c.size_bytes / bytes).max(1)),
-        None => (1, u64::MAX),
+    let mut levels: Vec<(u64, u64)> = target
+        .caches
+        .iter()
+        .take(2)
+        .map(|c| {
+            let share = c.size_bytes / u64::from(c.shared_by.max(1));
+            ((c.line_bytes / bytes).max(1), (share / bytes).max(1))
+        })
+        .collect();
+    levels.reverse();
+    if levels.is_empty() {
+        levels.push((1, u64::MAX));
     }
+    levels
 }
 
 /// The tile of index `k` of `b` for the requested `tile`: at least 1, at

@@ -15,8 +15,8 @@ pub struct LowerArgs {
     /// Kernels are lowered for concrete sizes, so every one must be bound.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
-    /// A pass pipeline: a shipped one by name (`cpu`) or a file of pass
-    /// names, one per line.
+    /// A pass pipeline: a shipped one by name (`cpu`, or `cpu-serial`
+    /// without partitioning) or a file of pass names, one per line.
     #[arg(long, value_name = "NAME|FILE", conflicts_with = "passes")]
     pub pipeline: Option<String>,
     /// Passes to run, in order, comma separated.
@@ -25,6 +25,11 @@ pub struct LowerArgs {
     /// Print the kernel after lowering and after every pass.
     #[arg(long)]
     pub print_after_all: bool,
+    /// Run the kernel verifier after every pass (a broken kernel then names
+    /// the pass that broke it); without it the kernel is verified after
+    /// lowering and after the last pass.
+    #[arg(long)]
+    pub verify_passes: bool,
     /// A target file describing the machine to compile for (see `tessera
     /// target`); by default this machine, probed once and cached.
     #[arg(long, value_name = "FILE")]
@@ -84,7 +89,12 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
         None if passes.is_empty() => kernel::Target::generic(),
         None => kernel::Target::cached().map_err(|e| format!("error: {e}"))?,
     };
-    kernel::run_pipeline(&mut block, &passes, &target, &mut |pass, b| {
+    let verify = if a.verify_passes {
+        kernel::Verify::EachPass
+    } else {
+        kernel::Verify::AtEnd
+    };
+    kernel::run_pipeline_verifying(&mut block, &passes, &target, verify, &mut |pass, b| {
         if a.print_after_all {
             let _ = writeln!(out, "// after pass {pass}\n{}", kernel::print_block(b));
         }
@@ -123,7 +133,10 @@ fn pass_list(a: &LowerArgs) -> Result<Vec<String>, String> {
         Some(t) => (format!("pipeline `{p}`"), t.to_string()),
         None => {
             let text = std::fs::read_to_string(p).map_err(|e| {
-                format!("error: `{p}` is neither a shipped pipeline (cpu) nor a readable file: {e}")
+                format!(
+                    "error: `{p}` is neither a shipped pipeline ({}) nor a readable file: {e}",
+                    kernel::BUILTIN_PIPELINES.join(", ")
+                )
             })?;
             (format!("`{p}`"), text)
         }

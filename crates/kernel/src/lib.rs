@@ -25,7 +25,10 @@ pub use block::{
 };
 pub use lower::{lower_def, LowerError};
 pub use parse::{parse_block, ParseError};
-pub use pass::{builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline, Pass};
+pub use pass::{
+    builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline,
+    run_pipeline_verifying, Pass, Verify, BUILTIN_PIPELINES,
+};
 pub use print::print_block;
 pub use target::{cache_dir, Cache, Target};
 pub use verify::verify_block;

@@ -26,10 +26,14 @@ pub fn pass_names() -> Vec<&'static str> {
     crate::passes::all().iter().map(|p| p.name()).collect()
 }
 
+/// The names of the shipped pipelines.
+pub const BUILTIN_PIPELINES: &[&str] = &["cpu", "cpu-serial"];
+
 /// The pipelines shipped with tessera, by name.
 pub fn builtin_pipeline(name: &str) -> Option<&'static str> {
     match name {
         "cpu" => Some(include_str!("../pipelines/cpu.txt")),
+        "cpu-serial" => Some(include_str!("../pipelines/cpu-serial.txt")),
         _ => None,
     }
 }
@@ -54,6 +58,15 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// When a pipeline runs the verifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verify {
+    /// After every pass, so a broken kernel names the pass that broke it.
+    EachPass,
+    /// Once, after the last pass.
+    AtEnd,
+}
+
 /// Runs passes in order, verifying after each; `after` sees the kernel
 /// after every pass (for `--print-after-all`).
 pub fn run_pipeline(
@@ -62,6 +75,25 @@ pub fn run_pipeline(
     target: &Target,
     after: &mut dyn FnMut(&str, &Block),
 ) -> Result<(), String> {
+    run_pipeline_verifying(root, passes, target, Verify::EachPass, after)
+}
+
+/// [`run_pipeline`], verifying as `verify` says.
+pub fn run_pipeline_verifying(
+    root: &mut Block,
+    passes: &[String],
+    target: &Target,
+    verify: Verify,
+    after: &mut dyn FnMut(&str, &Block),
+) -> Result<(), String> {
+    let check = |root: &Block, what: String| {
+        crate::verify_block(root).map_err(|errs| {
+            format!(
+                "{what} a kernel that does not verify:\n  {}",
+                errs.join("\n  ")
+            )
+        })
+    };
     for name in passes {
         let pass = pass_by_name(name).ok_or_else(|| {
             format!(
@@ -71,13 +103,16 @@ pub fn run_pipeline(
         })?;
         pass.run(root, target)
             .map_err(|e| format!("pass `{name}`: {e}"))?;
-        crate::verify_block(root).map_err(|errs| {
-            format!(
-                "pass `{name}` produced a kernel that does not verify:\n  {}",
-                errs.join("\n  ")
-            )
-        })?;
+        if verify == Verify::EachPass {
+            check(root, format!("pass `{name}` produced"))?;
+        }
         after(name, root);
+    }
+    if verify == Verify::AtEnd && !passes.is_empty() {
+        check(
+            root,
+            format!("the pipeline `{}` produced", passes.join(",")),
+        )?;
     }
     Ok(())
 }

@@ -24,13 +24,15 @@ fn check(
 ) {
     let c = common::case(program, def, sizes, scalars, seed);
     common::check_kernel(&c.block, &c, true, "lowered");
-    let cpu = kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
-        .unwrap_or_else(|e| panic!("the cpu pipeline: {e}"));
     let mut pipelines: Vec<(String, Vec<String>)> = kernel::pass_names()
         .into_iter()
         .map(|p| (p.to_string(), vec![p.to_string()]))
         .collect();
-    pipelines.push(("the cpu pipeline".to_string(), cpu));
+    for name in kernel::BUILTIN_PIPELINES {
+        let passes = kernel::parse_pipeline(kernel::builtin_pipeline(name).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("the {name} pipeline: {e}"));
+        pipelines.push((format!("the {name} pipeline"), passes));
+    }
     for (what, passes) in pipelines {
         let mut b = c.block.clone();
         kernel::run_pipeline(&mut b, &passes, &kernel::Target::generic(), &mut |_, _| {})

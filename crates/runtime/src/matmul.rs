@@ -1,0 +1,2 @@
+//! Library matmuls: recognizing (batched) matmul blocks and calling the
+//! matmul library on them.

@@ -187,6 +187,14 @@ impl Block {
     }
 }
 
+impl Block {
+    /// Whether passes must leave the block as it is: the runtime runs it
+    /// with a library kernel (tag `library`), which reads the block's form.
+    pub fn is_library(&self) -> bool {
+        self.tags.contains("library")
+    }
+}
+
 /// Row-major strides for a shape.
 pub fn row_major(sizes: &[u64]) -> Vec<Dim> {
     let mut dims: Vec<Dim> = sizes.iter().map(|&size| Dim { size, stride: 0 }).collect();

@@ -401,3 +401,37 @@ fn in_place_updates_read_the_old_tensor() {
     let p = tc::check_source(src).unwrap().program;
     check(&p, "g", &[("N", 6)], &[], 52);
 }
+
+#[test]
+fn passes_leave_library_blocks_alone() {
+    // MLP3 with its three matmul blocks tagged `library`: every pass leaves
+    // them as lowered (the runtime reads their form), fuses nothing across
+    // them, and the kernel still computes the interpreter's results.
+    let p = load("examples/paper/mlp.tc");
+    let sizes = [("B", 3), ("N", 5), ("O", 4), ("P", 6), ("Q", 2)];
+    let mut c = common::case(&p, "MLP3", &sizes, &[], 53);
+    let mut library = Vec::new();
+    for s in &mut c.block.stmts {
+        if let kernel::StmtKind::Block(b) = &mut s.kind {
+            if b.idxs.len() == 3 {
+                b.tags.insert("library".to_string());
+                library.push((**b).clone());
+            }
+        }
+    }
+    assert_eq!(library.len(), 3);
+    let passes =
+        kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default()).unwrap();
+    let mut b = c.block.clone();
+    kernel::run_pipeline(&mut b, &passes, &kernel::Target::generic(), &mut |_, _| {}).unwrap();
+    let kept: Vec<kernel::Block> = b
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            kernel::StmtKind::Block(x) if x.is_library() => Some((**x).clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept, library);
+    common::check_kernel(&b, &c, false, "the cpu pipeline around library blocks");
+}

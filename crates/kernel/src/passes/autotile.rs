@@ -80,7 +80,7 @@ impl Pass for Autotile {
             let StmtKind::Block(b) = &root.stmts[k].kind else {
                 continue;
             };
-            if !eligible(b) {
+            if !eligible(b) || b.is_library() {
                 continue;
             }
             let levels = budgets(b, target);

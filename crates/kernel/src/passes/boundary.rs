@@ -32,7 +32,7 @@ impl Pass for Boundary {
         let mut out = Vec::new();
         for s in std::mem::take(&mut root.stmts) {
             match s.kind {
-                StmtKind::Block(b) if !b.constraints.is_empty() => {
+                StmtKind::Block(b) if !b.constraints.is_empty() && !b.is_library() => {
                     for piece in split(&b) {
                         out.push(crate::Statement {
                             kind: StmtKind::Block(Box::new(piece)),

@@ -33,6 +33,9 @@ fn writes(b: &Block) -> bool {
 }
 
 fn dce(b: &mut Block) {
+    if b.is_library() {
+        return;
+    }
     for s in &mut b.stmts {
         if let StmtKind::Block(c) = &mut s.kind {
             dce(c);

@@ -112,7 +112,7 @@ fn stage_of<'a>(root: &Block, s: &'a Statement) -> Option<Stage<'a>> {
     let StmtKind::Block(b) = &s.kind else {
         return None;
     };
-    if b.idxs.iter().any(|ix| ix.affine.is_some()) {
+    if b.is_library() || b.idxs.iter().any(|ix| ix.affine.is_some()) {
         return None;
     }
     let writes = |d: RefDir| matches!(d, RefDir::Out | RefDir::InOut);

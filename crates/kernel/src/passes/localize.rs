@@ -55,7 +55,7 @@ fn localize(root: &mut Block, t: &str) {
     for (k, s) in root.stmts.iter().enumerate() {
         match &s.kind {
             StmtKind::Block(c) if c.refs.iter().any(|r| r.from.as_deref() == Some(t)) => {
-                if user.is_some() {
+                if user.is_some() || c.is_library() {
                     return;
                 }
                 user = Some(k);

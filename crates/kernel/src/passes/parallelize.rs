@@ -23,6 +23,9 @@ impl Pass for Parallelize {
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
         for s in &mut root.stmts {
             if let StmtKind::Block(b) = &mut s.kind {
+                if b.is_library() {
+                    continue;
+                }
                 mark(b);
             }
         }

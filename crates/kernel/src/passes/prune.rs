@@ -22,6 +22,9 @@ impl Pass for Prune {
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
         for s in &mut root.stmts {
             if let StmtKind::Block(b) = &mut s.kind {
+                if b.is_library() {
+                    continue;
+                }
                 prune(b);
             }
         }

@@ -44,6 +44,9 @@ impl Pass for Scalarize {
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
         for s in &mut root.stmts {
             if let StmtKind::Block(b) = &mut s.kind {
+                if b.is_library() {
+                    continue;
+                }
                 scalarize(b);
             }
         }

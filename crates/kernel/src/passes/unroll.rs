@@ -51,6 +51,9 @@ impl Pass for Unroll {
         let mut candidates = Vec::new();
         for (k, s) in root.stmts.iter().enumerate() {
             if let StmtKind::Block(b) = &s.kind {
+                if b.is_library() {
+                    continue;
+                }
                 collect(b, &mut vec![k], &mut candidates);
             }
         }

@@ -36,6 +36,10 @@ impl Pass for Vectorize {
                 k += 1;
                 continue;
             };
+            if b.is_library() {
+                k += 1;
+                continue;
+            }
             let pieces = rewrite(b, target);
             let n = pieces.len();
             let tags = root.stmts[k].tags.clone();

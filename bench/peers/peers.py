@@ -52,8 +52,8 @@ class Workload:
     to embed as initializers) and `numpy_fn` computes the outputs, in the
     graph's output order. `weights` names the inputs that
     `--ort-initializers` embeds in the ONNX model. Exactly one of `flops`
-    (rate in GFLOP/s) and `bytes` (rate in GB/s, with a bandwidth bound) is
-    set.
+    (rate in GFLOP/s) and `bytes_read` (the bytes that must be read; rate in
+    GB/s, with a bandwidth bound) is set.
     """
 
     name: str
@@ -66,7 +66,7 @@ class Workload:
     numpy_fn: Callable[[dict[str, np.ndarray]], list[np.ndarray]]
     weights: tuple[str, ...] = ()
     flops: float | None = None
-    bytes: float | None = None
+    bytes_read: float | None = None
 
     @property
     def unit(self) -> str:
@@ -77,7 +77,7 @@ class Workload:
         """GFLOP/s (or GB/s for memory-bound workloads) at `ms` per run."""
         if ms is None or ms <= 0:
             return None
-        work = self.flops if self.flops is not None else self.bytes
+        work = self.flops if self.flops is not None else self.bytes_read
         return work / (ms * 1e-3) / 1e9
 
 
@@ -364,7 +364,7 @@ def two_lut() -> Workload:
         onnx_graph=graph,
         numpy_fn=lambda t: [t[lut][t[idx]].sum(axis=1) for lut, idx, _ in tables],
         weights=("LUT1", "LUT2"),
-        bytes=float(len(tables) * b * lookups * (INDEX_BYTES + d * FLOAT32_BYTES)),
+        bytes_read=float(len(tables) * b * lookups * (INDEX_BYTES + d * FLOAT32_BYTES)),
     )
 
 
@@ -387,7 +387,9 @@ def measure(fn: Callable[[], object], runs: int, warmup: int) -> Timing:
     return Timing(statistics.median(times), min(times))
 
 
-def ort_session(w: Workload, feeds: dict[str, np.ndarray], embed_weights: bool):
+def ort_session(
+    w: Workload, feeds: dict[str, np.ndarray], embed_weights: bool
+) -> tuple[ort.InferenceSession, dict[str, np.ndarray]]:
     """An ONNX Runtime session for the workload's model (2 intra-op threads,
     1 inter-op thread, all graph optimizations) and the feeds it takes."""
     embedded = set(w.weights) if embed_weights else set()
@@ -560,7 +562,7 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
         "sizes": w.sizes,
         "unit": w.unit,
         "flops": w.flops,
-        "bytes": w.bytes,
+        "bytes": w.bytes_read,
         "agree": agree,
         "max_rel_diff": max_rel,
         "ort": entry(ort_t),
@@ -569,11 +571,11 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
         "tessera_over_ort": ratio(tess.timing, ort_t),
         "tessera_over_numpy": ratio(tess.timing, np_t),
     }
-    if w.bytes is not None:
-        bound_ms = w.bytes / (BANDWIDTH_GBPS * 1e9) * 1e3
+    if w.bytes_read is not None:
+        bound_ms = w.bytes_read / (BANDWIDTH_GBPS * 1e9) * 1e3
         timings = {"ORT": ort_t, "numpy": np_t, "tessera": tess.timing}
         row["bandwidth_bound"] = {
-            "bytes": w.bytes,
+            "bytes": w.bytes_read,
             "gbps": BANDWIDTH_GBPS,
             "ms": bound_ms,
             "fraction": {

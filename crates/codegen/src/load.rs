@@ -322,3 +322,260 @@ impl Kernel {
         }
     }
 }
+
+/// 64 bytes aligned to 64: the unit of [`Slot`] storage, so every buffer
+/// starts on a cache line (and an AVX-512 vector).
+#[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// An element type a [`Slot`] can be viewed as.
+pub trait Element: bytemuck::Pod {
+    /// The dtypes stored as this Rust type (`bool` is one byte, 0 or 1).
+    const DTYPES: &'static [DType];
+}
+
+macro_rules! element {
+    ($t:ty, $($d:expr),+) => {
+        impl Element for $t {
+            const DTYPES: &'static [DType] = &[$($d),+];
+        }
+    };
+}
+element!(u8, DType::U8, DType::Bool);
+element!(i8, DType::I8);
+element!(u16, DType::U16);
+element!(i16, DType::I16);
+element!(u32, DType::U32);
+element!(i32, DType::I32);
+element!(u64, DType::U64);
+element!(i64, DType::I64);
+element!(f32, DType::F32);
+element!(f64, DType::F64);
+
+/// The bytes of one element of `t`.
+pub fn element_bytes(t: DType) -> usize {
+    usize::try_from(t.bits().div_ceil(8)).unwrap_or(1).max(1)
+}
+
+/// Zeroed, 64-byte-aligned memory that holds one or more buffers over time
+/// (the runtime's plan lets buffers whose lifetimes do not overlap share a
+/// slot).
+#[derive(Clone, Debug, Default)]
+pub struct Slot {
+    lines: Vec<Line>,
+}
+
+impl std::fmt::Debug for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Line")
+    }
+}
+
+impl Slot {
+    /// At least `bytes` zeroed bytes.
+    pub fn new(bytes: usize) -> Slot {
+        Slot {
+            lines: vec![Line([0; 64]); bytes.div_ceil(64)],
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.lines.len() * 64
+    }
+
+    /// The first `len` elements as `T`, if they fit.
+    pub fn view<T: Element>(&self, len: usize) -> Option<&[T]> {
+        bytemuck::cast_slice::<Line, T>(&self.lines).get(..len)
+    }
+
+    /// The first `len` elements as `T`, mutably, if they fit.
+    pub fn view_mut<T: Element>(&mut self, len: usize) -> Option<&mut [T]> {
+        bytemuck::cast_slice_mut::<Line, T>(&mut self.lines).get_mut(..len)
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.lines.as_mut_ptr().cast()
+    }
+}
+
+/// The step's buffer pointers, shared by the threads that run its
+/// partitions.
+struct Pointers(Vec<*mut c_void>);
+
+// SAFETY: the pointers are only dereferenced by the step function, and
+// `Kernel::run_partitions` hands them to several threads only for the
+// partitions of one `#parallel` step, which write disjoint elements (the
+// `parallelize` pass tags an index only when every view the block writes is
+// indexed by it) and read nothing another partition writes.
+unsafe impl Send for Pointers {}
+// SAFETY: as for `Send`; the vector itself is never modified while shared.
+unsafe impl Sync for Pointers {}
+
+impl Pointers {
+    fn as_ptr(&self) -> *const *mut c_void {
+        self.0.as_ptr()
+    }
+}
+
+impl Kernel {
+    /// Runs step `k` with root buffer `b` stored at the start of
+    /// `slots[map[b]]`, on the partitions `parts` of its parallel index, in
+    /// parallel on the rayon pool. A step without a parallel index takes
+    /// exactly one partition (its bounds are ignored).
+    ///
+    /// Checked before any call: one slot per root buffer, each large
+    /// enough for its buffer; the buffers the step touches are in distinct
+    /// slots (so the C's `restrict` pointers never alias); the partitions
+    /// lie inside the index's range and do not overlap.
+    pub fn run_partitions(
+        &self,
+        k: usize,
+        slots: &mut [Slot],
+        map: &[usize],
+        parts: &[(i64, i64)],
+    ) -> Result<(), String> {
+        let (f, info) = self
+            .steps
+            .get(k)
+            .zip(self.infos.get(k))
+            .ok_or_else(|| format!("no step {k}: the kernel has {}", self.steps.len()))?;
+        if map.len() != self.buffers.len() {
+            return Err(format!(
+                "step {k} takes {} buffers, got {}",
+                self.buffers.len(),
+                map.len()
+            ));
+        }
+        for (b, &s) in self.buffers.iter().zip(map) {
+            let need = b.len.saturating_mul(element_bytes(b.dtype));
+            match slots.get(s) {
+                Some(slot) if slot.bytes() >= need => {}
+                _ => {
+                    return Err(format!(
+                        "buffer `{}` needs {need} bytes in slot {s}, which is missing or smaller",
+                        b.name
+                    ))
+                }
+            }
+        }
+        let mut used: Vec<usize> = info.reads.iter().chain(&info.writes).copied().collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut touched: Vec<usize> = used.iter().map(|&b| map[b]).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        if touched.len() != used.len() {
+            return Err(format!(
+                "step {k} ({}): two of the buffers it touches share a slot",
+                info.block
+            ));
+        }
+        match info.parallel {
+            None if parts.len() != 1 => {
+                return Err(format!(
+                    "step {k} ({}) is not parallel: it takes one partition, got {}",
+                    info.block,
+                    parts.len()
+                ))
+            }
+            None => {}
+            Some(range) => {
+                let range = i64::try_from(range).unwrap_or(i64::MAX);
+                let mut sorted = parts.to_vec();
+                sorted.sort_unstable();
+                let mut end = 0;
+                for &(lo, hi) in &sorted {
+                    if !(end <= lo && lo <= hi && hi <= range) {
+                        return Err(format!(
+                            "step {k} ({}): partitions {parts:?} overlap or leave 0..{range}",
+                            info.block
+                        ));
+                    }
+                    end = hi;
+                }
+            }
+        }
+        // Buffers the step does not touch may share slots with others, so
+        // only touched ones get their slot's address; the rest get null,
+        // which the step never dereferences.
+        let mut ptrs = Pointers(vec![std::ptr::null_mut(); map.len()]);
+        let bases: Vec<*mut c_void> = slots.iter_mut().map(Slot::as_mut_ptr).collect();
+        for &b in &used {
+            ptrs.0[b] = bases[map[b]];
+        }
+        let call = |&(lo, hi): &(i64, i64)| -> i32 {
+            // SAFETY: `f` has the signature `StepFn` (checked when loading)
+            // and lives in the object `self` keeps loaded. Every buffer the
+            // step touches points at the start of its own slot (distinct
+            // slots, checked above), 64-byte aligned and at least as large
+            // as the buffer's type and length need; the emitted C touches
+            // only elements inside those lengths and only the buffers its
+            // block refines (the ones listed in `reads` and `writes`).
+            // `slots` is borrowed mutably for the whole call, so nothing
+            // else accesses it; concurrent partitions are sound as
+            // `Pointers` explains.
+            unsafe { f(ptrs.as_ptr(), lo, hi) }
+        };
+        let codes: Vec<i32> = if parts.len() > 1 {
+            use rayon::prelude::*;
+            parts.par_iter().map(call).collect()
+        } else {
+            parts.iter().map(call).collect()
+        };
+        match codes.into_iter().find(|&c| c != 0) {
+            None => Ok(()),
+            Some(code) => Err(format!(
+                "step {k} ({}): {}",
+                info.block,
+                describe_code(code)
+            )),
+        }
+    }
+}
+
+impl HostBuffer {
+    /// Copies the buffer to the start of `slot` (which must be large
+    /// enough; otherwise nothing is copied and `false` returned).
+    pub fn write_into(&self, slot: &mut Slot) -> bool {
+        fn put<T: Element>(slot: &mut Slot, v: &[T]) -> bool {
+            slot.view_mut::<T>(v.len())
+                .map(|dst| dst.copy_from_slice(v))
+                .is_some()
+        }
+        match self {
+            HostBuffer::Bool(v) | HostBuffer::U8(v) => put(slot, v),
+            HostBuffer::I8(v) => put(slot, v),
+            HostBuffer::U16(v) => put(slot, v),
+            HostBuffer::I16(v) => put(slot, v),
+            HostBuffer::U32(v) => put(slot, v),
+            HostBuffer::I32(v) => put(slot, v),
+            HostBuffer::U64(v) => put(slot, v),
+            HostBuffer::I64(v) => put(slot, v),
+            HostBuffer::F32(v) => put(slot, v),
+            HostBuffer::F64(v) => put(slot, v),
+        }
+    }
+
+    /// The first `len` elements of `slot` as a buffer of type `t`.
+    pub fn read_from(slot: &Slot, t: DType, len: usize) -> Result<HostBuffer, String> {
+        fn get<T: Element>(slot: &Slot, len: usize) -> Result<Vec<T>, String> {
+            slot.view::<T>(len).map(<[T]>::to_vec).ok_or_else(|| {
+                format!("{len} elements do not fit a slot of {} bytes", slot.bytes())
+            })
+        }
+        Ok(match t {
+            DType::Bool => HostBuffer::Bool(get(slot, len)?),
+            DType::U8 => HostBuffer::U8(get(slot, len)?),
+            DType::I8 => HostBuffer::I8(get(slot, len)?),
+            DType::U16 => HostBuffer::U16(get(slot, len)?),
+            DType::I16 => HostBuffer::I16(get(slot, len)?),
+            DType::U32 => HostBuffer::U32(get(slot, len)?),
+            DType::I32 => HostBuffer::I32(get(slot, len)?),
+            DType::U64 => HostBuffer::U64(get(slot, len)?),
+            DType::I64 => HostBuffer::I64(get(slot, len)?),
+            DType::F32 => HostBuffer::F32(get(slot, len)?),
+            DType::F64 => HostBuffer::F64(get(slot, len)?),
+        })
+    }
+}

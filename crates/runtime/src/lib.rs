@@ -1,4 +1,12 @@
-//! tessera's runtime (DESIGN.md data flow: `runtime`): runs a kernel whose
-//! steps are compiled C functions or library matmuls, on one rayon pool.
+//! tessera's runtime (DESIGN.md data flow: `runtime`): compiles a def
+//! through lowering, the pass pipeline, C emission and the kernel cache,
+//! plans its memory, and runs its steps on one rayon pool, generated
+//! kernels per partition of their parallel index.
 
+pub mod cost;
+pub mod exec;
 pub mod matmul;
+pub mod plan;
+
+pub use exec::{build, Executable, Options, State, StepProfile};
+pub use plan::Plan;

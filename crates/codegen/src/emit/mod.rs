@@ -104,6 +104,12 @@ pub struct StepInfo {
     /// The range of the block's index tagged `parallel`: the step then runs
     /// `lo <= index < hi` of it.
     pub parallel: Option<u64>,
+    /// The root buffers (indices into [`CProgram::buffers`]) the step reads:
+    /// views with direction `in` or `inout`, and written views that
+    /// aggregate onto the old values.
+    pub reads: Vec<usize>,
+    /// The root buffers the step writes.
+    pub writes: Vec<usize>,
 }
 
 /// Why a kernel cannot be emitted.
@@ -261,11 +267,14 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             source.push('\n');
         }
         source.push_str("  return 0;\n}\n");
+        let (reads, writes) = accesses(root, b);
         steps.push(StepInfo {
             symbol,
             block: b.name.clone(),
             comment: b.comment.clone(),
             parallel,
+            reads,
+            writes,
         });
     }
     Ok(CProgram {
@@ -323,6 +332,31 @@ fn is_prefix(p: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !p.starts_with("tsr_")
         && !p.starts_with("TSR_")
+}
+
+/// The root buffers step block `b` reads and writes, by index.
+fn accesses(root: &Block, b: &Block) -> (Vec<usize>, Vec<usize>) {
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    for r in &b.refs {
+        let Some(k) = r
+            .from
+            .as_ref()
+            .and_then(|f| root.refs.iter().position(|x| &x.into == f))
+        else {
+            continue;
+        };
+        if matches!(r.dir, RefDir::In | RefDir::InOut) || r.agg != kernel::Agg::Assign {
+            reads.push(k);
+        }
+        if matches!(r.dir, RefDir::Out | RefDir::InOut) {
+            writes.push(k);
+        }
+    }
+    for v in [&mut reads, &mut writes] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    (reads, writes)
 }
 
 /// The number of elements of a buffer of `shape`, after checking that

@@ -1,0 +1,64 @@
+//! What a step costs, for profiles and GFLOP/s figures: floating-point
+//! operations and the bytes of the buffers it touches.
+//!
+//! A block runs the product of its free indices' ranges points (passed
+//! indices run once; constraints are ignored, so a padded convolution's
+//! skipped points count: the figure is an upper bound there). Each point
+//! counts one operation per arithmetic intrinsic on floats and one per
+//! store that aggregates (`add`, `mul`, `min`, `max`) into a float view.
+
+use kernel::{Agg, Block, Op, StmtKind};
+
+/// The floating-point operations of one run of `b`.
+pub fn flops(b: &Block) -> u64 {
+    let points: u64 = b
+        .idxs
+        .iter()
+        .filter(|i| i.affine.is_none())
+        .fold(1u64, |a, i| a.saturating_mul(i.range));
+    let mut per_point = 0u64;
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Intrinsic { op, dtype, .. }
+                if dtype.is_float() && !matches!(op, Op::Select | Op::Cast) =>
+            {
+                per_point += 1;
+            }
+            StmtKind::Store { into, .. }
+                if b
+                    .refinement(into)
+                    .is_some_and(|r| r.agg != Agg::Assign && r.dtype.is_float()) =>
+            {
+                per_point += 1;
+            }
+            StmtKind::Block(c) => per_point = per_point.saturating_add(flops(c)),
+            _ => {}
+        }
+    }
+    points.saturating_mul(per_point)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_matmul_costs_two_operations_per_multiply_accumulate() {
+        let src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n";
+        let p = tc::check_source(src).unwrap().program;
+        let sizes: HashMap<String, i64> = [("M", 3), ("K", 5), ("N", 7)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        let b = kernel::lower_def(&p, "mm", &sizes).unwrap();
+        let total: u64 = b
+            .stmts
+            .iter()
+            .map(|s| match &s.kind {
+                kernel::StmtKind::Block(c) => super::flops(c),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(total, 2 * 3 * 5 * 7);
+    }
+}

@@ -1,0 +1,245 @@
+//! Compiled programs and running them.
+//!
+//! [`build`] takes a def with its sizes bound through the whole native
+//! path: lowering, the pass pipeline, C emission, and the compiled-kernel
+//! cache (which compiles on a miss). The result, an [`Executable`], holds
+//! the loaded steps and the memory [`Plan`]. [`Executable::run`] runs the
+//! steps in order on a [`State`] (the slots of memory): a `#parallel` step
+//! as one partition of its parallel index per thread of the rayon pool,
+//! all at once; every other step whole. A temporary's slot is zeroed before
+//! the first step that touches it, because a new tensor starts as zeros and
+//! its slot may hold another temporary's values.
+//!
+//! Guarantees: a run computes what the kernel VM computes on the kernel
+//! (the C backend's guarantee), so what the interpreter computes up to
+//! float reassociation; errors (a failing step) are values naming the step.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use codegen::cache::KernelCache;
+use codegen::emit::CProgram;
+use codegen::load::{element_bytes, Element, Kernel, Slot};
+use ir::{DType, Program, Value};
+use kernel::{Block, StmtKind, Target, Verify};
+
+use crate::cost;
+use crate::plan::Plan;
+
+/// How to compile.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The pass pipeline, by pass name.
+    pub passes: Vec<String>,
+    pub target: Target,
+    pub verify: Verify,
+}
+
+/// A def compiled for concrete sizes and loaded.
+#[derive(Debug)]
+pub struct Executable {
+    /// The kernel after the pipeline.
+    pub block: Block,
+    /// The generated C and its interface.
+    pub c: CProgram,
+    pub plan: Plan,
+    kernel: Kernel,
+    /// Per step: floating-point operations and bytes of the buffers it
+    /// touches.
+    pub step_flops: Vec<u64>,
+    pub step_bytes: Vec<u64>,
+    /// For each step, the temporaries whose life starts there.
+    fresh: Vec<Vec<usize>>,
+}
+
+/// Compiles def `def` of `program` for `sizes` (sizes and integer scalars).
+pub fn build(
+    program: &Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+    options: &Options,
+    cache: &KernelCache,
+) -> Result<Executable, String> {
+    let mut block =
+        kernel::lower_def(program, def, sizes).map_err(|e| format!("cannot lower `{def}`: {e}"))?;
+    kernel::run_pipeline_verifying(
+        &mut block,
+        &options.passes,
+        &options.target,
+        options.verify,
+        &mut |_, _| {},
+    )
+    .map_err(|e| format!("internal error: {e}"))?;
+    let c = codegen::emit::emit_c(&block, "tsr")
+        .map_err(|e| format!("internal error: cannot emit C: {e}"))?;
+    let lib = cache
+        .get(&c.source, &options.target.to_text())
+        .map_err(|e| e.to_string())?;
+    let kernel = Kernel::from_library(lib, &c)?;
+    let plan = Plan::new(&c.buffers, &c.steps);
+    let mut step_flops = Vec::new();
+    let mut step_bytes = Vec::new();
+    for (s, info) in block.stmts.iter().zip(&c.steps) {
+        step_flops.push(match &s.kind {
+            StmtKind::Block(b) => cost::flops(b),
+            _ => 0,
+        });
+        let mut touched: Vec<usize> = info.reads.iter().chain(&info.writes).copied().collect();
+        touched.sort_unstable();
+        touched.dedup();
+        step_bytes.push(
+            touched
+                .iter()
+                .map(|&b| (c.buffers[b].len * element_bytes(c.buffers[b].dtype)) as u64)
+                .sum(),
+        );
+    }
+    let mut fresh = vec![Vec::new(); c.steps.len()];
+    for (b, info) in c.buffers.iter().enumerate() {
+        if !info.temp {
+            continue;
+        }
+        if let Some(k) = c
+            .steps
+            .iter()
+            .position(|s| s.reads.contains(&b) || s.writes.contains(&b))
+        {
+            fresh[k].push(b);
+        }
+    }
+    Ok(Executable {
+        block,
+        c,
+        plan,
+        kernel,
+        step_flops,
+        step_bytes,
+        fresh,
+    })
+}
+
+/// The memory of one run: a slot per [`Plan`] slot.
+#[derive(Clone, Debug)]
+pub struct State {
+    slots: Vec<Slot>,
+}
+
+/// One step's share of a profiled run.
+#[derive(Clone, Debug)]
+pub struct StepProfile {
+    pub block: String,
+    pub comment: String,
+    pub time: Duration,
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+impl Executable {
+    /// Fresh, zeroed memory for a run.
+    pub fn state(&self) -> State {
+        State {
+            slots: self.plan.slot_bytes.iter().map(|&b| Slot::new(b)).collect(),
+        }
+    }
+
+    fn buffer(&self, name: &str) -> Result<(usize, DType, usize), String> {
+        self.c
+            .buffers
+            .iter()
+            .enumerate()
+            .find(|(_, b)| b.name == name)
+            .map(|(k, b)| (k, b.dtype, b.len))
+            .ok_or_else(|| format!("the kernel has no buffer `{name}`"))
+    }
+
+    /// Sets buffer `name` from values (converted to its type).
+    pub fn set_values(
+        &self,
+        state: &mut State,
+        name: &str,
+        values: &[Value],
+    ) -> Result<(), String> {
+        let (k, dtype, len) = self.buffer(name)?;
+        if values.len() != len {
+            return Err(format!(
+                "`{name}` has {len} elements, got {} values",
+                values.len()
+            ));
+        }
+        let slot = &mut state.slots[self.plan.map[k]];
+        let host = codegen::load::HostBuffer::from_values(dtype, values)?;
+        host.write_into(slot);
+        Ok(())
+    }
+
+    /// Buffer `name` as values.
+    pub fn values(&self, state: &State, name: &str) -> Result<Vec<Value>, String> {
+        let (k, dtype, len) = self.buffer(name)?;
+        let slot = &state.slots[self.plan.map[k]];
+        Ok(codegen::load::HostBuffer::read_from(slot, dtype, len)?.to_values())
+    }
+
+    /// Buffer `name` as a slice of `T`, mutably (to fill inputs fast).
+    pub fn view_mut<'a, T: Element>(
+        &self,
+        state: &'a mut State,
+        name: &str,
+    ) -> Result<&'a mut [T], String> {
+        let (k, dtype, len) = self.buffer(name)?;
+        if !T::DTYPES.contains(&dtype) {
+            return Err(format!("`{name}` is {dtype}"));
+        }
+        state.slots[self.plan.map[k]]
+            .view_mut::<T>(len)
+            .ok_or_else(|| format!("`{name}` does not fit its slot"))
+    }
+
+    /// Runs every step; with `profile`, records each step's time.
+    pub fn run(
+        &self,
+        state: &mut State,
+        mut profile: Option<&mut Vec<StepProfile>>,
+    ) -> Result<(), String> {
+        let threads = rayon::current_num_threads().max(1) as u64;
+        for (k, info) in self.c.steps.iter().enumerate() {
+            for &b in &self.fresh[k] {
+                let buf = &self.c.buffers[b];
+                let bytes = buf.len * element_bytes(buf.dtype);
+                if let Some(v) = state.slots[self.plan.map[b]].view_mut::<u8>(bytes) {
+                    v.fill(0);
+                }
+            }
+            let parts: Vec<(i64, i64)> = match info.parallel {
+                None => vec![(0, 1)],
+                Some(range) => {
+                    let n = threads.min(range).max(1);
+                    (0..n)
+                        .map(|p| {
+                            let lo = range * p / n;
+                            let hi = range * (p + 1) / n;
+                            (lo as i64, hi as i64)
+                        })
+                        .collect()
+                }
+            };
+            let start = Instant::now();
+            self.kernel
+                .run_partitions(k, &mut state.slots, &self.plan.map, &parts)?;
+            if let Some(p) = profile.as_deref_mut() {
+                p.push(StepProfile {
+                    block: info.block.clone(),
+                    comment: info.comment.clone(),
+                    time: start.elapsed(),
+                    flops: self.step_flops[k],
+                    bytes: self.step_bytes[k],
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The floating-point operations of one run.
+    pub fn flops(&self) -> u64 {
+        self.step_flops.iter().sum()
+    }
+}

@@ -58,7 +58,10 @@
 //! Requires: a spec from [`spec`] (or one built by hand; [`run`] checks it
 //! either way) and slices of the spec's element type. Guarantees: [`run`]
 //! never reads or writes outside the slices it is given and never panics; a
-//! spec that does not fit them is an error, and C is then untouched.
+//! spec that does not fit them is an error, and C is then untouched. On a
+//! matched block it computes what the VM computes up to the order of the
+//! float additions (the library sums in its own order, with fused
+//! multiply-adds), not bit for bit.
 
 #![allow(unsafe_code)]
 
@@ -467,6 +470,12 @@ impl Plan {
         let fail = |m: &str| Err(MatmulError(m.to_string()));
         if spec.batch_points() == 0 || spec.m == 0 || spec.n == 0 || spec.k == 0 {
             return Ok(None);
+        }
+        // A K beyond both operands' lengths needs zero strides in both (no
+        // matched block has them); refusing it bounds the library's work and
+        // scratch space. M, N and the batch are bounded by C's injectivity.
+        if spec.k > lens[0].max(lens[1]) as u64 {
+            return fail("K is longer than A and B");
         }
         let ops = [&spec.a, &spec.b, &spec.c];
         let names = ["A", "B", "C"];

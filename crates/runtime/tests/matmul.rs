@@ -414,6 +414,11 @@ fn run_checks_the_spec_against_its_slices() {
         stride_c: 0,
     });
     assert!(run(&batched, &a, &b, &mut c).is_err());
+    let mut long = ok.clone();
+    long.k = 1000;
+    long.a.col_stride = 0;
+    long.b.row_stride = 0;
+    assert!(run(&long, &a, &b, &mut c).is_err());
     let mut huge = ok.clone();
     huge.a.row_stride = i64::MAX;
     assert!(run(&huge, &a, &b, &mut c).is_err());

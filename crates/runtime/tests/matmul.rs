@@ -149,6 +149,28 @@ fn check(src: &str, def: &str, sizes: &[(&str, i64)], matches: usize) -> Vec<Mat
         .filter(|b| b.tags.contains("library") && b.tags.contains("matmul"))
         .count();
     assert_eq!(tagged, matches);
+    // Tags change nothing the VM sees, and the passes leave library blocks
+    // alone, so after the cpu pipeline they still match, with the same spec.
+    let marked_run = kernel::vm::run(&marked, inputs(&root, seed)).expect("vm");
+    assert!(root
+        .refs
+        .iter()
+        .all(|r| marked_run[&r.into] == want[&r.into]));
+    let passes = kernel::parse_pipeline(kernel::builtin_pipeline("cpu").expect("cpu pipeline"))
+        .expect("pipeline");
+    kernel::run_pipeline(
+        &mut marked,
+        &passes,
+        &kernel::Target::generic(),
+        &mut |_, _| {},
+    )
+    .expect("passes");
+    let after: Vec<MatmulSpec> = children(&marked)
+        .iter()
+        .filter(|b| b.tags.contains("library"))
+        .filter_map(|b| spec(b, &marked))
+        .collect();
+    assert_eq!(after, specs, "{def}: {}", kernel::print_block(&marked));
     specs
 }
 

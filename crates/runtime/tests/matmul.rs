@@ -5,8 +5,9 @@
 //! products, max reductions, blocks with constraints and other look-alikes.
 //! For every accepted block, running the library on random inputs gives
 //! what the VM gives (within 1e-4 relative), at sizes such as 1, 7 and 33
-//! that are no multiple of the vector width. `run` refuses specs that do not
-//! fit their slices.
+//! that are no multiple of the vector width; marking changes nothing the VM
+//! computes, and marked blocks keep their spec through the cpu pipeline.
+//! `run` refuses specs that do not fit their slices.
 
 use std::collections::HashMap;
 

@@ -126,9 +126,14 @@ fn pass_list(a: &LowerArgs) -> Result<Vec<String>, String> {
         }
         return Ok(names);
     }
-    let Some(p) = &a.pipeline else {
-        return Ok(Vec::new());
-    };
+    match &a.pipeline {
+        Some(p) => pipeline_passes(p),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The passes of pipeline `p`: a shipped one by name, or a file.
+pub fn pipeline_passes(p: &str) -> Result<Vec<String>, String> {
     let (source, text) = match kernel::builtin_pipeline(p) {
         Some(t) => (format!("pipeline `{p}`"), t.to_string()),
         None => {

@@ -3,7 +3,10 @@
 //! Exit status: 0 on success, 1 for an error in the program or the data
 //! (the message starts with `error:`), 2 for a usage error (from clap).
 
+mod bench;
+mod cache;
 mod check;
+mod compiled;
 mod load;
 mod lower;
 mod npy;
@@ -29,8 +32,14 @@ struct Cli {
 enum Command {
     /// Parse, check and infer ranges; print every def's tensors and ranges.
     Check(check::CheckArgs),
-    /// Run a def with the reference interpreter on .npy inputs and numbers.
+    /// Run a def, compiled to native code (or with `--interp`, the
+    /// reference interpreter), on .npy inputs and numbers.
     Run(run::RunArgs),
+    /// Measure a compiled def: median and minimum time, GFLOP/s, fraction
+    /// of peak.
+    Bench(bench::BenchArgs),
+    /// Inspect or clear the compiled-kernel cache.
+    Cache(cache::CacheArgs),
     /// Lower a def, for concrete sizes, to kernel IR and print it.
     Lower(lower::LowerArgs),
     /// Print the target machine description (probed once, then cached).
@@ -42,6 +51,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::Bench(a) => bench::run(&a),
+        Command::Cache(a) => cache::run(&a),
         Command::Lower(a) => lower::run(&a),
         Command::Target(a) => target::run(&a),
     };

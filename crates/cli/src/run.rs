@@ -27,6 +27,18 @@ pub struct RunArgs {
     /// Write each output as DIR/NAME.npy instead of printing it.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run the reference interpreter instead of compiled code.
+    #[arg(long, conflicts_with_all = ["emit", "profile"])]
+    pub interp: bool,
+    /// Write generated code: `--emit c DIR` writes DIR/DEF.c and the kernel
+    /// IR it comes from, DIR/DEF.kernel.
+    #[arg(long, num_args = 2, value_names = ["KIND", "DIR"])]
+    pub emit: Option<Vec<String>>,
+    /// Print, per step, its time, GFLOP/s, bytes moved and share.
+    #[arg(long)]
+    pub profile: bool,
+    #[command(flatten)]
+    pub compile: crate::compiled::CompileArgs,
 }
 
 pub fn run(a: &RunArgs) -> Result<String, String> {
@@ -34,10 +46,66 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
     let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
     let program = &checked.program;
     let def = pick_def(program, a.def.as_deref(), &name)?;
+    let emit_dir = match a.emit.as_deref() {
+        None => None,
+        Some([kind, dir]) if kind == "c" => Some(PathBuf::from(dir)),
+        Some(other) => {
+            return Err(format!(
+                "error: `--emit {}`: the only kind is `c` (`--emit c DIR`)",
+                other.join(" ")
+            ))
+        }
+    };
     let given = crate::load::parse_sizes(&a.sizes)?;
-    let mut args = read_inputs(def, &a.inputs)?;
+    let (args, sizes) = prepare_args(def, &a.inputs, &given, a.seed)?;
+    let mut profile_text = String::new();
+    if !a.interp {
+        match compiled(
+            a,
+            program,
+            def,
+            &sizes,
+            &args,
+            emit_dir.as_deref(),
+            &mut profile_text,
+        ) {
+            Ok(outputs) => return print_outputs(a, &outputs, &profile_text),
+            Err(Fallback::NotCompiled(why)) => {
+                eprintln!(
+                    "note: `{}` is not compiled yet ({why}); running the interpreter",
+                    def.name
+                );
+            }
+            Err(Fallback::Failed(why)) => {
+                // The interpreter locates the error in the source; if it
+                // finds none, the compiled path is at fault.
+                interpret(program, def, &args, &given, &checked, &name, &text)?;
+                return Err(format!(
+                    "error: internal error: the compiled path failed where the interpreter succeeds: {why}\n  = help: this is a bug in tessera; `--interp` runs the interpreter"
+                ));
+            }
+            Err(Fallback::Error(e)) => return Err(e),
+        }
+    }
+    let outputs = interpret(program, def, &args, &given, &checked, &name, &text)?;
+    print_outputs(a, &outputs, &profile_text)
+}
+
+/// Every size symbol and integer scalar, bound.
+pub type Sizes = HashMap<String, i64>;
+
+/// The def's arguments: the `--input` items, and seeded random tensors for
+/// the inputs not given (a note on standard error names each). Returns them
+/// with every size and integer scalar bound.
+pub fn prepare_args(
+    def: &Def,
+    inputs: &[String],
+    given: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<(HashMap<String, Arg>, Sizes), String> {
+    let mut args = read_inputs(def, inputs)?;
     let sizes =
-        interp::bind_sizes(def, &args, &given).map_err(|e| format!("error: {}", e.message))?;
+        interp::bind_sizes(def, &args, given).map_err(|e| format!("error: {}", e.message))?;
     let mut notes = String::new();
     for (k, p) in def.params.iter().enumerate() {
         if args.contains_key(p.name()) {
@@ -52,7 +120,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
                     format!("error: cannot make a random value for input `{t}`: {}\n  = help: pass `--input {t}=FILE.npy` or bind the size with `--size`", e.message)
                 })?;
                 let dtype = def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
-                let seed = a.seed.wrapping_add(k as u64);
+                let seed = seed.wrapping_add(k as u64);
                 let _ = writeln!(
                     notes,
                     "note: input `{t}` is random {dtype}({}), seed {seed}",
@@ -63,26 +131,102 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
         }
     }
     eprint!("{notes}");
-    let outputs =
-        interp::run(program, &def.name, &args, &given, interp::Mode::Real).map_err(|e| {
-            let span = e
-                .stmt
-                .and_then(|s| checked.stmt_spans.get(&(e.def.clone(), s)).copied());
-            match span {
-                Some(span) => {
-                    let d = tc::Diagnostic::error(e.message.clone(), span)
-                        .with_label(format!("in this statement of `{}`", e.def));
-                    tc::render_diagnostics(&[d], &name, &text)
-                }
-                None => format!("error: {} (in def `{}`)", e.message, e.def),
-            }
+    Ok((args, sizes))
+}
+
+/// Why the compiled path gave no outputs.
+enum Fallback {
+    /// Lowering does not handle the def yet: the interpreter runs it.
+    NotCompiled(String),
+    /// Lowering, compiling or a compiled step failed: the interpreter
+    /// reports the program's error, if it has one.
+    Failed(String),
+    /// An error to report as is.
+    Error(String),
+}
+
+fn compiled(
+    a: &RunArgs,
+    program: &ir::Program,
+    def: &Def,
+    sizes: &HashMap<String, i64>,
+    args: &HashMap<String, Arg>,
+    emit_dir: Option<&std::path::Path>,
+    profile_text: &mut String,
+) -> Result<Vec<(String, Tensor)>, Fallback> {
+    let exe = crate::compiled::build(&a.compile, program, def, sizes).map_err(|e| {
+        let why = e.trim_start_matches("error: ").to_string();
+        if e.contains("not lowered yet") {
+            Fallback::NotCompiled(why)
+        } else if why.starts_with("cannot lower") || why.starts_with("internal error") {
+            // A program error the lowering finds (an `=` reading out of
+            // bounds) or a bug: the interpreter tells which.
+            Fallback::Failed(why)
+        } else {
+            Fallback::Error(e)
+        }
+    })?;
+    if let Some(dir) = emit_dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Fallback::Error(format!("error: cannot create `{}`: {e}", dir.display()))
         })?;
+        for (ext, body) in [
+            ("c", exe.c.source.clone()),
+            ("kernel", kernel::print_block(&exe.block)),
+        ] {
+            let path = dir.join(format!("{}.{ext}", def.name));
+            std::fs::write(&path, body).map_err(|e| {
+                Fallback::Error(format!("error: cannot write `{}`: {e}", path.display()))
+            })?;
+            eprintln!("note: wrote {}", path.display());
+        }
+    }
+    let mut state = exe.state();
+    crate::compiled::set_args(&exe, &mut state, args).map_err(Fallback::Error)?;
+    let mut steps = Vec::new();
+    exe.run(&mut state, a.profile.then_some(&mut steps))
+        .map_err(Fallback::Failed)?;
+    if a.profile {
+        profile_text.push_str(&crate::compiled::profile_table(&steps));
+    }
+    crate::compiled::outputs(&exe, &state, def, sizes).map_err(Fallback::Error)
+}
+
+fn interpret(
+    program: &ir::Program,
+    def: &Def,
+    args: &HashMap<String, Arg>,
+    given: &HashMap<String, i64>,
+    checked: &tc::Checked,
+    name: &str,
+    text: &str,
+) -> Result<Vec<(String, Tensor)>, String> {
+    interp::run(program, &def.name, args, given, interp::Mode::Real).map_err(|e| {
+        let span = e
+            .stmt
+            .and_then(|s| checked.stmt_spans.get(&(e.def.clone(), s)).copied());
+        match span {
+            Some(span) => {
+                let d = tc::Diagnostic::error(e.message.clone(), span)
+                    .with_label(format!("in this statement of `{}`", e.def));
+                tc::render_diagnostics(&[d], name, text)
+            }
+            None => format!("error: {} (in def `{}`)", e.message, e.def),
+        }
+    })
+}
+
+fn print_outputs(
+    a: &RunArgs,
+    outputs: &[(String, Tensor)],
+    profile: &str,
+) -> Result<String, String> {
     let mut out = String::new();
     match &a.out {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))?;
-            for (n, t) in &outputs {
+            for (n, t) in outputs {
                 let path = dir.join(format!("{n}.npy"));
                 crate::npy::write(&path, t)?;
                 let _ = writeln!(
@@ -95,12 +239,13 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
             }
         }
         None => {
-            for (n, t) in &outputs {
+            for (n, t) in outputs {
                 let _ = writeln!(out, "{n}: {}({})", t.dtype, join(&t.shape));
                 let _ = writeln!(out, "  {}", preview(t, 10));
             }
         }
     }
+    out.push_str(profile);
     Ok(out)
 }
 

@@ -10,7 +10,10 @@
 //! # test: run --def f --seed 7      `tessera run FILE --def f --seed 7`, full output
 //! # test: reject                    `tessera check FILE` must fail
 //! # test: reject run --def f        `tessera run FILE --def f` must fail
+//! # test: reject bench --runs 1      `tessera bench FILE --runs 1` must fail
 //! ```
+//!
+//! `bench` appears only in rejection tests: its output is timings.
 //!
 //! A full-output test ends with its expectation, every line commented:
 //!
@@ -38,8 +41,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The subcommands a test may run.
-const KINDS: [&str; 3] = ["check", "run", "lower"];
+/// The subcommands a test may run (`bench` only to be rejected).
+const KINDS: [&str; 4] = ["check", "run", "lower", "bench"];
 
 /// The line that starts the expectation of a full-output test.
 const EXPECT: &str = "# expect:";
@@ -102,9 +105,13 @@ fn push_stream(s: &mut String, text: &str) {
 }
 
 fn tessera(root: &Path, args: &[String]) -> Outcome {
+    // Compiled kernels and the probed target go to a cache of the test
+    // build's own, not the user's.
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filetests-cache");
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(args)
         .current_dir(root)
+        .env("TESSERA_CACHE_DIR", &cache)
         .output()
         .expect("the tessera binary starts");
     Outcome {

@@ -25,7 +25,10 @@
 //! (space-separated words, possibly none) appears at most once and defaults to
 //! none; `cache` lines repeat, innermost first. A cache line is `L<level>`
 //! followed by `size=`, `line=` and `shared=`, each exactly once; sizes may
-//! carry a `K`, `M` or `G` suffix (powers of 1024).
+//! carry a `K`, `M` or `G` suffix (powers of 1024). `peak_mflops` (at most
+//! once) is the measured float32 matmul peak of all cores, for reports of
+//! the fraction of peak a kernel reaches; it is not part of the target that
+//! compiled kernels are keyed on ([`Target::codegen_text`]).
 //!
 //! Invariants: every target that [`Target::from_text`] accepts has at least
 //! one core, a positive vector width, a non-empty single-line name, isa words
@@ -60,6 +63,9 @@ pub struct Target {
     pub isa: Vec<String>,
     /// Data caches, innermost first.
     pub caches: Vec<Cache>,
+    /// The measured float32 matmul peak of all cores, in MFLOP/s (measured
+    /// once with the matmul library; `None` until then).
+    pub peak_mflops: Option<u64>,
 }
 
 /// The file name of the cached target inside the cache directory.
@@ -78,6 +84,7 @@ impl Target {
             vector_bits: 256,
             isa: vec!["avx2".to_string(), "fma".to_string()],
             caches: generic_caches(),
+            peak_mflops: None,
         }
     }
 
@@ -117,6 +124,7 @@ impl Target {
             vector_bits,
             isa,
             caches,
+            peak_mflops: None,
         })
     }
 
@@ -138,7 +146,20 @@ impl Target {
                 c.level, c.size_bytes, c.line_bytes, c.shared_by
             ));
         }
+        if let Some(p) = self.peak_mflops {
+            out.push_str(&format!("peak_mflops = {p}\n"));
+        }
         out
+    }
+
+    /// The text form without the measured peak: what generated code
+    /// depends on.
+    pub fn codegen_text(&self) -> String {
+        Target {
+            peak_mflops: None,
+            ..self.clone()
+        }
+        .to_text()
     }
 
     /// Parses the text form. Errors read `line N: problem`; a missing
@@ -149,6 +170,7 @@ impl Target {
         let mut vector_bits: Option<(usize, u32)> = None;
         let mut isa: Option<(usize, Vec<String>)> = None;
         let mut caches: Vec<Cache> = Vec::new();
+        let mut peak_mflops: Option<(usize, u64)> = None;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.trim();
@@ -165,10 +187,11 @@ impl Target {
                 "cores" => cores.as_ref().map(|p| p.0),
                 "vector_bits" => vector_bits.as_ref().map(|p| p.0),
                 "isa" => isa.as_ref().map(|p| p.0),
+                "peak_mflops" => peak_mflops.as_ref().map(|p| p.0),
                 "cache" => None,
                 _ => {
                     return Err(err(format!(
-                        "unknown key `{key}` (expected name, cores, vector_bits, isa or cache)"
+                        "unknown key `{key}` (expected name, cores, vector_bits, isa, cache or peak_mflops)"
                     )))
                 }
             };
@@ -185,6 +208,10 @@ impl Target {
                     vector_bits = Some((n, positive(value, "vector_bits").map_err(err)?));
                 }
                 "isa" => isa = Some((n, value.split_whitespace().map(String::from).collect())),
+                "peak_mflops" => {
+                    let p = positive(value, "peak_mflops").map_err(err)?;
+                    peak_mflops = Some((n, u64::from(p)));
+                }
                 _ => {
                     let cache = parse_cache(value).map_err(err)?;
                     let prev = caches.last().map_or(1, |c| c.level);
@@ -205,6 +232,7 @@ impl Target {
             vector_bits: vector_bits.ok_or_else(|| missing("vector_bits"))?.1,
             isa: isa.map(|p| p.1).unwrap_or_default(),
             caches,
+            peak_mflops: peak_mflops.map(|p| p.1),
         })
     }
 

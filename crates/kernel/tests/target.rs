@@ -55,10 +55,14 @@ fn round_trip_several_caches() {
             cache(3, 32 << 20, 128, 16),
             cache(4, 1 << 30, 128, 16),
         ],
+        peak_mflops: Some(181_234),
     };
     let text = t.to_text();
     assert_eq!(Target::from_text(&text), Ok(t.clone()), "{text}");
     assert_eq!(Target::from_text(&text).unwrap().to_text(), text);
+    // Compiled kernels do not depend on the measured peak.
+    assert!(text.contains("peak_mflops = 181234"), "{text}");
+    assert!(!t.codegen_text().contains("peak"));
 }
 
 #[test]
@@ -69,6 +73,7 @@ fn round_trip_empty_isa_and_no_caches() {
         vector_bits: 128,
         isa: Vec::new(),
         caches: Vec::new(),
+        peak_mflops: None,
     };
     let text = t.to_text();
     assert!(text.contains("\nisa =\n"), "{text}");

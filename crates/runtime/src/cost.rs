@@ -25,8 +25,7 @@ pub fn flops(b: &Block) -> u64 {
                 per_point += 1;
             }
             StmtKind::Store { into, .. }
-                if b
-                    .refinement(into)
+                if b.refinement(into)
                     .is_some_and(|r| r.agg != Agg::Assign && r.dtype.is_float()) =>
             {
                 per_point += 1;

@@ -24,6 +24,7 @@ use ir::{DType, Program, Value};
 use kernel::{Block, StmtKind, Target, Verify};
 
 use crate::cost;
+use crate::matmul::{self, MatmulSpec};
 use crate::plan::Plan;
 
 /// How to compile.
@@ -33,6 +34,9 @@ pub struct Options {
     pub passes: Vec<String>,
     pub target: Target,
     pub verify: Verify,
+    /// Run (batched) matmuls with the matmul library ([`crate::matmul`])
+    /// instead of generated code.
+    pub library: bool,
 }
 
 /// A def compiled for concrete sizes and loaded.
@@ -50,6 +54,8 @@ pub struct Executable {
     pub step_bytes: Vec<u64>,
     /// For each step, the temporaries whose life starts there.
     fresh: Vec<Vec<usize>>,
+    /// For each step, the matmul the library runs instead of its C.
+    library: Vec<Option<MatmulSpec>>,
 }
 
 /// Compiles def `def` of `program` for `sizes` (sizes and integer scalars).
@@ -62,6 +68,9 @@ pub fn build(
 ) -> Result<Executable, String> {
     let mut block =
         kernel::lower_def(program, def, sizes).map_err(|e| format!("cannot lower `{def}`: {e}"))?;
+    if options.library {
+        matmul::mark(&mut block);
+    }
     kernel::run_pipeline_verifying(
         &mut block,
         &options.passes,
@@ -73,7 +82,7 @@ pub fn build(
     let c = codegen::emit::emit_c(&block, "tsr")
         .map_err(|e| format!("internal error: cannot emit C: {e}"))?;
     let lib = cache
-        .get(&c.source, &options.target.to_text())
+        .get(&c.source, &options.target.codegen_text())
         .map_err(|e| e.to_string())?;
     let kernel = Kernel::from_library(lib, &c)?;
     let plan = Plan::new(&c.buffers, &c.steps);
@@ -107,7 +116,16 @@ pub fn build(
             fresh[k].push(b);
         }
     }
+    let library = block
+        .stmts
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Block(b) if b.is_library() => matmul::spec(b, &block),
+            _ => None,
+        })
+        .collect();
     Ok(Executable {
+        library,
         block,
         c,
         plan,
@@ -223,8 +241,12 @@ impl Executable {
                 }
             };
             let start = Instant::now();
-            self.kernel
-                .run_partitions(k, &mut state.slots, &self.plan.map, &parts)?;
+            match &self.library[k] {
+                Some(spec) => self.run_matmul(spec, state)?,
+                None => self
+                    .kernel
+                    .run_partitions(k, &mut state.slots, &self.plan.map, &parts)?,
+            }
             if let Some(p) = profile.as_deref_mut() {
                 p.push(StepProfile {
                     block: info.block.clone(),
@@ -238,8 +260,53 @@ impl Executable {
         Ok(())
     }
 
+    /// Runs a library matmul on the slots of its buffers. The matcher
+    /// refuses a C that A or B reads, and the plan puts buffers one step
+    /// touches in distinct slots, so C's slot can be borrowed apart.
+    fn run_matmul(&self, spec: &MatmulSpec, state: &mut State) -> Result<(), String> {
+        let slot = |b: usize| self.plan.map[b];
+        let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
+        let (sa, sb, sc) = (
+            slot(spec.a.buffer),
+            slot(spec.b.buffer),
+            slot(spec.c.buffer),
+        );
+        if sc == sa || sc == sb {
+            return Err("a library matmul's output shares memory with an input".to_string());
+        }
+        let mut c_slot = std::mem::take(&mut state.slots[sc]);
+        let (a, b) = (&state.slots[sa], &state.slots[sb]);
+        let result = match spec.dtype {
+            DType::F32 => matmul_on::<f32>(spec, a, b, &mut c_slot, lens),
+            DType::F64 => matmul_on::<f64>(spec, a, b, &mut c_slot, lens),
+            t => Err(format!("a library matmul of {t}")),
+        };
+        state.slots[sc] = c_slot;
+        result
+    }
+
+    /// The number of steps the matmul library runs.
+    pub fn library_steps(&self) -> usize {
+        self.library.iter().flatten().count()
+    }
+
     /// The floating-point operations of one run.
     pub fn flops(&self) -> u64 {
         self.step_flops.iter().sum()
     }
+}
+
+/// [`matmul::run`] on slots holding buffers of `lens` elements.
+fn matmul_on<T: Element + matmul::Element>(
+    spec: &MatmulSpec,
+    a: &Slot,
+    b: &Slot,
+    c: &mut Slot,
+    lens: [usize; 3],
+) -> Result<(), String> {
+    let missing = || "a library matmul's buffer does not fit its slot".to_string();
+    let a = a.view::<T>(lens[0]).ok_or_else(missing)?;
+    let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
+    let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
+    matmul::run(spec, a, b, c).map_err(|e| e.to_string())
 }

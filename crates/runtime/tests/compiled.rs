@@ -46,7 +46,7 @@ fn cache(name: &str) -> KernelCache {
     KernelCache::open(dir, Compiler::detect().expect("a C compiler")).expect("a cache")
 }
 
-fn options() -> runtime::Options {
+fn options(library: bool) -> runtime::Options {
     runtime::Options {
         passes: kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
             .unwrap(),
@@ -55,12 +55,15 @@ fn options() -> runtime::Options {
             ..kernel::Target::generic()
         },
         verify: kernel::Verify::AtEnd,
+        library,
     }
 }
 
-/// Compiles and runs `def` at `sizes` with seeded inputs; compares every
-/// output with the interpreter, twice on one state.
-fn check(
+/// Compiles and runs `def` at `sizes` with seeded inputs, matmuls by the
+/// library or not; compares every output with the interpreter, twice on
+/// one state.
+fn check_with(
+    library: bool,
     cache: &KernelCache,
     program: &Program,
     def: &str,
@@ -85,7 +88,7 @@ fn check(
         }
     }
     let want = interp::run(program, def, &args, &given, Mode::Real).unwrap();
-    let exe = runtime::build(program, def, &bound, &options(), cache)
+    let exe = runtime::build(program, def, &bound, &options(library), cache)
         .unwrap_or_else(|e| panic!("{def}: {e}"));
     let mut state = exe.state();
     for (name, a) in &args {
@@ -120,6 +123,60 @@ fn check(
         }
     }
     exe
+}
+
+/// [`check_with`] with library matmuls.
+fn check(
+    cache: &KernelCache,
+    program: &Program,
+    def: &str,
+    sizes: &[(&str, i64)],
+    scalars: &[(&str, Value)],
+) -> runtime::Executable {
+    check_with(true, cache, program, def, sizes, scalars)
+}
+
+/// A file, a def, its sizes, and how many matmuls the library runs.
+type Case = (&'static str, &'static str, Vec<(&'static str, i64)>, usize);
+
+#[test]
+fn library_matmuls_and_generated_ones_match_the_interpreter() {
+    // Each matmul form, with the library and as generated code; the MLP's
+    // bias and ReLU steps run as generated code around the library calls.
+    let cache = cache("library");
+    let cases: [Case; 4] = [
+        (
+            "examples/paper/tmm.tc",
+            "tmm",
+            vec![("M", 37), ("K", 29), ("N", 41)],
+            1,
+        ),
+        (
+            "examples/paper/tbmm.tc",
+            "tbmm",
+            vec![("B", 5), ("N", 7), ("M", 9), ("K", 6)],
+            1,
+        ),
+        (
+            "examples/paper/outerProductMM.tc",
+            "outerProductMM",
+            vec![("P", 3), ("Q", 5), ("R", 7), ("S", 2), ("T", 6)],
+            1,
+        ),
+        (
+            "examples/paper/mlp.tc",
+            "MLP3",
+            vec![("B", 9), ("N", 33), ("O", 17), ("P", 20), ("Q", 5)],
+            3,
+        ),
+    ];
+    for (file, def, sizes, matmuls) in cases {
+        let p = load(file);
+        let exe = check_with(true, &cache, &p, def, &sizes, &[]);
+        assert_eq!(exe.library_steps(), matmuls, "{def}");
+        let exe = check_with(false, &cache, &p, def, &sizes, &[]);
+        assert_eq!(exe.library_steps(), 0, "{def}");
+    }
 }
 
 #[test]

@@ -1,0 +1,137 @@
+//! `tessera bench`: compile a def, run it on seeded random inputs (after a
+//! warm-up), and report the median and minimum time of the runs, GFLOP/s,
+//! and the fraction of this machine's measured matmul peak.
+//!
+//! The peak is measured once per machine (float32 matmul with the matmul
+//! library on all cores, at a large size) and stored in the cached target
+//! description; a target given with `--target` is used as it is.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// The TC file.
+    pub file: PathBuf,
+    /// The def to measure (may be left out when the file has one def).
+    #[arg(long)]
+    pub def: Option<String>,
+    /// Bind a size symbol: `--size N=128` (repeatable).
+    #[arg(long = "size", value_name = "SYM=N")]
+    pub sizes: Vec<String>,
+    /// `NAME=FILE.npy` or `NAME=NUMBER` (scalars must be given; tensors
+    /// not given are seeded random values).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// Timed runs (after the warm-up).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub compile: crate::compiled::CompileArgs,
+}
+
+pub fn run(a: &BenchArgs) -> Result<String, String> {
+    let (name, text) = crate::load::read_source(&a.file)?;
+    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    let program = &checked.program;
+    let def = crate::run::pick_def(program, a.def.as_deref(), &name)?;
+    let given = crate::load::parse_sizes(&a.sizes)?;
+    let (args, sizes) = crate::run::prepare_args(def, &a.inputs, &given, 0)?;
+    let started = Instant::now();
+    let exe = crate::compiled::build(&a.compile, program, def, &sizes)?;
+    let build_secs = started.elapsed().as_secs_f64();
+    let mut state = exe.state();
+    crate::compiled::set_args(&exe, &mut state, &args)?;
+    for _ in 0..a.warmup {
+        exe.run(&mut state, None)
+            .map_err(|e| format!("error: {e}"))?;
+    }
+    let mut times = Vec::with_capacity(a.runs as usize);
+    for _ in 0..a.runs {
+        let t = Instant::now();
+        exe.run(&mut state, None)
+            .map_err(|e| format!("error: {e}"))?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = if times.len() % 2 == 1 {
+        times[times.len() / 2]
+    } else {
+        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
+    };
+    let min = times[0];
+    let flops = exe.flops() as f64;
+    let gflops = flops / median / 1e9;
+    let peak = peak_gflops(&a.compile)?;
+    let fraction = peak.map(|p| gflops / p);
+    let mut out = String::new();
+    if a.json {
+        let num = |x: Option<f64>| x.map_or_else(|| "null".to_string(), |v| format!("{v}"));
+        let _ = writeln!(
+            out,
+            "{{\"def\": \"{}\", \"median_ms\": {}, \"min_ms\": {}, \"gflops\": {}, \"runs\": {}, \"peak_fraction\": {}, \"peak_gflops\": {}, \"build_s\": {}}}",
+            def.name.replace('\\', "\\\\").replace('"', "\\\""),
+            median * 1e3,
+            min * 1e3,
+            gflops,
+            a.runs,
+            num(fraction),
+            num(peak),
+            build_secs
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}: {} runs after {} warm-up",
+            def.name, a.runs, a.warmup
+        );
+        let _ = writeln!(
+            out,
+            "  median {:.4} ms, min {:.4} ms",
+            median * 1e3,
+            min * 1e3
+        );
+        let _ = writeln!(
+            out,
+            "  {:.3} GFLOP ({gflops:.2} GFLOP/s at the median)",
+            flops / 1e9
+        );
+        if let (Some(p), Some(f)) = (peak, fraction) {
+            let _ = writeln!(
+                out,
+                "  {:.1}% of this machine's measured peak ({p:.1} GFLOP/s)",
+                f * 100.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  build (lower, passes, compile or cache) {:.3} s",
+            build_secs
+        );
+    }
+    Ok(out)
+}
+
+/// The target's measured peak in GFLOP/s: from `--target` as given, else
+/// from the cached target, measured and stored there the first time.
+fn peak_gflops(a: &crate::compiled::CompileArgs) -> Result<Option<f64>, String> {
+    let mut target = crate::compiled::target(a)?;
+    if target.peak_mflops.is_none() && a.target.is_none() {
+        eprintln!("note: measuring this machine's matmul peak once (a few seconds)");
+        let peak = runtime::matmul::peak_gflops();
+        target.peak_mflops = Some((peak * 1e3) as u64);
+        let path = kernel::Target::cache_path().map_err(|e| format!("error: {e}"))?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, target.to_text())
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("error: cannot update `{}`: {e}", path.display()))?;
+    }
+    Ok(target.peak_mflops.map(|p| p as f64 / 1e3))
+}

@@ -527,6 +527,11 @@ def print_table(rows: list[dict]) -> None:
 
 def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     """Benchmark one workload on all three runners; a dict of every number."""
+    # tessera runs first, in its own process, while no ONNX Runtime or
+    # BLAS threads of this process are alive: their spin-waiting after a
+    # run would otherwise take a core from it.
+    print(f"[{w.name}] tessera", file=sys.stderr, flush=True)
+    tess = run_tessera(args.tessera, w, args.runs, args.tessera_timeout)
     rng = np.random.default_rng(args.seed)
     print(f"[{w.name}] inputs", file=sys.stderr, flush=True)
     feeds = w.inputs(rng)
@@ -539,9 +544,7 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     ort_t = measure(lambda: session.run(None, session_feeds), args.runs, args.warmup)
     print(f"[{w.name}] numpy", file=sys.stderr, flush=True)
     np_t = measure(lambda: w.numpy_fn(feeds), args.runs, args.warmup)
-    del session, session_feeds, feeds, ort_out, np_out  # free memory before tessera runs
-    print(f"[{w.name}] tessera", file=sys.stderr, flush=True)
-    tess = run_tessera(args.tessera, w, args.runs, args.tessera_timeout)
+    del session, session_feeds, feeds, ort_out, np_out
 
     def entry(t: Timing | None) -> dict:
         """Times and rate of one runner."""

@@ -27,12 +27,16 @@ pub struct BenchArgs {
     /// Timed runs (after the warm-up).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
-    /// Untimed runs first.
+    /// Untimed runs first (at least this many, and at least 0.25 s).
     #[arg(long, default_value_t = 2)]
     pub warmup: u32,
     /// Print one JSON object instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "profile")]
     pub json: bool,
+    /// Also print, per step, its median time over the runs, GFLOP/s, bytes
+    /// moved and share.
+    #[arg(long)]
+    pub profile: bool,
     #[command(flatten)]
     pub compile: crate::compiled::CompileArgs,
 }
@@ -49,16 +53,24 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     let build_secs = started.elapsed().as_secs_f64();
     let mut state = exe.state();
     crate::compiled::set_args(&exe, &mut state, &args)?;
-    for _ in 0..a.warmup {
+    // Warm up for the runs asked and at least a quarter of a second, so
+    // that page faults, thread wake-ups and frequency ramps are over.
+    let warm = Instant::now();
+    let mut warmups = 0;
+    while warmups < a.warmup || warm.elapsed().as_secs_f64() < 0.25 {
         exe.run(&mut state, None)
             .map_err(|e| format!("error: {e}"))?;
+        warmups += 1;
     }
     let mut times = Vec::with_capacity(a.runs as usize);
+    let mut profiles: Vec<Vec<runtime::StepProfile>> = Vec::new();
     for _ in 0..a.runs {
+        let mut steps = Vec::new();
         let t = Instant::now();
-        exe.run(&mut state, None)
+        exe.run(&mut state, a.profile.then_some(&mut steps))
             .map_err(|e| format!("error: {e}"))?;
         times.push(t.elapsed().as_secs_f64());
+        profiles.push(steps);
     }
     times.sort_by(f64::total_cmp);
     let median = if times.len() % 2 == 1 {
@@ -89,8 +101,8 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     } else {
         let _ = writeln!(
             out,
-            "{}: {} runs after {} warm-up",
-            def.name, a.runs, a.warmup
+            "{}: {} runs after {warmups} warm-up runs",
+            def.name, a.runs
         );
         let _ = writeln!(
             out,
@@ -115,6 +127,9 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
             "  build (lower, passes, compile or cache) {:.3} s",
             build_secs
         );
+        if a.profile {
+            out.push_str(&crate::compiled::profile_table(&median_steps(&profiles)));
+        }
     }
     Ok(out)
 }
@@ -134,4 +149,27 @@ fn peak_gflops(a: &crate::compiled::CompileArgs) -> Result<Option<f64>, String> 
             .map_err(|e| format!("error: cannot update `{}`: {e}", path.display()))?;
     }
     Ok(target.peak_mflops.map(|p| p as f64 / 1e3))
+}
+
+/// Each step's profile with its median time over the runs.
+fn median_steps(runs: &[Vec<runtime::StepProfile>]) -> Vec<runtime::StepProfile> {
+    let Some(first) = runs.first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .enumerate()
+        .map(|(k, step)| {
+            let mut times: Vec<_> = runs
+                .iter()
+                .filter_map(|r| r.get(k))
+                .map(|s| s.time)
+                .collect();
+            times.sort();
+            runtime::StepProfile {
+                time: times[times.len() / 2],
+                ..step.clone()
+            }
+        })
+        .collect()
 }

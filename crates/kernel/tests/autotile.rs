@@ -402,11 +402,13 @@ fn pipelines_name_the_pass() {
 
 #[test]
 fn guard_blocks_move_into_the_inner_block() {
-    let src = "def cat(float(N) A, float(M) B) -> (O) {\n  O(i) = i < N ? A(i) : B(i - N) where i in 0:N+M\n}\n";
+    // A concatenation scaled by a sum over `k` (a reduction index, so there
+    // is reuse to tile for).
+    let src = "def cat(float(N) A, float(M) B, float(K) C) -> (O) {\n  O(i) +=! (i < N ? A(i) : B(i - N)) * C(k) where i in 0:N+M, k in 0:K\n}\n";
     let cat = tc::check_source(src).unwrap().program;
     // The guards' views are whole buffers (16 + 80 elements), so the tile
     // of `O` gets what is left of an L1 of 128 elements.
-    let sizes = [("N", 16), ("M", 80)];
+    let sizes = [("N", 16), ("M", 80), ("K", 4)];
     assert!(check_on(&target_with_l1(512), &cat, "cat", &sizes, 11) > 0);
     // A reduction whose guarded read uses a let, beside a skipped read.
     let src = "def g(float(N) A) -> (O) {\n  O(i) +=! (t < N ? A(t) : 0.0) * A(i + k - 1) where i in 0:N, k in 0:3, t = i + k\n}\n";

@@ -215,7 +215,74 @@ fn tbmm(threads: usize) {
     );
 }
 
+/// The TC paper's tmm, C(m,n) += A(m,k) * B(n,k) at (M, K, N) = (128,
+/// 1024, 1024): a short, wide product with B transposed.
+fn tmm(threads: usize) {
+    let (m, k, n) = (128usize, 1024usize, 1024usize);
+    let a = values(m * k, 5);
+    let b = values(n * k, 6);
+    let spec = MatmulSpec {
+        dtype: DType::F32,
+        m: m as u64,
+        n: n as u64,
+        k: k as u64,
+        batch: Vec::new(),
+        a: Operand::new(0, 0, k as i64, 1),
+        b: Operand::new(1, 0, 1, k as i64),
+        c: Operand::new(2, 0, n as i64, 1),
+    };
+    let flops = 2.0 * (m * n * k) as f64;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a thread pool");
+    let mut c1 = vec![0.0f32; m * n];
+    let g = pool.install(|| gflops(flops, 5, || run(&spec, &a, &b, &mut c1).expect("run")));
+    let par = if threads == 1 {
+        Parallelism::None
+    } else {
+        Parallelism::Rayon(threads)
+    };
+    let mut c2 = vec![0.0f32; m * n];
+    // gemm_bt computes Z(n×k) += X(n×m)·Y(k×m)ᵀ: here C(m×n) += A(m×k)·B(n×k)ᵀ.
+    let direct = pool.install(|| {
+        gflops(flops, 5, || {
+            assert!(a.len() >= m * k && b.len() >= n * k && c2.len() >= m * n);
+            // SAFETY: the assertion bounds every element read or written,
+            // and `c2` is a unique borrow.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    c2.as_mut_ptr(),
+                    1,
+                    n as isize,
+                    true,
+                    a.as_ptr(),
+                    1,
+                    k as isize,
+                    b.as_ptr(),
+                    k as isize,
+                    1,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    par,
+                )
+            }
+        })
+    });
+    println!(
+        "tmm (128, 1024, 1024), {threads} thread(s): faer (runtime::matmul::run) {g:.1} GFLOP/s, gemm {direct:.1} GFLOP/s"
+    );
+}
+
 fn main() {
+    tmm(1);
+    tmm(2);
     sgemm(1);
     sgemm(2);
     tbmm(1);

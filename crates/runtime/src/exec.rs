@@ -6,9 +6,12 @@
 //! the loaded steps and the memory [`Plan`]. [`Executable::run`] runs the
 //! steps in order on a [`State`] (the slots of memory): a `#parallel` step
 //! as one partition of its parallel index per thread of the rayon pool,
-//! all at once; every other step whole. A temporary's slot is zeroed before
-//! the first step that touches it, because a new tensor starts as zeros and
-//! its slot may hold another temporary's values.
+//! all at once; every other step whole; a library matmul through
+//! [`crate::matmul`]. A temporary's slot is zeroed before the first step
+//! that touches it, because a new tensor starts as zeros and its slot may
+//! hold another temporary's values. A step that only stores zero into every
+//! element of a library matmul's output, just before the matmul, is skipped
+//! and the matmul overwrites the output instead of accumulating onto it.
 //!
 //! Guarantees: a run computes what the kernel VM computes on the kernel
 //! (the C backend's guarantee), so what the interpreter computes up to
@@ -56,6 +59,9 @@ pub struct Executable {
     fresh: Vec<Vec<usize>>,
     /// For each step, the matmul the library runs instead of its C.
     library: Vec<Option<MatmulSpec>>,
+    /// Steps not run: zero fills of a matmul's output that the matmul
+    /// overwrites whole instead of accumulating onto.
+    skip: Vec<bool>,
 }
 
 /// Compiles def `def` of `program` for `sizes` (sizes and integer scalars).
@@ -70,6 +76,7 @@ pub fn build(
         kernel::lower_def(program, def, sizes).map_err(|e| format!("cannot lower `{def}`: {e}"))?;
     if options.library {
         matmul::mark(&mut block);
+        mark_zero_fills(&mut block);
     }
     kernel::run_pipeline_verifying(
         &mut block,
@@ -116,7 +123,7 @@ pub fn build(
             fresh[k].push(b);
         }
     }
-    let library = block
+    let library: Vec<Option<MatmulSpec>> = block
         .stmts
         .iter()
         .map(|s| match &s.kind {
@@ -124,8 +131,20 @@ pub fn build(
             _ => None,
         })
         .collect();
+    let mut skip = vec![false; block.stmts.len()];
+    for k in 1..block.stmts.len() {
+        let (Some(spec), StmtKind::Block(prev)) = (&library[k], &block.stmts[k - 1].kind) else {
+            continue;
+        };
+        let c_len = c.buffers[spec.c.buffer].len as u64;
+        let covers = spec.m * spec.n * spec.batch_points() == c_len;
+        if covers && prev.tags.contains("fill") && zero_fill_of(prev, &block, spec.c.buffer) {
+            skip[k - 1] = true;
+        }
+    }
     Ok(Executable {
         library,
+        skip,
         block,
         c,
         plan,
@@ -220,6 +239,18 @@ impl Executable {
     ) -> Result<(), String> {
         let threads = rayon::current_num_threads().max(1) as u64;
         for (k, info) in self.c.steps.iter().enumerate() {
+            if self.skip[k] {
+                if let Some(p) = profile.as_deref_mut() {
+                    p.push(StepProfile {
+                        block: format!("{} (skipped: the matmul overwrites it)", info.block),
+                        comment: info.comment.clone(),
+                        time: Duration::ZERO,
+                        flops: 0,
+                        bytes: 0,
+                    });
+                }
+                continue;
+            }
             for &b in &self.fresh[k] {
                 let buf = &self.c.buffers[b];
                 let bytes = buf.len * element_bytes(buf.dtype);
@@ -242,7 +273,10 @@ impl Executable {
             };
             let start = Instant::now();
             match &self.library[k] {
-                Some(spec) => self.run_matmul(spec, state)?,
+                Some(spec) => {
+                    let accumulate = k == 0 || !self.skip[k - 1];
+                    self.run_matmul(spec, state, accumulate)?;
+                }
                 None => self
                     .kernel
                     .run_partitions(k, &mut state.slots, &self.plan.map, &parts)?,
@@ -263,7 +297,12 @@ impl Executable {
     /// Runs a library matmul on the slots of its buffers. The matcher
     /// refuses a C that A or B reads, and the plan puts buffers one step
     /// touches in distinct slots, so C's slot can be borrowed apart.
-    fn run_matmul(&self, spec: &MatmulSpec, state: &mut State) -> Result<(), String> {
+    fn run_matmul(
+        &self,
+        spec: &MatmulSpec,
+        state: &mut State,
+        accumulate: bool,
+    ) -> Result<(), String> {
         let slot = |b: usize| self.plan.map[b];
         let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
         let (sa, sb, sc) = (
@@ -277,12 +316,17 @@ impl Executable {
         let mut c_slot = std::mem::take(&mut state.slots[sc]);
         let (a, b) = (&state.slots[sa], &state.slots[sb]);
         let result = match spec.dtype {
-            DType::F32 => matmul_on::<f32>(spec, a, b, &mut c_slot, lens),
-            DType::F64 => matmul_on::<f64>(spec, a, b, &mut c_slot, lens),
+            DType::F32 => matmul_on::<f32>(spec, a, b, &mut c_slot, lens, accumulate),
+            DType::F64 => matmul_on::<f64>(spec, a, b, &mut c_slot, lens, accumulate),
             t => Err(format!("a library matmul of {t}")),
         };
         state.slots[sc] = c_slot;
         result
+    }
+
+    /// The number of zero fills skipped because a matmul overwrites them.
+    pub fn skipped_steps(&self) -> usize {
+        self.skip.iter().filter(|s| **s).count()
     }
 
     /// The number of steps the matmul library runs.
@@ -303,10 +347,76 @@ fn matmul_on<T: Element + matmul::Element>(
     b: &Slot,
     c: &mut Slot,
     lens: [usize; 3],
+    accumulate: bool,
 ) -> Result<(), String> {
     let missing = || "a library matmul's buffer does not fit its slot".to_string();
     let a = a.view::<T>(lens[0]).ok_or_else(missing)?;
     let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
     let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
-    matmul::run(spec, a, b, c).map_err(|e| e.to_string())
+    matmul::run_with(spec, a, b, c, accumulate).map_err(|e| e.to_string())
+}
+
+/// Tags `library` and `fill` every zero fill of a library matmul's output
+/// just before the matmul, so that the passes keep it as it is (one step
+/// the runtime can skip) instead of vectorizing and splitting it.
+fn mark_zero_fills(root: &mut Block) {
+    let mut fills = Vec::new();
+    for k in 1..root.stmts.len() {
+        let (StmtKind::Block(prev), StmtKind::Block(next)) =
+            (&root.stmts[k - 1].kind, &root.stmts[k].kind)
+        else {
+            continue;
+        };
+        if let Some(spec) = next
+            .is_library()
+            .then(|| matmul::spec(next, root))
+            .flatten()
+        {
+            if zero_fill_of(prev, root, spec.c.buffer) {
+                fills.push(k - 1);
+            }
+        }
+    }
+    for k in fills {
+        if let StmtKind::Block(b) = &mut root.stmts[k].kind {
+            b.tags.insert("library".to_string());
+            b.tags.insert("fill".to_string());
+        }
+    }
+}
+
+/// Whether step block `b` stores zero into every element of root buffer
+/// `buffer` and does nothing else: one single-element view per point, its
+/// access the block's indices in order, their ranges the buffer's sizes.
+fn zero_fill_of(b: &Block, root: &Block, buffer: usize) -> bool {
+    let Some(target) = root.refs.get(buffer) else {
+        return false;
+    };
+    let [s0, s1] = b.stmts.as_slice() else {
+        return false;
+    };
+    let (StmtKind::Constant { into: x, value, .. }, StmtKind::Store { from, into: view }) =
+        (&s0.kind, &s1.kind)
+    else {
+        return false;
+    };
+    let zero = matches!(value, Value::Float(v) if *v == 0.0 && v.is_sign_positive())
+        || matches!(value, Value::Int(0));
+    let Some(r) = b.refinement(view) else {
+        return false;
+    };
+    zero && from == x
+        && b.constraints.is_empty()
+        && r.from.as_deref() == Some(target.into.as_str())
+        && r.agg == kernel::Agg::Assign
+        && r.shape.iter().all(|d| d.size == 1)
+        && b.idxs.len() == target.shape.len()
+        && r.access.len() == b.idxs.len()
+        && b.idxs
+            .iter()
+            .zip(&r.access)
+            .zip(&target.shape)
+            .all(|((i, a), d)| {
+                i.affine.is_none() && i.range == d.size && *a == kernel::Affine::index(&i.name)
+            })
 }

@@ -560,7 +560,15 @@ unsafe impl<T: Send> Send for Dst<T> {}
 unsafe impl<T: Send> Sync for Dst<T> {}
 
 /// One matmul: batch point `p` of `plan`.
-fn matmul_point<T: Element>(plan: &Plan, a: &[T], b: &[T], c: &Dst<T>, p: usize, par: Par) {
+fn matmul_point<T: Element>(
+    plan: &Plan,
+    a: &[T],
+    b: &[T],
+    c: &Dst<T>,
+    p: usize,
+    par: Par,
+    accum: Accum,
+) {
     let [oa, ob, oc] = plan.offsets(p);
     let [[ars, acs], [brs, bcs], [crs, ccs]] = plan.strides;
     // SAFETY: `Plan::new` checked that, for every batch point, every element
@@ -580,7 +588,7 @@ fn matmul_point<T: Element>(plan: &Plan, a: &[T], b: &[T], c: &Dst<T>, p: usize,
             MatMut::from_raw_parts_mut(c.0.add(oc), plan.m, plan.n, crs, ccs),
         )
     };
-    faer::linalg::matmul::matmul(dst, Accum::Add, lhs, rhs, T::ONE, par);
+    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, T::ONE, par);
 }
 
 /// Matmuls below this many flops are too small for the library to spread
@@ -597,6 +605,24 @@ pub fn run<T: Element>(
     b: &[T],
     c: &mut [T],
 ) -> Result<(), MatmulError> {
+    run_with(spec, a, b, c, true)
+}
+
+/// [`run`], or with `accumulate` false `C = A·B`: the elements of C the
+/// spec reaches are overwritten, so C's old values there need not be
+/// initialized (the runtime skips an identity store before a matmul).
+pub fn run_with<T: Element>(
+    spec: &MatmulSpec,
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    accumulate: bool,
+) -> Result<(), MatmulError> {
+    let accum = if accumulate {
+        Accum::Add
+    } else {
+        Accum::Replace
+    };
     if spec.dtype != T::DTYPE {
         return Err(MatmulError(format!(
             "the spec multiplies {:?}, the slices hold {:?}",
@@ -619,7 +645,7 @@ pub fn run<T: Element>(
     if batch_parallel {
         (0..plan.points)
             .into_par_iter()
-            .for_each(|p| matmul_point(&plan, a, b, &dst, p, Par::Seq));
+            .for_each(|p| matmul_point(&plan, a, b, &dst, p, Par::Seq, accum));
     } else {
         let par = if threads > 1 {
             Par::rayon(threads)
@@ -627,7 +653,7 @@ pub fn run<T: Element>(
             Par::Seq
         };
         for p in 0..plan.points {
-            matmul_point(&plan, a, b, &dst, p, par);
+            matmul_point(&plan, a, b, &dst, p, par, accum);
         }
     }
     Ok(())

@@ -136,8 +136,15 @@ fn check(
     check_with(true, cache, program, def, sizes, scalars)
 }
 
-/// A file, a def, its sizes, and how many matmuls the library runs.
-type Case = (&'static str, &'static str, Vec<(&'static str, i64)>, usize);
+/// A file, a def, its sizes, how many matmuls the library runs, and how
+/// many zero fills before them are skipped.
+type Case = (
+    &'static str,
+    &'static str,
+    Vec<(&'static str, i64)>,
+    usize,
+    usize,
+);
 
 #[test]
 fn library_matmuls_and_generated_ones_match_the_interpreter() {
@@ -150,11 +157,13 @@ fn library_matmuls_and_generated_ones_match_the_interpreter() {
             "tmm",
             vec![("M", 37), ("K", 29), ("N", 41)],
             1,
+            1,
         ),
         (
             "examples/paper/tbmm.tc",
             "tbmm",
             vec![("B", 5), ("N", 7), ("M", 9), ("K", 6)],
+            1,
             1,
         ),
         (
@@ -162,18 +171,21 @@ fn library_matmuls_and_generated_ones_match_the_interpreter() {
             "outerProductMM",
             vec![("P", 3), ("Q", 5), ("R", 7), ("S", 2), ("T", 6)],
             1,
+            1,
         ),
         (
             "examples/paper/mlp.tc",
             "MLP3",
             vec![("B", 9), ("N", 33), ("O", 17), ("P", 20), ("Q", 5)],
             3,
+            0,
         ),
     ];
-    for (file, def, sizes, matmuls) in cases {
+    for (file, def, sizes, matmuls, skipped) in cases {
         let p = load(file);
         let exe = check_with(true, &cache, &p, def, &sizes, &[]);
         assert_eq!(exe.library_steps(), matmuls, "{def}");
+        assert_eq!(exe.skipped_steps(), skipped, "{def}");
         let exe = check_with(false, &cache, &p, def, &sizes, &[]);
         assert_eq!(exe.library_steps(), 0, "{def}");
     }

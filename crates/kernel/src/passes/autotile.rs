@@ -40,8 +40,8 @@
 //! outer block's tile views. The outer block is tagged `#tiled`.
 //!
 //! Requires: a verified kernel. The pass tiles the children of the root
-//! that have an index of range above 1 and whose best tile is not the whole
-//! range; their child blocks (guards, calls) move into the inner block, with
+//! that have a reduction index of range above 1 (elementwise blocks have
+//! no reuse to capture) and whose best tile is not the whole range; their child blocks (guards, calls) move into the inner block, with
 //! their passed forms rewritten in terms of `tile * x_o + x`. It only picks
 //! tilings under which every `Assign` output is tiled in every dimension
 //! that varies between tiles, so that tiles write disjoint elements.
@@ -123,9 +123,31 @@ fn tile_levels(b: &Block, caps: &[(u64, u64)]) -> Block {
     outer
 }
 
-/// Whether the pass tiles `b`: some index runs more than once.
+/// Whether the pass tiles `b`: it, or a block nested in it (a fused
+/// reduction), has a reduction index of range above 1 (one that no written
+/// view's access mentions). Without one, every point writes its own
+/// elements and reads each input element about once: there is no reuse for
+/// tiles to capture, and tiling would only cut the stride-1 runs that
+/// streaming code needs (a bias broadcast tiled by columns ran 30 times
+/// slower).
 fn eligible(b: &Block) -> bool {
-    b.idxs.iter().any(|i| i.range > 1)
+    let written: Vec<&Refinement> = b
+        .refs
+        .iter()
+        .filter(|r| r.from.is_some() && matches!(r.dir, RefDir::Out | RefDir::InOut))
+        .collect();
+    let reduces = b.idxs.iter().any(|i| {
+        i.range > 1
+            && i.affine.is_none()
+            && !written
+                .iter()
+                .any(|r| r.access.iter().any(|a| a.terms.contains_key(&i.name)))
+    });
+    reduces
+        || b.stmts.iter().any(|s| match &s.kind {
+            StmtKind::Block(c) => eligible(c),
+            _ => false,
+        })
 }
 
 /// The cache line in elements and the cap on tile elements for `b` on

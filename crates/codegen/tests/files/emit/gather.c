@@ -14,6 +14,12 @@
 #define TSR_ERR_GATHER 1   /* a gather position is out of bounds */
 #define TSR_ERR_DIV_ZERO 2 /* an integer division or modulo by zero */
 
+/* fmax and fmin as C defines them (a NaN operand is ignored), written as
+   comparisons so that gcc vectorizes them instead of calling libm. */
+static inline float tsr_fmaxf(float x, float y) { return (x >= y || y != y) ? x : y; }
+static inline float tsr_fminf(float x, float y) { return (x <= y || y != y) ? x : y; }
+static inline double tsr_fmax(double x, double y) { return (x >= y || y != y) ? x : y; }
+static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 

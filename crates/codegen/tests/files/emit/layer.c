@@ -17,6 +17,12 @@
 #define TSR_ERR_GATHER 1   /* a gather position is out of bounds */
 #define TSR_ERR_DIV_ZERO 2 /* an integer division or modulo by zero */
 
+/* fmax and fmin as C defines them (a NaN operand is ignored), written as
+   comparisons so that gcc vectorizes them instead of calling libm. */
+static inline float tsr_fmaxf(float x, float y) { return (x >= y || y != y) ? x : y; }
+static inline float tsr_fminf(float x, float y) { return (x <= y || y != y) ? x : y; }
+static inline double tsr_fmax(double x, double y) { return (x >= y || y != y) ? x : y; }
+static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -113,7 +119,7 @@ int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
         const float t2 = B[f];
         const float t3 = t1 + t2;
         const float t4 = 0.0f;
-        const float t5 = fmaxf(t3, t4);
+        const float t5 = tsr_fmaxf(t3, t4);
         Y[35*f + 7*h + w] = t5;
       }
     }

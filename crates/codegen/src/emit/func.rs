@@ -801,11 +801,18 @@ impl<'a> Func<'a> {
                             return Err(at(format!("gather position ${n} is {t}, not an integer")));
                         }
                         let size = i64::try_from(dim.size).unwrap_or(i64::MAX);
+                        // An out-of-bounds position sets the step's error
+                        // (returned when the step ends) and reads element 0
+                        // instead, so no access leaves the buffer and the
+                        // loop needs no early exit.
+                        let raw = self.names.fresh(&format!("{into}_pos{d}"));
                         let g = self.names.fresh(&format!("{into}_at{d}"));
-                        self.line(format!("const int64_t {g} = (int64_t){x};"));
+                        self.line(format!("const int64_t {raw} = (int64_t){x};"));
                         self.line(format!(
-                            "if ({g} < 0 || {g} >= {size}) return TSR_ERR_GATHER;"
+                            "const int {raw}_ok = ({raw} >= 0) & ({raw} < {size});"
                         ));
+                        self.line(format!("tsr_err |= !{raw}_ok;"));
+                        self.line(format!("const int64_t {g} = {raw}_ok ? {raw} : 0;"));
                         // |g| < size and the view lies inside its buffer,
                         // so the product and the sum fit in int64_t.
                         match dim.stride {

@@ -15,7 +15,9 @@
 //! runtime can split it into partitions; other steps ignore `lo` and `hi`.
 //! A step returns 0, or [`ERR_GATHER`] when a gather position is out of
 //! bounds and [`ERR_DIV_ZERO`] on an integer division by zero, where the VM
-//! fails. Each program also defines `const char PREFIX_abi[]`, the text
+//! fails. An out-of-bounds gather reads element 0 instead and the step runs
+//! to its end before it reports the error (no early exit, so gather loops
+//! vectorize); its outputs are then meaningless, as the error says. Each program also defines `const char PREFIX_abi[]`, the text
 //! [`abi`] gives for it, so a loader can check that an object was compiled
 //! from a program with the same buffers and steps.
 //!
@@ -243,6 +245,9 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             source,
             "int32_t {symbol}(void *const *buffers, int64_t lo, int64_t hi)\n{{"
         );
+        // Out-of-bounds gather positions are collected here rather than
+        // returned at once, so that loops with gathers stay vectorizable.
+        source.push_str("  int32_t tsr_err = 0;\n");
         for (j, used) in f.used_roots.iter().enumerate() {
             if !used {
                 continue;
@@ -266,7 +271,7 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             source.push_str(line);
             source.push('\n');
         }
-        source.push_str("  return 0;\n}\n");
+        source.push_str("  return tsr_err ? TSR_ERR_GATHER : 0;\n}\n");
         let (reads, writes) = accesses(root, b);
         steps.push(StepInfo {
             symbol,

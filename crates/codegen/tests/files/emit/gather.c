@@ -72,54 +72,71 @@ const char gather_abi[] = "tessera-c 1; buffers float32[5] int32[60] float32[60]
  */
 int32_t gather_0(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   const float *restrict X = (const float *)buffers[0];
   const int32_t *restrict I = (const int32_t *)buffers[1];
   float *restrict Z = (float *)buffers[2];
   for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 3); i++) {
     for (int64_t j = 0; j < 2; j++) {
       const int32_t t1_u0 = I[20*i + 8*j];
-      const int64_t t2_u0_at0 = (int64_t)t1_u0;
-      if (t2_u0_at0 < 0 || t2_u0_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u0_pos0 = (int64_t)t1_u0;
+      const int t2_u0_pos0_ok = (t2_u0_pos0 >= 0) & (t2_u0_pos0 < 5);
+      tsr_err |= !t2_u0_pos0_ok;
+      const int64_t t2_u0_at0 = t2_u0_pos0_ok ? t2_u0_pos0 : 0;
       const float t2_u0 = X[t2_u0_at0];
       Z[20*i + 8*j] = t2_u0;
       const int32_t t1_u1 = I[20*i + 8*j + 1];
-      const int64_t t2_u1_at0 = (int64_t)t1_u1;
-      if (t2_u1_at0 < 0 || t2_u1_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u1_pos0 = (int64_t)t1_u1;
+      const int t2_u1_pos0_ok = (t2_u1_pos0 >= 0) & (t2_u1_pos0 < 5);
+      tsr_err |= !t2_u1_pos0_ok;
+      const int64_t t2_u1_at0 = t2_u1_pos0_ok ? t2_u1_pos0 : 0;
       const float t2_u1 = X[t2_u1_at0];
       Z[20*i + 8*j + 1] = t2_u1;
       const int32_t t1_u2 = I[20*i + 8*j + 2];
-      const int64_t t2_u2_at0 = (int64_t)t1_u2;
-      if (t2_u2_at0 < 0 || t2_u2_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u2_pos0 = (int64_t)t1_u2;
+      const int t2_u2_pos0_ok = (t2_u2_pos0 >= 0) & (t2_u2_pos0 < 5);
+      tsr_err |= !t2_u2_pos0_ok;
+      const int64_t t2_u2_at0 = t2_u2_pos0_ok ? t2_u2_pos0 : 0;
       const float t2_u2 = X[t2_u2_at0];
       Z[20*i + 8*j + 2] = t2_u2;
       const int32_t t1_u3 = I[20*i + 8*j + 3];
-      const int64_t t2_u3_at0 = (int64_t)t1_u3;
-      if (t2_u3_at0 < 0 || t2_u3_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u3_pos0 = (int64_t)t1_u3;
+      const int t2_u3_pos0_ok = (t2_u3_pos0 >= 0) & (t2_u3_pos0 < 5);
+      tsr_err |= !t2_u3_pos0_ok;
+      const int64_t t2_u3_at0 = t2_u3_pos0_ok ? t2_u3_pos0 : 0;
       const float t2_u3 = X[t2_u3_at0];
       Z[20*i + 8*j + 3] = t2_u3;
       const int32_t t1_u4 = I[20*i + 8*j + 4];
-      const int64_t t2_u4_at0 = (int64_t)t1_u4;
-      if (t2_u4_at0 < 0 || t2_u4_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u4_pos0 = (int64_t)t1_u4;
+      const int t2_u4_pos0_ok = (t2_u4_pos0 >= 0) & (t2_u4_pos0 < 5);
+      tsr_err |= !t2_u4_pos0_ok;
+      const int64_t t2_u4_at0 = t2_u4_pos0_ok ? t2_u4_pos0 : 0;
       const float t2_u4 = X[t2_u4_at0];
       Z[20*i + 8*j + 4] = t2_u4;
       const int32_t t1_u5 = I[20*i + 8*j + 5];
-      const int64_t t2_u5_at0 = (int64_t)t1_u5;
-      if (t2_u5_at0 < 0 || t2_u5_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u5_pos0 = (int64_t)t1_u5;
+      const int t2_u5_pos0_ok = (t2_u5_pos0 >= 0) & (t2_u5_pos0 < 5);
+      tsr_err |= !t2_u5_pos0_ok;
+      const int64_t t2_u5_at0 = t2_u5_pos0_ok ? t2_u5_pos0 : 0;
       const float t2_u5 = X[t2_u5_at0];
       Z[20*i + 8*j + 5] = t2_u5;
       const int32_t t1_u6 = I[20*i + 8*j + 6];
-      const int64_t t2_u6_at0 = (int64_t)t1_u6;
-      if (t2_u6_at0 < 0 || t2_u6_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u6_pos0 = (int64_t)t1_u6;
+      const int t2_u6_pos0_ok = (t2_u6_pos0 >= 0) & (t2_u6_pos0 < 5);
+      tsr_err |= !t2_u6_pos0_ok;
+      const int64_t t2_u6_at0 = t2_u6_pos0_ok ? t2_u6_pos0 : 0;
       const float t2_u6 = X[t2_u6_at0];
       Z[20*i + 8*j + 6] = t2_u6;
       const int32_t t1_u7 = I[20*i + 8*j + 7];
-      const int64_t t2_u7_at0 = (int64_t)t1_u7;
-      if (t2_u7_at0 < 0 || t2_u7_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_u7_pos0 = (int64_t)t1_u7;
+      const int t2_u7_pos0_ok = (t2_u7_pos0 >= 0) & (t2_u7_pos0 < 5);
+      tsr_err |= !t2_u7_pos0_ok;
+      const int64_t t2_u7_at0 = t2_u7_pos0_ok ? t2_u7_pos0 : 0;
       const float t2_u7 = X[t2_u7_at0];
       Z[20*i + 8*j + 7] = t2_u7;
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }
 
 /* Step 1 of gather: block s1_Z_tail #parallel #tail
@@ -128,17 +145,20 @@ int32_t gather_0(void *const *buffers, int64_t lo, int64_t hi)
  */
 int32_t gather_1(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   const float *restrict X = (const float *)buffers[0];
   const int32_t *restrict I = (const int32_t *)buffers[1];
   float *restrict Z = (float *)buffers[2];
   for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 3); i++) {
     for (int64_t j = 0; j < 4; j++) {
       const int32_t t1 = I[20*i + j + 16];
-      const int64_t t2_at0 = (int64_t)t1;
-      if (t2_at0 < 0 || t2_at0 >= 5) return TSR_ERR_GATHER;
+      const int64_t t2_pos0 = (int64_t)t1;
+      const int t2_pos0_ok = (t2_pos0 >= 0) & (t2_pos0 < 5);
+      tsr_err |= !t2_pos0_ok;
+      const int64_t t2_at0 = t2_pos0_ok ? t2_pos0 : 0;
       const float t2 = X[t2_at0];
       Z[20*i + j + 16] = t2;
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }

@@ -75,6 +75,7 @@ const char layer_abi[] = "tessera-c 1; buffers float32[70] float32[54] float32[3
  */
 int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   const float *restrict I = (const float *)buffers[0];
   const float *restrict Wt = (const float *)buffers[1];
   float *restrict X = (float *)buffers[3];
@@ -100,7 +101,7 @@ int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
       }
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }
 
 /* Step 1 of layer: block s2_Y #parallel
@@ -109,6 +110,7 @@ int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
  */
 int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   const float *restrict B = (const float *)buffers[2];
   float *restrict X = (float *)buffers[3];
   float *restrict Y = (float *)buffers[4];
@@ -124,7 +126,7 @@ int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
       }
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }
 
 /* Step 2 of layer: block s3_P_init_fused #fused #parallel
@@ -133,6 +135,7 @@ int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
  */
 int32_t layer_2(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   float *restrict Y = (float *)buffers[4];
   float *restrict P = (float *)buffers[5];
   for (int64_t f = tsr_max(lo, 0); f < tsr_min(hi, 3); f++) {
@@ -153,5 +156,5 @@ int32_t layer_2(void *const *buffers, int64_t lo, int64_t hi)
       }
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }

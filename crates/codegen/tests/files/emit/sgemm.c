@@ -74,6 +74,7 @@ const char sgemm_abi[] = "tessera-c 1; buffers float32[1] float32[1] float32[409
  */
 int32_t sgemm_0(void *const *buffers, int64_t lo, int64_t hi)
 {
+  int32_t tsr_err = 0;
   const float *restrict a = (const float *)buffers[0];
   const float *restrict b = (const float *)buffers[1];
   const float *restrict A = (const float *)buffers[2];
@@ -105,5 +106,5 @@ int32_t sgemm_0(void *const *buffers, int64_t lo, int64_t hi)
       }
     }
   }
-  return 0;
+  return tsr_err ? TSR_ERR_GATHER : 0;
 }

@@ -20,6 +20,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,10 @@ class Workload:
     onnx_graph: Callable[[dict[str, np.ndarray], set[str]], onnx.GraphProto]
     numpy_fn: Callable[[dict[str, np.ndarray]], list[np.ndarray]]
     weights: tuple[str, ...] = ()
+    # Inputs tessera must get as they are (written as .npy, integers as
+    # int32) rather than its own seeded random values: lookup indices, whose
+    # spread decides how much memory a run touches.
+    tessera_inputs: tuple[str, ...] = ()
     flops: float | None = None
     bytes_read: float | None = None
 
@@ -364,6 +369,7 @@ def two_lut() -> Workload:
         onnx_graph=graph,
         numpy_fn=lambda t: [t[lut][t[idx]].sum(axis=1) for lut, idx, _ in tables],
         weights=("LUT1", "LUT2"),
+        tessera_inputs=("I1", "I2"),
         bytes_read=float(len(tables) * b * lookups * (INDEX_BYTES + d * FLOAT32_BYTES)),
     )
 
@@ -429,12 +435,17 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
-def run_tessera(binary: Path, w: Workload, runs: int, timeout: float) -> TesseraResult:
+def run_tessera(
+    binary: Path, w: Workload, runs: int, timeout: float, inputs: dict[str, Path]
+) -> TesseraResult:
     """Run `tessera bench ... --json` and read its one JSON object; on any
-    failure the result holds the first line of the error instead."""
+    failure the result holds the first line of the error instead. `inputs`
+    maps input names to .npy files tessera reads."""
     cmd = [str(binary), "bench", str(WORKLOADS_DIR / w.tc_file), "--def", w.tc_def]
     for sym, value in w.sizes.items():
         cmd += ["--size", f"{sym}={value}"]
+    for name, path in inputs.items():
+        cmd += ["--input", f"{name}={path}"]
     cmd += ["--runs", str(runs), "--json"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -527,14 +538,22 @@ def print_table(rows: list[dict]) -> None:
 
 def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     """Benchmark one workload on all three runners; a dict of every number."""
+    rng = np.random.default_rng(args.seed)
+    print(f"[{w.name}] inputs", file=sys.stderr, flush=True)
+    feeds = w.inputs(rng)
     # tessera runs first, in its own process, while no ONNX Runtime or
     # BLAS threads of this process are alive: their spin-waiting after a
     # run would otherwise take a core from it.
     print(f"[{w.name}] tessera", file=sys.stderr, flush=True)
-    tess = run_tessera(args.tessera, w, args.runs, args.tessera_timeout)
-    rng = np.random.default_rng(args.seed)
-    print(f"[{w.name}] inputs", file=sys.stderr, flush=True)
-    feeds = w.inputs(rng)
+    with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
+        files = {}
+        for name in w.tessera_inputs:
+            array = feeds[name]
+            if np.issubdtype(array.dtype, np.integer):
+                array = array.astype(np.int32)
+            files[name] = Path(tmp) / f"{name}.npy"
+            np.save(files[name], array)
+        tess = run_tessera(args.tessera, w, args.runs, args.tessera_timeout, files)
     session, session_feeds = ort_session(w, feeds, args.ort_initializers)
     ort_out = session.run(None, session_feeds)
     np_out = w.numpy_fn(feeds)

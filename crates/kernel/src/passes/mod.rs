@@ -4,6 +4,7 @@ pub mod autotile;
 pub mod boundary;
 pub mod dce;
 pub mod fuse;
+pub mod interchange;
 pub mod localize;
 pub mod parallelize;
 pub mod prune;
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(fuse::Fuse),
         Box::new(parallelize::Parallelize),
         Box::new(vectorize::Vectorize),
+        Box::new(interchange::Interchange),
         Box::new(scalarize::Scalarize),
         Box::new(localize::Localize),
         Box::new(unroll::Unroll),

@@ -82,27 +82,37 @@ int32_t sgemm_0(void *const *buffers, int64_t lo, int64_t hi)
   float *restrict C = (float *)buffers[4];
   for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 64); i++) {
     for (int64_t j = 0; j < 8; j++) {
-      /* block s1_C_fused_tile #vector */
-      #pragma GCC ivdep
-      for (int64_t j_2 = 0; j_2 < 8; j_2++) {
-        float C_acc[1] = {0};
-        const float init = C[64*i + 8*j + j_2];
-        C_acc[0] = init;
-        const float t1 = b[0];
-        const float t2 = C_acc[0];
-        const float t3 = t1 * t2;
-        C_acc[0] = t3;
-        /* block s2_C: C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M */
-        for (int64_t k = 0; k < 64; k++) {
-          const float t1_2 = a[0];
-          const float t2_2 = A[64*i + k];
-          const float t3_2 = t1_2 * t2_2;
-          const float t4 = B[8*j + j_2 + 64*k];
-          const float t5 = t3_2 * t4;
-          C_acc[0] = C_acc[0] + t5;
+      /* block s1_C_fused_tile #interchanged */
+      {
+        float C_acc[8] = {0};
+        /* block s1_C_fused_tile_pre #vector */
+        #pragma GCC ivdep
+        for (int64_t j_2 = 0; j_2 < 8; j_2++) {
+          const float init = C[64*i + 8*j + j_2];
+          C_acc[j_2] = init;
+          const float t1 = b[0];
+          const float t2 = C_acc[j_2];
+          const float t3 = t1 * t2;
+          C_acc[j_2] = t3;
         }
-        const float acc = C_acc[0];
-        C[64*i + 8*j + j_2] = acc;
+        /* block s2_C #vector: C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M */
+        for (int64_t k = 0; k < 64; k++) {
+        #pragma GCC ivdep
+          for (int64_t j_lane = 0; j_lane < 8; j_lane++) {
+            const float t1_2 = a[0];
+            const float t2_2 = A[64*i + k];
+            const float t3_2 = t1_2 * t2_2;
+            const float t4 = B[8*j + 64*k + j_lane];
+            const float t5 = t3_2 * t4;
+            C_acc[j_lane] = C_acc[j_lane] + t5;
+          }
+        }
+        /* block s1_C_fused_tile_post #vector */
+        #pragma GCC ivdep
+        for (int64_t j_3 = 0; j_3 < 8; j_3++) {
+          const float acc = C_acc[j_3];
+          C[64*i + 8*j + j_3] = acc;
+        }
       }
     }
   }

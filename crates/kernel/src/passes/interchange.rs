@@ -1,0 +1,392 @@
+//! `interchange`: moves the lanes of a vector block inside the reduction
+//! it contains, so that the vector loop is the innermost loop.
+//!
+//! After `fuse` and `vectorize`, a reduction whose output is vectorized is
+//! a `#vector` block over `W` lanes whose points each initialize a scalar
+//! accumulator, run a child block over the reduction indices into it, and
+//! store it: the vector loop is outside the reduction loop, where no C
+//! compiler vectorizes it. This pass rewrites such a block `B` into a block
+//! without the lane index whose accumulators are `W`-element local
+//! buffers, holding three children: the statements before the reduction as
+//! a `#vector` block over the lanes, the reduction with the lane index as
+//! its innermost index (tagged `#vector`), and the statements after it as a
+//! `#vector` block over the lanes. Views of `B` that depend on the lane
+//! index are widened to the `W` elements the lanes cover.
+//!
+//! Requires: a verified kernel. Applies to a `#vector` block without
+//! constraints, with exactly one index of range above 1 (the lane index
+//! `v`) that is not passed, exactly one child block `R` (which has no child
+//! blocks), scalar statements before and after it that share no scalar, and
+//! local buffers of rank 0; every view of `B` either does not mention `v`
+//! or mentions it in exactly one dimension, with coefficient 1 and size 1;
+//! `R` refines only `B`'s local buffers and views that do not mention `v`.
+//!
+//! Guarantees: the same results, bit for bit. Each lane runs the same
+//! statements on the same elements in the same order as before (the
+//! reduction's points keep their order, and the lane is the innermost
+//! index); lanes write distinct elements (their views differ in the lane's
+//! dimension) and `R` writes only the lane's own accumulator, so no lane
+//! sees another's writes. A rewrite that does not verify is dropped.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::{
+    Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind, Tags, Target,
+};
+
+#[derive(Debug)]
+pub struct Interchange;
+
+impl Pass for Interchange {
+    fn name(&self) -> &'static str {
+        "interchange"
+    }
+
+    fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
+        let mut paths = Vec::new();
+        for (k, s) in root.stmts.iter().enumerate() {
+            if let StmtKind::Block(b) = &s.kind {
+                if !b.is_library() {
+                    collect(b, &mut vec![k], &mut paths);
+                }
+            }
+        }
+        for path in paths {
+            let Some(new) = block_at(root, &path).and_then(rewrite) else {
+                continue;
+            };
+            let Some(slot) = block_at_mut(root, &path) else {
+                continue;
+            };
+            let old = std::mem::replace(slot, new);
+            if crate::verify_block(root).is_err() {
+                if let Some(slot) = block_at_mut(root, &path) {
+                    *slot = old;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The paths (statement positions from the root) of every `#vector` block
+/// in `b`'s nest, `b` itself included.
+fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    if b.tags.contains("vector") {
+        out.push(path.clone());
+    }
+    for (k, s) in b.stmts.iter().enumerate() {
+        if let StmtKind::Block(c) = &s.kind {
+            path.push(k);
+            collect(c, path, out);
+            path.pop();
+        }
+    }
+}
+
+fn block_at<'a>(root: &'a Block, path: &[usize]) -> Option<&'a Block> {
+    let mut b = root;
+    for &k in path {
+        match &b.stmts.get(k)?.kind {
+            StmtKind::Block(c) => b = c,
+            _ => return None,
+        }
+    }
+    Some(b)
+}
+
+fn block_at_mut<'a>(root: &'a mut Block, path: &[usize]) -> Option<&'a mut Block> {
+    let mut b = root;
+    for &k in path {
+        match &mut b.stmts.get_mut(k)?.kind {
+            StmtKind::Block(c) => b = c,
+            _ => return None,
+        }
+    }
+    Some(b)
+}
+
+/// The dimension in which `r`'s access mentions `v`, if it does so only
+/// there, with coefficient 1, in a dimension of size 1; `Ok(None)` when it
+/// does not mention `v`; `Err` otherwise.
+fn lane_dim(r: &Refinement, v: &str) -> Result<Option<usize>, ()> {
+    let dims: Vec<usize> = (0..r.access.len())
+        .filter(|&d| r.access[d].terms.contains_key(v))
+        .collect();
+    match dims.as_slice() {
+        [] => Ok(None),
+        [d] if r.access[*d].terms.get(v) == Some(&1) && r.shape[*d].size == 1 => Ok(Some(*d)),
+        _ => Err(()),
+    }
+}
+
+/// The scalars a statement defines and uses.
+fn scalars(s: &Statement) -> (Vec<&str>, Vec<&str>) {
+    match &s.kind {
+        StmtKind::Load { into, .. } | StmtKind::LoadIndex { into, .. } => (vec![into], vec![]),
+        StmtKind::Constant { into, .. } => (vec![into], vec![]),
+        StmtKind::Store { from, .. } => (vec![], vec![from]),
+        StmtKind::Intrinsic { inputs, into, .. } => {
+            (vec![into], inputs.iter().map(String::as_str).collect())
+        }
+        StmtKind::Gather { indices, into, .. } => {
+            (vec![into], indices.iter().map(String::as_str).collect())
+        }
+        StmtKind::Block(_) => (vec![], vec![]),
+    }
+}
+
+/// The views a statement names.
+fn views(s: &Statement) -> Option<&str> {
+    match &s.kind {
+        StmtKind::Load { from, .. } | StmtKind::Gather { from, .. } => Some(from),
+        StmtKind::Store { into, .. } => Some(into),
+        _ => None,
+    }
+}
+
+fn rewrite(b: &Block) -> Option<Block> {
+    if !b.constraints.is_empty() {
+        return None;
+    }
+    let lanes: Vec<&Index> = b
+        .idxs
+        .iter()
+        .filter(|i| i.affine.is_none() && i.range > 1)
+        .collect();
+    let [lane] = lanes.as_slice() else {
+        return None;
+    };
+    let (v, width) = (lane.name.as_str(), lane.range);
+    let blocks: Vec<usize> = (0..b.stmts.len())
+        .filter(|&k| matches!(b.stmts[k].kind, StmtKind::Block(_)))
+        .collect();
+    let [at] = blocks.as_slice() else {
+        return None;
+    };
+    let StmtKind::Block(r) = &b.stmts[*at].kind else {
+        return None;
+    };
+    if r.stmts.iter().any(|s| matches!(s.kind, StmtKind::Block(_))) || r.tags.contains("vector") {
+        return None;
+    }
+    let (pre, post) = (&b.stmts[..*at], &b.stmts[at + 1..]);
+    let defined: HashSet<&str> = pre.iter().flat_map(|s| scalars(s).0).collect();
+    if post
+        .iter()
+        .flat_map(|s| scalars(s).1)
+        .any(|x| defined.contains(x))
+    {
+        return None;
+    }
+    // B's refinements: locals widen to the lanes; views that mention the
+    // lane index widen in its dimension.
+    let mut lane_dims: HashMap<&str, Option<usize>> = HashMap::new();
+    for r in &b.refs {
+        if r.from.is_none() {
+            if !r.shape.is_empty() || !r.access.is_empty() {
+                return None;
+            }
+            continue;
+        }
+        lane_dims.insert(&r.into, lane_dim(r, v).ok()?);
+    }
+    let local = |name: &str| b.refs.iter().any(|r| r.into == name && r.from.is_none());
+    // R refines only locals and views independent of the lane.
+    for rr in &r.refs {
+        let Some(from) = rr.from.as_deref() else {
+            continue;
+        };
+        if !local(from) && lane_dims.get(from).copied().flatten().is_some() {
+            return None;
+        }
+        if local(from) && !rr.access.is_empty() {
+            return None;
+        }
+    }
+    let taken: HashSet<&str> = b
+        .idxs
+        .iter()
+        .chain(&r.idxs)
+        .map(|i| i.name.as_str())
+        .collect();
+    let mut lane_name = format!("{v}_lane");
+    while taken.contains(lane_name.as_str()) {
+        lane_name.push('_');
+    }
+    let at_lane = |name: &str| Affine::index(name);
+
+    // The outer block: B without the lane index, its views widened.
+    let mut outer = Block::new(&b.name);
+    outer.comment = b.comment.clone();
+    outer.tags = b.tags.clone();
+    outer.tags.remove("vector");
+    outer.tags.insert("interchanged".to_string());
+    outer.idxs = b.idxs.iter().filter(|i| i.name != v).cloned().collect();
+    for r in &b.refs {
+        let mut w = r.clone();
+        if r.from.is_none() {
+            w.shape = crate::row_major(&[width]);
+        } else if let Some(Some(d)) = lane_dims.get(r.into.as_str()) {
+            w.access = r
+                .access
+                .iter()
+                .map(|a| a.subst(&|n| (n == v).then(|| Affine::constant(0))))
+                .collect();
+            w.shape[*d].size = width;
+        }
+        outer.refs.push(w);
+    }
+    // The lane blocks for the statements before and after the reduction.
+    let passed: Vec<Index> = outer
+        .idxs
+        .iter()
+        .map(|i| Index {
+            name: i.name.clone(),
+            range: 1,
+            affine: Some(Affine::index(&i.name)),
+            tags: Tags::new(),
+        })
+        .collect();
+    let lane_block = |name: &str, stmts: &[Statement]| -> Block {
+        let mut l = Block::new(name);
+        l.tags.insert("vector".to_string());
+        l.idxs = vec![Index {
+            name: v.to_string(),
+            range: width,
+            affine: None,
+            tags: lane.tags.clone(),
+        }];
+        l.idxs.extend(passed.iter().cloned());
+        let named: HashSet<&str> = stmts.iter().filter_map(views).collect();
+        for r in outer
+            .refs
+            .iter()
+            .filter(|r| named.contains(r.into.as_str()))
+        {
+            let original = b.refs.iter().find(|x| x.into == r.into);
+            let (access, shape) = if r.from.is_none() {
+                (vec![at_lane(v)], vec![Dim { size: 1, stride: 1 }])
+            } else {
+                let d = lane_dims.get(r.into.as_str()).copied().flatten();
+                let access = (0..r.access.len())
+                    .map(|k| {
+                        if Some(k) == d {
+                            at_lane(v)
+                        } else {
+                            Affine::constant(0)
+                        }
+                    })
+                    .collect();
+                (
+                    access,
+                    original.map_or_else(|| r.shape.clone(), |o| o.shape.clone()),
+                )
+            };
+            l.refs.push(Refinement {
+                dir: if r.from.is_none() {
+                    RefDir::InOut
+                } else {
+                    r.dir
+                },
+                from: Some(r.into.clone()),
+                into: r.into.clone(),
+                access,
+                dtype: r.dtype,
+                shape,
+                agg: if r.from.is_none() { Agg::Assign } else { r.agg },
+                location: None,
+                tags: Tags::new(),
+            });
+        }
+        l.stmts = stmts.to_vec();
+        l
+    };
+    // The reduction with the lane as its innermost index.
+    let mut red = (**r).clone();
+    red.tags.insert("vector".to_string());
+    // A passed index whose form mentions the lane becomes that form in
+    // the new lane index and the outer block's indices, each of which is
+    // passed in under a name of its own.
+    let mut names: HashSet<String> = red.idxs.iter().map(|i| i.name.clone()).collect();
+    names.insert(lane_name.clone());
+    let mut outer_names: HashMap<String, String> = HashMap::new();
+    let mut added = Vec::new();
+    for i in &red.idxs {
+        let Some(form) = i.affine.as_ref().filter(|f| f.terms.contains_key(v)) else {
+            continue;
+        };
+        for n in form.terms.keys().filter(|n| n.as_str() != v) {
+            if outer_names.contains_key(n) {
+                continue;
+            }
+            let mut m = format!("{n}_p");
+            while names.contains(&m) {
+                m.push('_');
+            }
+            names.insert(m.clone());
+            added.push(Index {
+                name: m.clone(),
+                range: 1,
+                affine: Some(Affine::index(n)),
+                tags: Tags::new(),
+            });
+            outer_names.insert(n.clone(), m);
+        }
+    }
+    let mut subst: HashMap<String, Affine> = HashMap::new();
+    red.idxs.retain(|i| match &i.affine {
+        Some(form) if form.terms.contains_key(v) => {
+            let local = form.subst(&|n| {
+                if n == v {
+                    Some(Affine::index(&lane_name))
+                } else {
+                    outer_names.get(n).map(|m| Affine::index(m))
+                }
+            });
+            subst.insert(i.name.clone(), local);
+            false
+        }
+        _ => true,
+    });
+    red.idxs.extend(added);
+    // The lane is the innermost index: every lane runs a point of the
+    // reduction before the next point starts.
+    red.idxs.push(Index {
+        name: lane_name.clone(),
+        range: width,
+        affine: None,
+        tags: lane.tags.clone(),
+    });
+    let sub = |a: &Affine| a.subst(&|n| subst.get(n).cloned());
+    red.constraints = red.constraints.iter().map(sub).collect();
+    for s in &mut red.stmts {
+        if let StmtKind::LoadIndex { from, .. } = &mut s.kind {
+            *from = sub(from);
+        }
+    }
+    for rr in &mut red.refs {
+        if rr.from.as_deref().is_some_and(local) {
+            rr.access = vec![at_lane(&lane_name)];
+            rr.shape = vec![Dim { size: 1, stride: 1 }];
+        } else {
+            rr.access = rr.access.iter().map(sub).collect();
+        }
+    }
+    let stmt = |blk: Block| Statement {
+        kind: StmtKind::Block(Box::new(blk)),
+        tags: Tags::new(),
+    };
+    if !pre.is_empty() {
+        outer
+            .stmts
+            .push(stmt(lane_block(&format!("{}_pre", b.name), pre)));
+    }
+    outer.stmts.push(stmt(red));
+    if !post.is_empty() {
+        outer
+            .stmts
+            .push(stmt(lane_block(&format!("{}_post", b.name), post)));
+    }
+    Some(outer)
+}

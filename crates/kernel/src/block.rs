@@ -188,6 +188,25 @@ impl Block {
 }
 
 impl Block {
+    /// The block reached by following statement numbers from this one
+    /// (each a nested block statement).
+    pub fn at(&self, path: &[usize]) -> Option<&Block> {
+        path.iter()
+            .try_fold(self, |b, &k| match &b.stmts.get(k)?.kind {
+                StmtKind::Block(c) => Some(&**c),
+                _ => None,
+            })
+    }
+
+    /// [`Block::at`], mutably.
+    pub fn at_mut(&mut self, path: &[usize]) -> Option<&mut Block> {
+        path.iter()
+            .try_fold(self, |b, &k| match &mut b.stmts.get_mut(k)?.kind {
+                StmtKind::Block(c) => Some(&mut **c),
+                _ => None,
+            })
+    }
+
     /// Whether passes must leave the block as it is: the runtime runs it
     /// with a library kernel (tag `library`), which reads the block's form.
     pub fn is_library(&self) -> bool {

@@ -52,15 +52,15 @@ impl Pass for Interchange {
             }
         }
         for path in paths {
-            let Some(new) = block_at(root, &path).and_then(rewrite) else {
+            let Some(new) = root.at(&path).and_then(rewrite) else {
                 continue;
             };
-            let Some(slot) = block_at_mut(root, &path) else {
+            let Some(slot) = root.at_mut(&path) else {
                 continue;
             };
             let old = std::mem::replace(slot, new);
             if crate::verify_block(root).is_err() {
-                if let Some(slot) = block_at_mut(root, &path) {
+                if let Some(slot) = root.at_mut(&path) {
                     *slot = old;
                 }
             }
@@ -82,28 +82,6 @@ fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
             path.pop();
         }
     }
-}
-
-fn block_at<'a>(root: &'a Block, path: &[usize]) -> Option<&'a Block> {
-    let mut b = root;
-    for &k in path {
-        match &b.stmts.get(k)?.kind {
-            StmtKind::Block(c) => b = c,
-            _ => return None,
-        }
-    }
-    Some(b)
-}
-
-fn block_at_mut<'a>(root: &'a mut Block, path: &[usize]) -> Option<&'a mut Block> {
-    let mut b = root;
-    for &k in path {
-        match &mut b.stmts.get_mut(k)?.kind {
-            StmtKind::Block(c) => b = c,
-            _ => return None,
-        }
-    }
-    Some(b)
 }
 
 /// The dimension in which `r`'s access mentions `v`, if it does so only

@@ -61,15 +61,15 @@ impl Pass for Unroll {
         // rewritten before it, so the paths of the blocks still to be
         // visited stay valid.
         for (path, k) in candidates.into_iter().rev() {
-            let Some(new) = block_at(root, &path).and_then(|p| unrolled(p, k)) else {
+            let Some(new) = root.at(&path).and_then(|p| unrolled(p, k)) else {
                 continue;
             };
-            let Some(parent) = block_at_mut(root, &path) else {
+            let Some(parent) = root.at_mut(&path) else {
                 continue;
             };
             let old = std::mem::replace(parent, new);
             if crate::verify_block(root).is_err() {
-                if let Some(parent) = block_at_mut(root, &path) {
+                if let Some(parent) = root.at_mut(&path) {
                     *parent = old;
                 }
             }
@@ -90,24 +90,6 @@ fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, usize)>)
             path.pop();
         }
     }
-}
-
-/// The block reached from `root` by following statement numbers.
-fn block_at<'a>(root: &'a Block, path: &[usize]) -> Option<&'a Block> {
-    path.iter()
-        .try_fold(root, |b, &k| match &b.stmts.get(k)?.kind {
-            StmtKind::Block(c) => Some(&**c),
-            _ => None,
-        })
-}
-
-/// The block reached from `root` by following statement numbers, mutably.
-fn block_at_mut<'a>(root: &'a mut Block, path: &[usize]) -> Option<&'a mut Block> {
-    path.iter()
-        .try_fold(root, |b, &k| match &mut b.stmts.get_mut(k)?.kind {
-            StmtKind::Block(c) => Some(&mut **c),
-            _ => None,
-        })
 }
 
 /// Whether `c` may be unrolled into its parent.

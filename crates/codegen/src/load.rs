@@ -246,6 +246,23 @@ impl Kernel {
         })
     }
 
+    /// Step `k`'s function and description, after checking that it exists
+    /// and that `buffers` buffers are given for it, one per root buffer.
+    fn step(&self, k: usize, buffers: usize) -> Result<(StepFn, &StepInfo), String> {
+        let (f, info) = self
+            .steps
+            .get(k)
+            .zip(self.infos.get(k))
+            .ok_or_else(|| format!("no step {k}: the kernel has {}", self.steps.len()))?;
+        if buffers != self.buffers.len() {
+            return Err(format!(
+                "step {k} takes {} buffers, got {buffers}",
+                self.buffers.len()
+            ));
+        }
+        Ok((*f, info))
+    }
+
     /// The root buffers every step takes, in order.
     pub fn buffers(&self) -> &[BufferInfo] {
         &self.buffers
@@ -267,18 +284,7 @@ impl Kernel {
         lo: i64,
         hi: i64,
     ) -> Result<(), String> {
-        let (f, info) = self
-            .steps
-            .get(k)
-            .zip(self.infos.get(k))
-            .ok_or_else(|| format!("no step {k}: the kernel has {}", self.steps.len()))?;
-        if buffers.len() != self.buffers.len() {
-            return Err(format!(
-                "step {k} takes {} buffers, got {}",
-                self.buffers.len(),
-                buffers.len()
-            ));
-        }
+        let (f, info) = self.step(k, buffers.len())?;
         for (b, want) in buffers.iter().zip(&self.buffers) {
             if b.dtype() != want.dtype || b.len() != want.len {
                 return Err(format!(
@@ -435,18 +441,7 @@ impl Kernel {
         map: &[usize],
         parts: &[(i64, i64)],
     ) -> Result<(), String> {
-        let (f, info) = self
-            .steps
-            .get(k)
-            .zip(self.infos.get(k))
-            .ok_or_else(|| format!("no step {k}: the kernel has {}", self.steps.len()))?;
-        if map.len() != self.buffers.len() {
-            return Err(format!(
-                "step {k} takes {} buffers, got {}",
-                self.buffers.len(),
-                map.len()
-            ));
-        }
+        let (f, info) = self.step(k, map.len())?;
         for (b, &s) in self.buffers.iter().zip(map) {
             let need = b.len.saturating_mul(element_bytes(b.dtype));
             match slots.get(s) {

@@ -234,10 +234,17 @@ impl Vm {
                 .copied()
                 .ok_or_else(|| format!("{path}: scalar `{n}` is used before it is defined"))
         };
+        // Values do not carry their type, and an unsigned 64-bit value
+        // above 2^63 is held as a negative `Int`: a cast to a float must
+        // know which scalars are `uint64`.
+        let mut unsigned64: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for s in &b.stmts {
             match &s.kind {
                 StmtKind::Load { from, into } => {
                     let v = self.view(views, from, path)?;
+                    if v.dtype == DType::U64 {
+                        unsigned64.insert(into);
+                    }
                     let x = self.arena[v.buf][usize::try_from(v.origin)
                         .map_err(|_| format!("{path}: negative offset"))?];
                     scalars.insert(into.clone(), x);
@@ -257,6 +264,9 @@ impl Vm {
                     scalars.insert(into.clone(), Value::Int(x));
                 }
                 StmtKind::Constant { into, value, dtype } => {
+                    if *dtype == DType::U64 {
+                        unsigned64.insert(into);
+                    }
                     scalars.insert(into.clone(), arith::cast_value(*dtype, *value));
                 }
                 StmtKind::Intrinsic {
@@ -269,7 +279,18 @@ impl Vm {
                         .iter()
                         .map(|n| get(scalars, n))
                         .collect::<Result<Vec<_>, _>>()?;
-                    let x = eval(op, *dtype, &args).map_err(|m| format!("{path}: {m}"))?;
+                    let x = match (op, args.as_slice()) {
+                        (Op::Cast, [Value::Int(i)])
+                            if dtype.is_float() && unsigned64.contains(inputs[0].as_str()) =>
+                        {
+                            Value::Float(arith::int_to_float(DType::U64, *dtype, *i))
+                        }
+                        _ => eval(op, *dtype, &args).map_err(|m| format!("{path}: {m}"))?,
+                    };
+                    let comparison = matches!(op, Op::Binary(b) if b.is_comparison());
+                    if *dtype == DType::U64 && !comparison {
+                        unsigned64.insert(into);
+                    }
                     scalars.insert(into.clone(), x);
                 }
                 StmtKind::Gather {
@@ -295,6 +316,9 @@ impl Vm {
                     }
                     let x = self.arena[v.buf]
                         [usize::try_from(at).map_err(|_| format!("{path}: negative offset"))?];
+                    if v.dtype == DType::U64 {
+                        unsigned64.insert(into);
+                    }
                     scalars.insert(into.clone(), x);
                 }
                 StmtKind::Block(child) => self.block(child, path, views, env)?,

@@ -435,3 +435,22 @@ fn passes_leave_library_blocks_alone() {
     assert_eq!(kept, library);
     common::check_kernel(&b, &c, false, "the cpu pipeline around library blocks");
 }
+
+#[test]
+fn unsigned_64_bit_values_cast_to_floats_as_unsigned() {
+    // Values above 2^63 are held as negative integers; a cast to a float
+    // must still read them as unsigned, as the interpreter does.
+    let src = "def f(uint64(N) A) -> (B, C) {\n  B(i) = float64(A(i))\n  C(i) = float32(A(i) + A(i))\n}\n";
+    let p = tc::check_source(src).unwrap().program;
+    let a = interp::Tensor::from_i64(ir::DType::U64, &[3], vec![-1, i64::MIN, 5]);
+    let args: HashMap<String, interp::Arg> =
+        [("A".to_string(), interp::Arg::Tensor(a.clone()))].into();
+    let sizes: HashMap<String, i64> = [("N".to_string(), 3)].into();
+    let want = interp::run(&p, "f", &args, &sizes, interp::Mode::Real).unwrap();
+    let block = kernel::lower_def(&p, "f", &sizes).unwrap();
+    let got = kernel::vm::run(&block, [("A".to_string(), common::values(&a))].into()).unwrap();
+    for (name, t) in &want {
+        assert_eq!(got[name], common::values(t), "`{name}`");
+    }
+    assert_eq!(got["B"][0], Value::Float(18446744073709551615.0));
+}

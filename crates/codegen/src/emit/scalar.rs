@@ -321,11 +321,7 @@ pub(crate) fn cast(to: DType, from: DType, x: &str) -> String {
         return format!("{x} != 0");
     }
     if to.is_float() {
-        return if from == DType::U64 {
-            format!("({ty})(int64_t){x}")
-        } else {
-            format!("({ty}){x}")
-        };
+        return format!("({ty}){x}");
     }
     if from.is_float() {
         return if to == DType::U64 {

@@ -49,7 +49,8 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     let given = crate::load::parse_sizes(&a.sizes)?;
     let (args, sizes) = crate::run::prepare_args(def, &a.inputs, &given, 0)?;
     let started = Instant::now();
-    let exe = crate::compiled::build(&a.compile, program, def, &sizes)?;
+    let exe = crate::compiled::build(&a.compile, program, def, &sizes)
+        .map_err(crate::compiled::Built::message)?;
     let build_secs = started.elapsed().as_secs_f64();
     let mut state = exe.state();
     crate::compiled::set_args(&exe, &mut state, &args)?;

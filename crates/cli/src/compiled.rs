@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use interp::{Arg, Data, Tensor};
-use ir::{DType, Def, Program, Value};
+use interp::{Arg, Tensor};
+use ir::{Def, Program, Value};
 
 /// Options of every command that compiles.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,11 +47,11 @@ pub fn build(
     program: &Program,
     def: &Def,
     sizes: &HashMap<String, i64>,
-) -> Result<runtime::Executable, String> {
-    let passes = crate::lower::pipeline_passes(&a.pipeline)?;
+) -> Result<runtime::Executable, Built> {
+    let passes = crate::lower::pipeline_passes(&a.pipeline).map_err(Built::Setup)?;
     let options = runtime::Options {
         passes,
-        target: target(a)?,
+        target: target(a).map_err(Built::Setup)?,
         verify: if a.verify_passes {
             kernel::Verify::EachPass
         } else {
@@ -59,16 +59,26 @@ pub fn build(
         },
         library: !a.no_library,
     };
-    let cache = codegen::cache::KernelCache::open_default().map_err(|e| format!("error: {e}"))?;
-    runtime::build(program, &def.name, sizes, &options, &cache).map_err(|e| format!("error: {e}"))
+    let cache = codegen::cache::KernelCache::open_default()
+        .map_err(|e| Built::Setup(format!("error: {e}")))?;
+    runtime::build(program, &def.name, sizes, &options, &cache).map_err(Built::Failed)
 }
 
-/// A tensor's elements as values.
-pub fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
+/// Why [`build`] gave no executable: the arguments or the environment
+/// (a message to report as is), or the build itself.
+#[derive(Debug)]
+pub enum Built {
+    Setup(String),
+    Failed(runtime::BuildError),
+}
+
+impl Built {
+    /// The message to report when nothing else can be done.
+    pub fn message(self) -> String {
+        match self {
+            Built::Setup(m) => m,
+            Built::Failed(e) => format!("error: {e}"),
+        }
     }
 }
 
@@ -80,7 +90,7 @@ pub fn set_args(
 ) -> Result<(), String> {
     for (name, a) in args {
         let v = match a {
-            Arg::Tensor(t) => values(t),
+            Arg::Tensor(t) => t.values(),
             Arg::Scalar(v) => vec![*v],
         };
         exe.set_values(state, name, &v)

@@ -1,5 +1,6 @@
-//! `tessera run`: run a def on `.npy` tensors and numbers with the
-//! reference interpreter.
+//! `tessera run`: run a def on `.npy` tensors and numbers, compiled to
+//! native code (through `runtime`) or, with `--interp`, on the reference
+//! interpreter.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -7,6 +8,9 @@ use std::path::PathBuf;
 
 use interp::{Arg, Data, Tensor};
 use ir::{DType, Def, Param, Value};
+use runtime::BuildError;
+
+use crate::compiled::Built;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -154,17 +158,16 @@ fn compiled(
     emit_dir: Option<&std::path::Path>,
     profile_text: &mut String,
 ) -> Result<Vec<(String, Tensor)>, Fallback> {
-    let exe = crate::compiled::build(&a.compile, program, def, sizes).map_err(|e| {
-        let why = e.trim_start_matches("error: ").to_string();
-        if e.contains("not lowered yet") {
-            Fallback::NotCompiled(why)
-        } else if why.starts_with("cannot lower") || why.starts_with("internal error") {
-            // A program error the lowering finds (an `=` reading out of
-            // bounds) or a bug: the interpreter tells which.
-            Fallback::Failed(why)
-        } else {
-            Fallback::Error(e)
+    let exe = crate::compiled::build(&a.compile, program, def, sizes).map_err(|e| match e {
+        Built::Failed(BuildError::Lower(l)) if l.0.contains("not lowered yet") => {
+            Fallback::NotCompiled(l.0)
         }
+        // A program error the lowering finds (an `=` reading out of
+        // bounds) or a bug: the interpreter tells which.
+        Built::Failed(e @ (BuildError::Lower(_) | BuildError::Internal(_))) => {
+            Fallback::Failed(e.to_string())
+        }
+        e => Fallback::Error(e.message()),
     })?;
     if let Some(dir) = emit_dir {
         std::fs::create_dir_all(dir).map_err(|e| {

@@ -180,6 +180,16 @@ impl Tensor {
         }
     }
 
+    /// Every element as a scalar value (`bool` as `Value::Bool`), in
+    /// row-major order: the form the kernel VM and the runtime take.
+    pub fn values(&self) -> Vec<Value> {
+        match (&self.data, self.dtype) {
+            (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
+            (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
+            (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
+        }
+    }
+
     /// Every element as an `f64` (`uint64` read as unsigned, `bool` as 0/1).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match &self.data {

@@ -448,9 +448,9 @@ fn unsigned_64_bit_values_cast_to_floats_as_unsigned() {
     let sizes: HashMap<String, i64> = [("N".to_string(), 3)].into();
     let want = interp::run(&p, "f", &args, &sizes, interp::Mode::Real).unwrap();
     let block = kernel::lower_def(&p, "f", &sizes).unwrap();
-    let got = kernel::vm::run(&block, [("A".to_string(), common::values(&a))].into()).unwrap();
+    let got = kernel::vm::run(&block, [("A".to_string(), a.values())].into()).unwrap();
     for (name, t) in &want {
-        assert_eq!(got[name], common::values(t), "`{name}`");
+        assert_eq!(got[name], t.values(), "`{name}`");
     }
     assert_eq!(got["B"][0], Value::Float(18446744073709551615.0));
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 mod common;
 
-use common::{all_close, identical, values};
+use common::{all_close, identical};
 use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Value};
 
@@ -87,7 +87,7 @@ fn sweep(half: usize) {
             let inputs: kernel::vm::Buffers = args
                 .iter()
                 .map(|(k, a)| match a {
-                    Arg::Tensor(t) => (k.clone(), values(t)),
+                    Arg::Tensor(t) => (k.clone(), t.values()),
                     Arg::Scalar(v) => (k.clone(), vec![*v]),
                 })
                 .collect();
@@ -101,7 +101,7 @@ fn sweep(half: usize) {
                 .unwrap_or_else(|e| panic!("{}: vm: {e}", def.name));
             for (name, t) in &want {
                 assert!(
-                    identical(&got[name], &values(t)),
+                    identical(&got[name], &t.values()),
                     "{} (size {size}): `{name}` after lowering",
                     def.name
                 );
@@ -114,7 +114,7 @@ fn sweep(half: usize) {
                     .unwrap_or_else(|e| panic!("{}: vm after {passes:?}: {e}", def.name));
                 for (name, t) in &want {
                     assert!(
-                        all_close(&got[name], &values(t)),
+                        all_close(&got[name], &t.values()),
                         "{} (size {size}): `{name}` after {passes:?}",
                         def.name
                     );

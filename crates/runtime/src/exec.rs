@@ -64,6 +64,31 @@ pub struct Executable {
     skip: Vec<bool>,
 }
 
+/// Why [`build`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// Lowering refused the def: a form not lowered yet, or a program
+    /// error it finds (an `=` reading out of bounds).
+    Lower(kernel::LowerError),
+    /// A pass, the emitter or the loader failed on a kernel that lowered:
+    /// a bug in tessera.
+    Internal(String),
+    /// The kernel cache or the C compiler could not be used.
+    Environment(String),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Lower(e) => write!(f, "cannot lower: {e}"),
+            BuildError::Internal(m) => write!(f, "internal error: {m}"),
+            BuildError::Environment(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
 /// Compiles def `def` of `program` for `sizes` (sizes and integer scalars).
 pub fn build(
     program: &Program,
@@ -71,9 +96,8 @@ pub fn build(
     sizes: &HashMap<String, i64>,
     options: &Options,
     cache: &KernelCache,
-) -> Result<Executable, String> {
-    let mut block =
-        kernel::lower_def(program, def, sizes).map_err(|e| format!("cannot lower `{def}`: {e}"))?;
+) -> Result<Executable, BuildError> {
+    let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
     if options.library {
         matmul::mark(&mut block);
         mark_zero_fills(&mut block);
@@ -85,13 +109,18 @@ pub fn build(
         options.verify,
         &mut |_, _| {},
     )
-    .map_err(|e| format!("internal error: {e}"))?;
+    .map_err(BuildError::Internal)?;
     let c = codegen::emit::emit_c(&block, "tsr")
-        .map_err(|e| format!("internal error: cannot emit C: {e}"))?;
+        .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
     let lib = cache
         .get(&c.source, &options.target.codegen_text())
-        .map_err(|e| e.to_string())?;
-    let kernel = Kernel::from_library(lib, &c)?;
+        .map_err(|e| match e {
+            codegen::cache::CacheError::Compile(m) => {
+                BuildError::Internal(format!("the C compiler rejected generated code: {m}"))
+            }
+            e => BuildError::Environment(e.to_string()),
+        })?;
+    let kernel = Kernel::from_library(lib, &c).map_err(BuildError::Internal)?;
     let plan = Plan::new(&c.buffers, &c.steps);
     let mut step_flops = Vec::new();
     let mut step_bytes = Vec::new();

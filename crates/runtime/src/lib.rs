@@ -8,5 +8,5 @@ pub mod exec;
 pub mod matmul;
 pub mod plan;
 
-pub use exec::{build, Executable, Options, State, StepProfile};
+pub use exec::{build, BuildError, Executable, Options, State, StepProfile};
 pub use plan::Plan;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use codegen::cache::KernelCache;
 use codegen::compile::Compiler;
-use interp::{Arg, Data, Mode, Tensor};
+use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
 
 fn load(path: &str) -> Program {
@@ -20,14 +20,6 @@ fn load(path: &str) -> Program {
     tc::check_source(&text)
         .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
         .program
-}
-
-fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
 }
 
 fn close(got: &Value, want: &Value) -> bool {
@@ -93,7 +85,7 @@ fn check_with(
     let mut state = exe.state();
     for (name, a) in &args {
         let v = match a {
-            Arg::Tensor(t) => values(t),
+            Arg::Tensor(t) => t.values(),
             Arg::Scalar(v) => vec![*v],
         };
         exe.set_values(&mut state, name, &v).unwrap();
@@ -104,7 +96,7 @@ fn check_with(
         if run == 1 {
             for (name, a) in &args {
                 if let Arg::Tensor(t) = a {
-                    exe.set_values(&mut state, name, &values(t)).unwrap();
+                    exe.set_values(&mut state, name, &t.values()).unwrap();
                 }
             }
         }
@@ -112,7 +104,7 @@ fn check_with(
             .unwrap_or_else(|e| panic!("{def}: {e}"));
         for (name, t) in &want {
             let got = exe.values(&state, name).unwrap();
-            let w = values(t);
+            let w = t.values();
             assert_eq!(got.len(), w.len());
             for (i, (g, x)) in got.iter().zip(&w).enumerate() {
                 assert!(

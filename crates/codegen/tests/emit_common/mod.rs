@@ -14,7 +14,7 @@ use codegen::compile::Compiler;
 use codegen::emit::{emit_c, CProgram};
 use codegen::exec::run_serial;
 use codegen::load::Kernel;
-use interp::{Arg, Data, Mode, Tensor};
+use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
 use kernel::{Block, Target};
 
@@ -25,15 +25,6 @@ pub fn load(path: &str) -> Program {
     tc::check_source(&text)
         .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
         .program
-}
-
-/// A tensor's elements as VM values.
-pub fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
 }
 
 /// A def lowered for concrete sizes, with seeded inputs as VM buffers and
@@ -114,7 +105,7 @@ pub fn case(
     let inputs = args
         .iter()
         .map(|(k, a)| match a {
-            Arg::Tensor(t) => (k.clone(), values(t)),
+            Arg::Tensor(t) => (k.clone(), t.values()),
             Arg::Scalar(v) => (k.clone(), vec![*v]),
         })
         .collect();
@@ -225,7 +216,7 @@ pub fn run_jobs(name: &str, jobs: &[Job]) -> usize {
             }
         };
         for (name, t) in &j.want {
-            let want = values(t);
+            let want = t.values();
             let got = &got[name];
             let bad = got.len() != want.len() || got.iter().zip(&want).any(|(g, w)| !close(g, w));
             if bad {

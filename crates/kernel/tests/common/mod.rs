@@ -5,18 +5,9 @@
 
 use std::collections::HashMap;
 
-use interp::{Arg, Data, Mode, Tensor};
+use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
 use kernel::Block;
-
-/// A tensor's elements as VM values.
-pub fn values(t: &Tensor) -> Vec<Value> {
-    match (&t.data, t.dtype) {
-        (Data::F(v), _) => v.iter().map(|x| Value::Float(*x)).collect(),
-        (Data::I(v), DType::Bool) => v.iter().map(|x| Value::Bool(*x != 0)).collect(),
-        (Data::I(v), _) => v.iter().map(|x| Value::Int(*x)).collect(),
-    }
-}
 
 /// Whether two values agree: integers and booleans exactly, floats within
 /// 1e-5 relative (absolute below magnitude 1), equal infinities, or both NaN.
@@ -100,7 +91,7 @@ pub fn case(
     let inputs = args
         .iter()
         .map(|(k, a)| match a {
-            Arg::Tensor(t) => (k.clone(), values(t)),
+            Arg::Tensor(t) => (k.clone(), t.values()),
             Arg::Scalar(v) => (k.clone(), vec![*v]),
         })
         .collect();
@@ -132,7 +123,7 @@ pub fn check_kernel(block: &Block, c: &Case, exact: bool, what: &str) {
     let got = kernel::vm::run(block, c.inputs.clone())
         .unwrap_or_else(|e| panic!("{def} ({what}): vm: {e}"));
     for (name, t) in &c.want {
-        let want = values(t);
+        let want = t.values();
         let ok = if exact {
             identical(&got[name], &want)
         } else {

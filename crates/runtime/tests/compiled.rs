@@ -264,6 +264,53 @@ fn compiled_programs_match_the_interpreter() {
 }
 
 #[test]
+fn convolutions_run_as_masked_vectors_with_jammed_filters() {
+    let cache = cache("convolutions");
+    let gconv = load("bench/workloads/gconv.tc");
+    // Rows of 14, 7 and 5 are partial vectors whose padded edges mask
+    // lanes; 16, 8 and 12 filters are jammed with the lanes.
+    for (h, w, f) in [(14, 14, 16), (5, 7, 8), (3, 5, 12)] {
+        let exe = check(
+            &cache,
+            &gconv,
+            "gconv",
+            &[
+                ("N", 2),
+                ("G", 3),
+                ("C", 4),
+                ("F", f),
+                ("H", h),
+                ("W", w),
+                ("KH", 3),
+                ("KW", 3),
+            ],
+            &[],
+        );
+        let source = &exe.c.source;
+        assert!(
+            source.contains("_mm512_maskz_loadu_ps(") && source.contains("_mm512_set1_ps(W1["),
+            "gconv {h}x{w}, {f} filters: the reduction is not vector code:\n{source}"
+        );
+    }
+    // A row of 20: one full vector and a partial one of 4 lanes.
+    check(
+        &cache,
+        &load("bench/workloads/conv3x3.tc"),
+        "conv3x3",
+        &[
+            ("N", 1),
+            ("C", 3),
+            ("H", 4),
+            ("W", 20),
+            ("F", 8),
+            ("KH", 3),
+            ("KW", 3),
+        ],
+        &[],
+    );
+}
+
+#[test]
 fn temporaries_share_memory_and_start_at_zero() {
     // Three layers through temporaries: t1 and t3 do not overlap in time,
     // so they share a slot; t3 must still start at zero (its statement

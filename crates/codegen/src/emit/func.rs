@@ -20,7 +20,10 @@
 //! dropped, and prove that every affine form fits in `int64_t` (a form that
 //! might not is an error: C's signed overflow is undefined).
 //!
-//! A block tagged `vector` gets `#pragma GCC ivdep` on its innermost loop
+//! A block tagged `vector` whose lane loop qualifies is also emitted as
+//! explicit AVX-512 statements (`vector.rs`), with the scalar loops as the
+//! `#else` branch. A block tagged `vector` gets `#pragma GCC ivdep` on its
+//! innermost loop
 //! when that is sound: every buffer element the loop body writes is written
 //! and read at one offset, the same in every access, which moves with the
 //! vector index and with no variable of the body; the lanes then touch
@@ -41,6 +44,8 @@ use kernel::{Affine, Agg, Block, Dim, StmtKind};
 use super::names::Names;
 use super::scalar;
 use super::EmitError;
+
+mod vector;
 
 /// The most bytes of local buffers one step may declare in all (they live
 /// on the stack of the thread that runs it, which may be a small one).
@@ -153,7 +158,8 @@ pub(crate) struct Func<'a> {
     pub(crate) used_roots: Vec<bool>,
     names: Names,
     vars: Vec<Var>,
-    locals: Vec<(String, DType)>,
+    /// Local arrays: C name, element type and length.
+    locals: Vec<(String, DType, u64)>,
     /// The bytes of all local buffers declared so far.
     local_bytes: u64,
     pub(crate) lines: Vec<String>,
@@ -546,7 +552,17 @@ impl<'a> Func<'a> {
             }
             self.vars[v].lo = lo;
             self.vars[v].hi = hi;
-            headers.push((v, fold("tsr_max", &lo_terms), fold("tsr_min", &hi_terms)));
+            let bound_vars: Vec<usize> = lows
+                .iter()
+                .chain(&highs)
+                .flat_map(|e| e.lin.terms.keys().copied())
+                .collect();
+            headers.push((
+                v,
+                fold("tsr_max", &lo_terms),
+                fold("tsr_min", &hi_terms),
+                bound_vars,
+            ));
         }
 
         if nested {
@@ -575,7 +591,42 @@ impl<'a> Func<'a> {
         }
         let vector = b.tags.contains("vector");
         let innermost = headers.last().map(|h| h.0);
-        for (v, lo, hi) in headers {
+        // The vector loop as AVX-512 statements: the innermost loop, with
+        // the loop around it when the lanes' bounds do not depend on it (a
+        // jammed index: the statements that do not depend on it are then
+        // computed once for all its points).
+        let mut explicit = None;
+        if let (true, Some((v, lo, hi, deps))) = (vector, headers.last()) {
+            let range = loops.iter().find(|l| l.0 == *v).map_or(0, |l| l.1);
+            let jam = headers
+                .len()
+                .checked_sub(2)
+                .map(|k| &headers[k])
+                .filter(|j| !deps.contains(&j.0) && parallel_var != Some(j.0));
+            if Self::vector_candidate(b, range) {
+                let lanes = vector::Lanes {
+                    var: *v,
+                    lo: lo.clone(),
+                    hi: hi.clone(),
+                    jam: jam.map(|j| (j.0, j.1.clone(), j.2.clone())),
+                };
+                let at = headers.len() - 1 - usize::from(jam.is_some());
+                explicit = Some((at, lanes));
+            }
+        }
+        let mut explicit_loops = 0;
+        let header_count = headers.len();
+        for (k, (v, lo, hi, _)) in headers.into_iter().enumerate() {
+            if let Some((at, lanes)) = explicit.as_ref().filter(|(at, _)| *at == k) {
+                let mark = self.lines.len();
+                self.lines.push("#if defined(__AVX512F__)".to_string());
+                if self.vector_body(b, &env, pviews, lanes) {
+                    self.lines.push("#else".to_string());
+                    explicit_loops = header_count - *at;
+                } else {
+                    self.lines.truncate(mark);
+                }
+            }
             if vector && Some(v) == innermost {
                 self.vectors.push(VectorLoop {
                     var: v,
@@ -590,6 +641,14 @@ impl<'a> Func<'a> {
             opened += 1;
         }
         let body = self.point(b, &path, &env, pviews);
+        if explicit_loops > 0 {
+            for _ in 0..explicit_loops {
+                self.depth -= 1;
+                self.line("}");
+            }
+            self.lines.push("#endif".to_string());
+            opened -= explicit_loops;
+        }
         for _ in 0..opened {
             self.depth -= 1;
             self.line("}");
@@ -676,12 +735,14 @@ impl<'a> Func<'a> {
                         ));
                     }
                     let name = self.names.fresh(&r.into);
+                    // Aligned to a vector register, so that vector code
+                    // reads and writes whole cache lines.
                     self.line(format!(
-                        "{} {name}[{}] = {{0}};",
+                        "_Alignas(64) {} {name}[{}] = {{0}};",
                         scalar::storage_type(r.dtype),
                         len.max(1)
                     ));
-                    self.locals.push((name, r.dtype));
+                    self.locals.push((name, r.dtype, len.max(1)));
                     View {
                         base: Base::Local(self.locals.len() - 1),
                         origin: Lin::constant(0),

@@ -403,6 +403,25 @@ static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? 
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
+static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
+  if (hi <= lo) return 0;
+  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
+   is NaN, else y. */
+static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+#endif
+
 /* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
    handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
    wraps to INT64_MIN. */

@@ -13,13 +13,20 @@
 //! `#vector` block over the lanes. Views of `B` that depend on the lane
 //! index are widened to the `W` elements the lanes cover.
 //!
+//! When the vector block also holds a jammed index (`vectorize`'s register
+//! blocking), both are free: the accumulators become `J x W` buffers, and
+//! the reduction's innermost indices are the jammed index and then the
+//! lane. The accumulators' lane dimension is rounded up to a whole number
+//! of vector registers, so that each row of lanes is one register.
+//!
 //! Requires: a verified kernel. Applies to a `#vector` block without
-//! constraints, with exactly one index of range above 1 (the lane index
-//! `v`) that is not passed, exactly one child block `R` (which has no child
-//! blocks), scalar statements before and after it that share no scalar, and
-//! local buffers of rank 0; every view of `B` either does not mention `v`
-//! or mentions it in exactly one dimension, with coefficient 1 and size 1;
-//! `R` refines only `B`'s local buffers and views that do not mention `v`.
+//! constraints, with one or two indices of range above 1 that are not
+//! passed (the free indices, the lane index `v` last), exactly one child
+//! block `R` (which has no child blocks), scalar statements before and
+//! after it that share no scalar, and local buffers of rank 0; every view
+//! of `B` either does not mention a free index or mentions it in exactly
+//! one dimension, with coefficient 1 and size 1; `R` refines only `B`'s
+//! local buffers and views that do not mention the free indices.
 //!
 //! Guarantees: the same results, bit for bit. Each lane runs the same
 //! statements on the same elements in the same order as before (the
@@ -42,7 +49,7 @@ impl Pass for Interchange {
         "interchange"
     }
 
-    fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
+    fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
         let mut paths = Vec::new();
         for (k, s) in root.stmts.iter().enumerate() {
             if let StmtKind::Block(b) = &s.kind {
@@ -52,7 +59,7 @@ impl Pass for Interchange {
             }
         }
         for path in paths {
-            let Some(new) = root.at(&path).and_then(rewrite) else {
+            let Some(new) = root.at(&path).and_then(|b| rewrite(b, target)) else {
                 continue;
             };
             let Some(slot) = root.at_mut(&path) else {
@@ -123,19 +130,21 @@ fn views(s: &Statement) -> Option<&str> {
     }
 }
 
-fn rewrite(b: &Block) -> Option<Block> {
+fn rewrite(b: &Block, target: &Target) -> Option<Block> {
     if !b.constraints.is_empty() {
         return None;
     }
-    let lanes: Vec<&Index> = b
+    // The free indices: the lane index last, and the jammed index (if
+    // any) before it.
+    let free: Vec<&Index> = b
         .idxs
         .iter()
         .filter(|i| i.affine.is_none() && i.range > 1)
         .collect();
-    let [lane] = lanes.as_slice() else {
+    if free.is_empty() || free.len() > 2 {
         return None;
-    };
-    let (v, width) = (lane.name.as_str(), lane.range);
+    }
+    let is_free = |n: &str| free.iter().any(|i| i.name == n);
     let blocks: Vec<usize> = (0..b.stmts.len())
         .filter(|&k| matches!(b.stmts[k].kind, StmtKind::Block(_)))
         .collect();
@@ -159,7 +168,7 @@ fn rewrite(b: &Block) -> Option<Block> {
     }
     // B's refinements: locals widen to the lanes; views that mention the
     // lane index widen in its dimension.
-    let mut lane_dims: HashMap<&str, Option<usize>> = HashMap::new();
+    let mut lane_dims: HashMap<&str, Vec<Option<usize>>> = HashMap::new();
     for r in &b.refs {
         if r.from.is_none() {
             if !r.shape.is_empty() || !r.access.is_empty() {
@@ -167,15 +176,25 @@ fn rewrite(b: &Block) -> Option<Block> {
             }
             continue;
         }
-        lane_dims.insert(&r.into, lane_dim(r, v).ok()?);
+        let dims = free
+            .iter()
+            .map(|i| lane_dim(r, &i.name))
+            .collect::<Result<Vec<_>, ()>>()
+            .ok()?;
+        lane_dims.insert(&r.into, dims);
     }
+    let moves = |name: &str| {
+        lane_dims
+            .get(name)
+            .is_some_and(|d| d.iter().any(Option::is_some))
+    };
     let local = |name: &str| b.refs.iter().any(|r| r.into == name && r.from.is_none());
     // R refines only locals and views independent of the lane.
     for rr in &r.refs {
         let Some(from) = rr.from.as_deref() else {
             continue;
         };
-        if !local(from) && lane_dims.get(from).copied().flatten().is_some() {
+        if !local(from) && moves(from) {
             return None;
         }
         if local(from) && !rr.access.is_empty() {
@@ -188,11 +207,34 @@ fn rewrite(b: &Block) -> Option<Block> {
         .chain(&r.idxs)
         .map(|i| i.name.as_str())
         .collect();
-    let mut lane_name = format!("{v}_lane");
-    while taken.contains(lane_name.as_str()) {
-        lane_name.push('_');
+    let lane_names: Vec<String> = free
+        .iter()
+        .map(|i| {
+            let mut n = format!("{}_lane", i.name);
+            while taken.contains(n.as_str()) {
+                n.push('_');
+            }
+            n
+        })
+        .collect();
+    // The accumulators' lane dimension is a whole number of vector
+    // registers, so that every row of lanes starts a register of its own.
+    let mut shape: Vec<u64> = free.iter().map(|i| i.range).collect();
+    let dtype_bits = b
+        .refs
+        .iter()
+        .find(|r| r.from.is_none())
+        .map_or(32, |r| r.dtype.bits().max(8));
+    let per_register = u64::from(target.vector_bits / dtype_bits).max(1);
+    if let Some(last) = shape.last_mut() {
+        *last = last.div_ceil(per_register) * per_register;
     }
-    let at_lane = |name: &str| Affine::index(name);
+    // One element of the accumulators, as each lane (and jammed point)
+    // refines it.
+    let ones: Vec<Dim> = crate::row_major(&shape)
+        .into_iter()
+        .map(|d| Dim { size: 1, ..d })
+        .collect();
 
     // The outer block: B without the lane index, its views widened.
     let mut outer = Block::new(&b.name);
@@ -200,18 +242,27 @@ fn rewrite(b: &Block) -> Option<Block> {
     outer.tags = b.tags.clone();
     outer.tags.remove("vector");
     outer.tags.insert("interchanged".to_string());
-    outer.idxs = b.idxs.iter().filter(|i| i.name != v).cloned().collect();
+    outer.idxs = b
+        .idxs
+        .iter()
+        .filter(|i| !is_free(&i.name))
+        .cloned()
+        .collect();
     for r in &b.refs {
         let mut w = r.clone();
         if r.from.is_none() {
-            w.shape = crate::row_major(&[width]);
-        } else if let Some(Some(d)) = lane_dims.get(r.into.as_str()) {
+            w.shape = crate::row_major(&shape);
+        } else if let Some(dims) = lane_dims.get(r.into.as_str()) {
             w.access = r
                 .access
                 .iter()
-                .map(|a| a.subst(&|n| (n == v).then(|| Affine::constant(0))))
+                .map(|a| a.subst(&|n| is_free(n).then(|| Affine::constant(0))))
                 .collect();
-            w.shape[*d].size = width;
+            for (d, i) in dims.iter().zip(&free) {
+                if let Some(d) = d {
+                    w.shape[*d].size = i.range;
+                }
+            }
         }
         outer.refs.push(w);
     }
@@ -229,12 +280,7 @@ fn rewrite(b: &Block) -> Option<Block> {
     let lane_block = |name: &str, stmts: &[Statement]| -> Block {
         let mut l = Block::new(name);
         l.tags.insert("vector".to_string());
-        l.idxs = vec![Index {
-            name: v.to_string(),
-            range: width,
-            affine: None,
-            tags: lane.tags.clone(),
-        }];
+        l.idxs = free.iter().map(|i| (*i).clone()).collect();
         l.idxs.extend(passed.iter().cloned());
         let named: HashSet<&str> = stmts.iter().filter_map(views).collect();
         for r in outer
@@ -244,16 +290,16 @@ fn rewrite(b: &Block) -> Option<Block> {
         {
             let original = b.refs.iter().find(|x| x.into == r.into);
             let (access, shape) = if r.from.is_none() {
-                (vec![at_lane(v)], vec![Dim { size: 1, stride: 1 }])
+                (
+                    free.iter().map(|i| Affine::index(&i.name)).collect(),
+                    ones.clone(),
+                )
             } else {
-                let d = lane_dims.get(r.into.as_str()).copied().flatten();
+                let dims = lane_dims.get(r.into.as_str());
                 let access = (0..r.access.len())
                     .map(|k| {
-                        if Some(k) == d {
-                            at_lane(v)
-                        } else {
-                            Affine::constant(0)
-                        }
+                        let at = dims.and_then(|d| d.iter().position(|x| *x == Some(k)));
+                        at.map_or_else(|| Affine::constant(0), |f| Affine::index(&free[f].name))
                     })
                     .collect();
                 (
@@ -287,14 +333,19 @@ fn rewrite(b: &Block) -> Option<Block> {
     // the new lane index and the outer block's indices, each of which is
     // passed in under a name of its own.
     let mut names: HashSet<String> = red.idxs.iter().map(|i| i.name.clone()).collect();
-    names.insert(lane_name.clone());
+    names.extend(lane_names.iter().cloned());
+    let lane_of = |n: &str| free.iter().position(|i| i.name == n);
     let mut outer_names: HashMap<String, String> = HashMap::new();
     let mut added = Vec::new();
     for i in &red.idxs {
-        let Some(form) = i.affine.as_ref().filter(|f| f.terms.contains_key(v)) else {
+        let Some(form) = i
+            .affine
+            .as_ref()
+            .filter(|f| f.terms.keys().any(|n| is_free(n)))
+        else {
             continue;
         };
-        for n in form.terms.keys().filter(|n| n.as_str() != v) {
+        for n in form.terms.keys().filter(|n| !is_free(n)) {
             if outer_names.contains_key(n) {
                 continue;
             }
@@ -314,13 +365,10 @@ fn rewrite(b: &Block) -> Option<Block> {
     }
     let mut subst: HashMap<String, Affine> = HashMap::new();
     red.idxs.retain(|i| match &i.affine {
-        Some(form) if form.terms.contains_key(v) => {
-            let local = form.subst(&|n| {
-                if n == v {
-                    Some(Affine::index(&lane_name))
-                } else {
-                    outer_names.get(n).map(|m| Affine::index(m))
-                }
+        Some(form) if form.terms.keys().any(|n| is_free(n)) => {
+            let local = form.subst(&|n| match lane_of(n) {
+                Some(f) => Some(Affine::index(&lane_names[f])),
+                None => outer_names.get(n).map(|m| Affine::index(m)),
             });
             subst.insert(i.name.clone(), local);
             false
@@ -328,14 +376,16 @@ fn rewrite(b: &Block) -> Option<Block> {
         _ => true,
     });
     red.idxs.extend(added);
-    // The lane is the innermost index: every lane runs a point of the
-    // reduction before the next point starts.
-    red.idxs.push(Index {
-        name: lane_name.clone(),
-        range: width,
-        affine: None,
-        tags: lane.tags.clone(),
-    });
+    // The free indices are the innermost ones, the lane last: every lane
+    // runs a point of the reduction before the next point starts.
+    for (i, name) in free.iter().zip(&lane_names) {
+        red.idxs.push(Index {
+            name: name.clone(),
+            range: i.range,
+            affine: None,
+            tags: i.tags.clone(),
+        });
+    }
     let sub = |a: &Affine| a.subst(&|n| subst.get(n).cloned());
     red.constraints = red.constraints.iter().map(sub).collect();
     for s in &mut red.stmts {
@@ -345,8 +395,8 @@ fn rewrite(b: &Block) -> Option<Block> {
     }
     for rr in &mut red.refs {
         if rr.from.as_deref().is_some_and(local) {
-            rr.access = vec![at_lane(&lane_name)];
-            rr.shape = vec![Dim { size: 1, stride: 1 }];
+            rr.access = lane_names.iter().map(|n| Affine::index(n)).collect();
+            rr.shape = ones.clone();
         } else {
             rr.access = rr.access.iter().map(sub).collect();
         }

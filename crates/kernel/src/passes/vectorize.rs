@@ -7,19 +7,44 @@
 //! separate tail block (tagged `#tail`) after the vectorized one.
 //!
 //! The width is the target's vector register size over the element size of
-//! the written view (16 `float32` lanes with AVX-512). The split is
-//! autotile's rewrite ([`super::autotile::tile_block`]) with tile 1 on every
-//! other index, and the tail is cut off with boundary's index shift. The
-//! vectorized index indexes the written view, so every output element is
-//! computed by exactly the points it was before, in the same order.
+//! the written view (16 `float32` lanes with AVX-512). An index shorter
+//! than the width, but at least a quarter of it, is one partial vector (a
+//! 14-wide image row: 14 of 16 lanes), and so is a tail of at least a
+//! quarter of the width.
+//!
+//! Register blocking: the vector block also takes a tile of one other
+//! index, jammed with the lanes, when the reads of the block's nest that
+//! depend on that index do not depend on the lanes (broadcasts) and some
+//! read that depends on the lanes does not depend on it (one vector load
+//! then serves every jammed point): the filter index of a convolution, the
+//! row index of a matmul. `interchange` then keeps one accumulator row per
+//! jammed point, and the C backend emits the jammed loop inside the vector
+//! code, computing the shared vector once.
+//!
+//! The split is autotile's rewrite ([`super::autotile::tile_block`]) with
+//! tile 1 on every other index, and the tail is cut off with boundary's
+//! index shift. The vectorized index indexes the written view, so every
+//! output element is computed by exactly the points it was before, in the
+//! same order.
 //!
 //! Requires: a verified kernel. Guarantees: the same results; a verified
 //! kernel (a rewrite that does not verify is dropped); blocks whose written
-//! views have no stride-1 index of range at least the width are left alone.
+//! views have no stride-1 index of range at least a quarter of the width
+//! are left alone.
+
+use std::collections::{HashMap, HashSet};
 
 use crate::passes::autotile::tile_block;
 use crate::passes::boundary::shifted;
 use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
+
+/// A stride-1 index shorter than the width is vectorized when it fills at
+/// least this fraction of a vector (the rest of the lanes are masked off).
+const PARTIAL: u64 = 4;
+
+/// The most points jammed with the lanes: one accumulator register each,
+/// which leaves registers for the loaded vector and the broadcasts.
+const JAM: u64 = 16;
 
 #[derive(Debug)]
 pub struct Vectorize;
@@ -111,27 +136,32 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
     }
     let k = b.idxs.iter().position(|ix| {
         ix.affine.is_none()
-            && ix.range >= lanes
+            && ix.range >= lanes / PARTIAL
             && access.terms.len() == 1
             && access.terms.get(&ix.name) == Some(&1)
     })?;
     let x = b.idxs[k].name.clone();
     let range = b.idxs[k].range;
-    let main = range / lanes * lanes;
+    // A range below the width is one partial vector.
+    let width = lanes.min(range);
+    let main = range / width * width;
     let body = if main == range {
         b.clone()
     } else {
         shifted(b, &x, 0, i64::try_from(main).ok()?)
     };
+    let jam = jam_index(b, k);
     let tile: Vec<u64> = body
         .idxs
         .iter()
         .enumerate()
         .map(|(j, ix)| {
             if j == k {
-                lanes
+                width
             } else if ix.affine.is_some() {
                 ix.range
+            } else if let Some((_, t)) = jam.filter(|(at, _)| *at == j) {
+                t
             } else {
                 1
             }
@@ -155,7 +185,119 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
         );
         tail.name = format!("{}_tail", b.name);
         tail.tags.insert("tail".to_string());
-        pieces.push(tail);
+        // A tail of at least a quarter of the width is a partial vector.
+        match vectorized(&tail, target) {
+            Some(mut vector) => {
+                for p in &mut vector {
+                    p.tags.insert("tail".to_string());
+                }
+                pieces.extend(vector);
+            }
+            None => pieces.push(tail),
+        }
     }
     Some(pieces)
+}
+
+/// The index to jam with the lanes (and its tile): the lanes' registers are
+/// then reused across the jammed points. It is an index of `b` before lane
+/// index `lane` such that every read of `b`'s nest that depends on it does
+/// not depend on the lane index (those are broadcasts), and some read that
+/// depends on the lane index does not depend on it (that vector is loaded
+/// once for all jammed points), as a register-blocked matmul or
+/// convolution has it. Its tile is the largest divisor of its range up to
+/// [`JAM`], at least 4; among several such indices, the one with the
+/// largest tile, the innermost on ties.
+fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
+    let deps = read_deps(b);
+    let x = &b.idxs[lane].name;
+    let mut best: Option<(usize, u64)> = None;
+    for (j, ix) in b.idxs.iter().enumerate().take(lane) {
+        if ix.affine.is_some() || ix.range < 2 {
+            continue;
+        }
+        let n = &ix.name;
+        let broadcast = deps.iter().all(|d| !d.contains(n) || !d.contains(x));
+        let shared = deps.iter().any(|d| d.contains(x) && !d.contains(n));
+        let Some(t) = (4..=JAM.min(ix.range)).rev().find(|t| ix.range % t == 0) else {
+            continue;
+        };
+        if broadcast && shared && best.is_none_or(|(_, bt)| t >= bt) {
+            best = Some((j, t));
+        }
+    }
+    best
+}
+
+/// For every load and gather in `b`'s nest, the indices of `b` (not passed
+/// ones) that the element it reads depends on.
+fn read_deps(b: &Block) -> Vec<HashSet<String>> {
+    let idx: HashMap<String, HashSet<String>> = b
+        .idxs
+        .iter()
+        .map(|i| {
+            let own = if i.affine.is_none() {
+                HashSet::from([i.name.clone()])
+            } else {
+                HashSet::new()
+            };
+            (i.name.clone(), own)
+        })
+        .collect();
+    let views: HashMap<String, HashSet<String>> = b
+        .refs
+        .iter()
+        .filter_map(|r| r.from.clone())
+        .map(|f| (f, HashSet::new()))
+        .collect();
+    let mut out = Vec::new();
+    walk(b, &idx, &views, &mut out);
+    out
+}
+
+fn walk(
+    b: &Block,
+    idx: &HashMap<String, HashSet<String>>,
+    views: &HashMap<String, HashSet<String>>,
+    out: &mut Vec<HashSet<String>>,
+) {
+    let mut mine: HashMap<String, HashSet<String>> = HashMap::new();
+    for r in &b.refs {
+        let Some(parent) = r.from.as_ref().and_then(|f| views.get(f)) else {
+            continue;
+        };
+        let mut d = parent.clone();
+        for a in &r.access {
+            for t in a.terms.keys() {
+                d.extend(idx.get(t).cloned().unwrap_or_default());
+            }
+        }
+        mine.insert(r.into.clone(), d);
+    }
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Load { from, .. } | StmtKind::Gather { from, .. } => {
+                if let Some(d) = mine.get(from) {
+                    out.push(d.clone());
+                }
+            }
+            StmtKind::Block(c) => {
+                let cidx = c
+                    .idxs
+                    .iter()
+                    .map(|i| {
+                        let d: HashSet<String> = i.affine.as_ref().map_or_else(HashSet::new, |a| {
+                            a.terms
+                                .keys()
+                                .flat_map(|t| idx.get(t).cloned().unwrap_or_default())
+                                .collect()
+                        });
+                        (i.name.clone(), d)
+                    })
+                    .collect();
+                walk(c, &cidx, &mine, out);
+            }
+            _ => {}
+        }
+    }
 }

@@ -23,6 +23,25 @@ static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? 
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
+static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
+  if (hi <= lo) return 0;
+  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
+   is NaN, else y. */
+static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+#endif
+
 /* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
    handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
    wraps to INT64_MIN. */
@@ -139,7 +158,7 @@ int32_t gather_0(void *const *buffers, int64_t lo, int64_t hi)
   return tsr_err ? TSR_ERR_GATHER : 0;
 }
 
-/* Step 1 of gather: block s1_Z_tail #parallel #tail
+/* Step 1 of gather: block s1_Z_tail_vec #parallel #tail #unrolled
  * Z(i, j) = X(I(i, j)) where i in 0:A, j in 0:B
  * Runs lo <= i < hi of its parallel index (range 3).
  */
@@ -150,15 +169,34 @@ int32_t gather_1(void *const *buffers, int64_t lo, int64_t hi)
   const int32_t *restrict I = (const int32_t *)buffers[1];
   float *restrict Z = (float *)buffers[2];
   for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 3); i++) {
-    for (int64_t j = 0; j < 4; j++) {
-      const int32_t t1 = I[20*i + j + 16];
-      const int64_t t2_pos0 = (int64_t)t1;
-      const int t2_pos0_ok = (t2_pos0 >= 0) & (t2_pos0 < 5);
-      tsr_err |= !t2_pos0_ok;
-      const int64_t t2_at0 = t2_pos0_ok ? t2_pos0 : 0;
-      const float t2 = X[t2_at0];
-      Z[20*i + j + 16] = t2;
-    }
+    const int32_t t1_u0 = I[20*i + 16];
+    const int64_t t2_u0_pos0 = (int64_t)t1_u0;
+    const int t2_u0_pos0_ok = (t2_u0_pos0 >= 0) & (t2_u0_pos0 < 5);
+    tsr_err |= !t2_u0_pos0_ok;
+    const int64_t t2_u0_at0 = t2_u0_pos0_ok ? t2_u0_pos0 : 0;
+    const float t2_u0 = X[t2_u0_at0];
+    Z[20*i + 16] = t2_u0;
+    const int32_t t1_u1 = I[20*i + 17];
+    const int64_t t2_u1_pos0 = (int64_t)t1_u1;
+    const int t2_u1_pos0_ok = (t2_u1_pos0 >= 0) & (t2_u1_pos0 < 5);
+    tsr_err |= !t2_u1_pos0_ok;
+    const int64_t t2_u1_at0 = t2_u1_pos0_ok ? t2_u1_pos0 : 0;
+    const float t2_u1 = X[t2_u1_at0];
+    Z[20*i + 17] = t2_u1;
+    const int32_t t1_u2 = I[20*i + 18];
+    const int64_t t2_u2_pos0 = (int64_t)t1_u2;
+    const int t2_u2_pos0_ok = (t2_u2_pos0 >= 0) & (t2_u2_pos0 < 5);
+    tsr_err |= !t2_u2_pos0_ok;
+    const int64_t t2_u2_at0 = t2_u2_pos0_ok ? t2_u2_pos0 : 0;
+    const float t2_u2 = X[t2_u2_at0];
+    Z[20*i + 18] = t2_u2;
+    const int32_t t1_u3 = I[20*i + 19];
+    const int64_t t2_u3_pos0 = (int64_t)t1_u3;
+    const int t2_u3_pos0_ok = (t2_u3_pos0 >= 0) & (t2_u3_pos0 < 5);
+    tsr_err |= !t2_u3_pos0_ok;
+    const int64_t t2_u3_at0 = t2_u3_pos0_ok ? t2_u3_pos0 : 0;
+    const float t2_u3 = X[t2_u3_at0];
+    Z[20*i + 19] = t2_u3;
   }
   return tsr_err ? TSR_ERR_GATHER : 0;
 }

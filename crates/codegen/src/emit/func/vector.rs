@@ -1,0 +1,367 @@
+//! Explicit AVX-512 code for a vector loop: the innermost loop of a block
+//! tagged `vector`, over at most 16 `float32` lanes, emitted as one masked
+//! vector statement per kernel statement instead of a loop that gcc may or
+//! may not vectorize (it often does not: it unrolls a 16-iteration loop
+//! completely and then vectorizes an outer loop with gathers instead).
+//!
+//! The lanes that run are those between the loop's bounds, `lo <= v < hi`,
+//! as a 16-bit mask; memory is read with masked loads and written with
+//! masked stores, so lanes outside the bounds never touch memory (AVX-512
+//! masked accesses do not fault on masked-off lanes). The code is guarded
+//! by `#if defined(__AVX512F__)` with the scalar loop as the `#else`
+//! branch, so the same C builds on any x86 or other target.
+//!
+//! Applies when the block has no child blocks and no local buffers, and
+//! every statement is one of: a load of a `float32` view whose offset moves
+//! with the lane by 1 (a vector load) or not at all (a broadcast); a
+//! `float32` constant; `+`, `-`, `*`, `/`, `fmax`, `fmin` on `float32`; a
+//! store with aggregation assign, `+` or `*` to a `float32` view whose
+//! offset moves with the lane by 1. Lanes must touch disjoint elements of
+//! every buffer written (the same condition as `#pragma GCC ivdep`). Any
+//! other block keeps the scalar loop.
+//!
+//! Guarantees: bit-for-bit the scalar loop's results. Each lane computes
+//! the same IEEE operations on the same operands (no contraction into fused
+//! multiply-adds; `fmax` and `fmin` keep C's NaN rule with a compare and a
+//! blend), and the lanes are independent, so running statement by statement
+//! across lanes equals running lane by lane.
+
+use std::collections::HashMap;
+
+use ir::{BinOp, Builtin, DType};
+use kernel::{Agg, Block, Op, StmtKind};
+
+use super::{Base, Func, Lin, VectorLoop, View};
+
+/// The lanes of one `float32` vector register.
+pub(super) const LANES: i64 = 16;
+
+/// The vector value of one kernel scalar: its C name.
+type Vectors = HashMap<String, String>;
+
+/// The loops a vector body replaces.
+pub(super) struct Lanes {
+    /// The lane variable and its bounds (C expressions).
+    pub(super) var: usize,
+    pub(super) lo: String,
+    pub(super) hi: String,
+    /// The jammed loop around the lanes, if any: its variable and bounds.
+    /// The lanes' bounds do not depend on it.
+    pub(super) jam: Option<(usize, String, String)>,
+}
+
+impl Func<'_> {
+    /// Whether block `b` can be emitted as vector statements at all (its
+    /// statements' kinds and the lane count); the offsets are checked while
+    /// emitting.
+    pub(super) fn vector_candidate(b: &Block, range: i64) -> bool {
+        range <= LANES
+            && b.refs.iter().all(|r| r.from.is_some())
+            && b.stmts.iter().all(|s| {
+                matches!(
+                    s.kind,
+                    StmtKind::Load { .. }
+                        | StmtKind::Store { .. }
+                        | StmtKind::Constant { .. }
+                        | StmtKind::Intrinsic { .. }
+                )
+            })
+    }
+
+    /// Emits the body of `b` for the lanes `lo <= var < hi` (and every
+    /// point of the jammed loop) as AVX-512 statements under `if (mask)`.
+    /// Returns false, with nothing emitted, when a statement does not
+    /// qualify (the caller emits the scalar loops).
+    pub(super) fn vector_body(
+        &mut self,
+        b: &Block,
+        env: &HashMap<String, Lin>,
+        pviews: &HashMap<String, View>,
+        lanes: &Lanes,
+    ) -> bool {
+        let mark = self.lines.len();
+        let used = self.used_roots.clone();
+        self.vectors.push(VectorLoop {
+            var: lanes.var,
+            line: mark,
+            first_local: self.locals.len(),
+            accesses: Vec::new(),
+        });
+        let depth = self.depth;
+        let ok = self.vector_stmts(b, env, pviews, lanes);
+        self.depth = depth;
+        let vl = self.vectors.pop();
+        if ok && vl.is_some_and(|vl| self.independent_lanes(&vl)) {
+            return true;
+        }
+        self.lines.truncate(mark);
+        self.used_roots = used;
+        false
+    }
+
+    fn vector_stmts(
+        &mut self,
+        b: &Block,
+        env: &HashMap<String, Lin>,
+        pviews: &HashMap<String, View>,
+        lanes: &Lanes,
+    ) -> bool {
+        let var = lanes.var;
+        let mut views: HashMap<String, View> = HashMap::new();
+        for r in &b.refs {
+            let Some(p) = &r.from else {
+                return false;
+            };
+            let Some(pv) = pviews.get(p) else {
+                return false;
+            };
+            if r.access.len() != pv.dims.len() || r.dtype != DType::F32 {
+                return false;
+            }
+            let mut origin = pv.origin.clone();
+            for (a, d) in r.access.iter().zip(&pv.dims) {
+                let Some(o) = self
+                    .subst(a, env)
+                    .ok()
+                    .and_then(|at| origin.add_scaled(&at, d.stride))
+                else {
+                    return false;
+                };
+                origin = o;
+            }
+            if self.check(&origin).is_err() || self.base_dtype(pv.base) != DType::F32 {
+                return false;
+            }
+            views.insert(
+                r.into.clone(),
+                View {
+                    base: pv.base,
+                    origin,
+                    dims: r.shape.clone(),
+                    dtype: r.dtype,
+                    agg: r.agg,
+                },
+            );
+        }
+        let mask = self.names.fresh("lanes");
+        self.line(format!(
+            "const __mmask16 {mask} = tsr_lanes16({}, {});",
+            lanes.lo, lanes.hi
+        ));
+        self.line(format!("if ({mask}) {{"));
+        self.depth += 1;
+        let mut vectors: Vectors = HashMap::new();
+        let hoisted = match &lanes.jam {
+            Some((j, _, _)) => invariant(b, &views, *j),
+            None => vec![false; b.stmts.len()],
+        };
+        for (s, _) in b.stmts.iter().zip(&hoisted).filter(|(_, h)| **h) {
+            if !self.vector_stmt(&s.kind, &views, &mut vectors, var, &mask) {
+                return false;
+            }
+        }
+        if let Some((j, lo, hi)) = &lanes.jam {
+            let n = self.vars[*j].name.clone();
+            self.line(format!("for (int64_t {n} = {lo}; {n} < {hi}; {n}++) {{"));
+            self.depth += 1;
+        }
+        for (s, _) in b.stmts.iter().zip(&hoisted).filter(|(_, h)| !**h) {
+            if !self.vector_stmt(&s.kind, &views, &mut vectors, var, &mask) {
+                return false;
+            }
+        }
+        if lanes.jam.is_some() {
+            self.depth -= 1;
+            self.line("}");
+        }
+        self.depth -= 1;
+        self.line("}");
+        true
+    }
+
+    /// The C address of lane 0 of `view`, whether the lanes move along it
+    /// (`None` when the offset moves by other than 0 or 1 per lane), and
+    /// whether all 16 lanes from there lie inside the buffer (a local
+    /// array), so that it can be read and written whole.
+    fn lane_address(&mut self, view: &View, var: usize) -> Option<(String, bool, bool)> {
+        let step = view.origin.coef(var);
+        if step != 0 && step != 1 {
+            return None;
+        }
+        let lane0 = view.origin.add_scaled(&Lin::var(var), -step)?;
+        let whole = match view.base {
+            Base::Local(k) => {
+                let (lo, hi) = self.range(&lane0);
+                lo >= 0 && i128::from(hi) + i128::from(LANES) <= i128::from(self.locals[k].2)
+            }
+            Base::Root(_) => false,
+        };
+        let offset = self.render(&lane0);
+        Some((self.element(view.base, &offset), step == 1, whole))
+    }
+
+    fn vector_stmt(
+        &mut self,
+        kind: &StmtKind,
+        views: &HashMap<String, View>,
+        vectors: &mut Vectors,
+        var: usize,
+        mask: &str,
+    ) -> bool {
+        match kind {
+            StmtKind::Load { from, into } => {
+                let Some(v) = views.get(from) else {
+                    return false;
+                };
+                let Some((elem, moves, whole)) = self.lane_address(v, var) else {
+                    return false;
+                };
+                self.record(v.base, Some(&v.origin), false);
+                let name = self.names.fresh(into);
+                // The lanes outside the mask of a whole read are other
+                // elements of the local array; they only reach lanes that
+                // are never stored.
+                let value = match (moves, whole) {
+                    (true, true) => format!("_mm512_loadu_ps(&{elem})"),
+                    (true, false) => format!("_mm512_maskz_loadu_ps({mask}, &{elem})"),
+                    (false, _) => format!("_mm512_set1_ps({elem})"),
+                };
+                self.line(format!("const __m512 {name} = {value};"));
+                vectors.insert(into.clone(), name);
+            }
+            StmtKind::Store { from, into } => {
+                let (Some(x), Some(v)) = (vectors.get(from), views.get(into)) else {
+                    return false;
+                };
+                let x = x.clone();
+                let Some((elem, true, whole)) = self.lane_address(v, var) else {
+                    return false;
+                };
+                let combine = match v.agg {
+                    Agg::Assign => None,
+                    Agg::Add => Some("add"),
+                    Agg::Mul => Some("mul"),
+                    Agg::Min | Agg::Max => return false,
+                };
+                self.record(v.base, Some(&v.origin), true);
+                if whole {
+                    // A whole local write keeps the lanes outside the mask
+                    // as they were (a masked operation on the old value),
+                    // so the array can live in registers: gcc keeps masked
+                    // stores in memory.
+                    let old = format!("_mm512_loadu_ps(&{elem})");
+                    let value = match combine {
+                        None => format!("_mm512_mask_blend_ps({mask}, {old}, {x})"),
+                        Some(f) => format!("_mm512_mask_{f}_ps({old}, {mask}, {old}, {x})"),
+                    };
+                    self.line(format!("_mm512_storeu_ps(&{elem}, {value});"));
+                } else {
+                    let value = match combine {
+                        None => x,
+                        Some(f) => {
+                            format!("_mm512_{f}_ps(_mm512_maskz_loadu_ps({mask}, &{elem}), {x})")
+                        }
+                    };
+                    self.line(format!("_mm512_mask_storeu_ps(&{elem}, {mask}, {value});"));
+                }
+            }
+            StmtKind::Constant { into, value, dtype } => {
+                if *dtype != DType::F32 {
+                    return false;
+                }
+                let name = self.names.fresh(into);
+                self.line(format!(
+                    "const __m512 {name} = _mm512_set1_ps({});",
+                    super::scalar::literal(*dtype, *value)
+                ));
+                vectors.insert(into.clone(), name);
+            }
+            StmtKind::Intrinsic {
+                op,
+                inputs,
+                into,
+                dtype,
+            } => {
+                if *dtype != DType::F32 {
+                    return false;
+                }
+                let Some(args) = inputs
+                    .iter()
+                    .map(|n| vectors.get(n).cloned())
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    return false;
+                };
+                let Some(expr) = vector_op(op, &args) else {
+                    return false;
+                };
+                let name = self.names.fresh(into);
+                self.line(format!("const __m512 {name} = {expr};"));
+                vectors.insert(into.clone(), name);
+            }
+            StmtKind::LoadIndex { .. } | StmtKind::Gather { .. } | StmtKind::Block(_) => {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Which statements of `b` do not depend on loop variable `j`: constants,
+/// loads of views whose offset does not move with `j` from buffers that no
+/// statement writes, and operations on such values. They compute the same
+/// values at every point of `j`'s loop, so they can run once before it.
+fn invariant(b: &Block, views: &HashMap<String, View>, j: usize) -> Vec<bool> {
+    let written: Vec<Base> = b
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Store { into, .. } => views.get(into).map(|v| v.base),
+            _ => None,
+        })
+        .collect();
+    let mut fixed: HashMap<&str, bool> = HashMap::new();
+    b.stmts
+        .iter()
+        .map(|s| {
+            let (into, ok) = match &s.kind {
+                StmtKind::Load { from, into } => (
+                    into,
+                    views
+                        .get(from)
+                        .is_some_and(|v| v.origin.coef(j) == 0 && !written.contains(&v.base)),
+                ),
+                StmtKind::Constant { into, .. } => (into, true),
+                StmtKind::Intrinsic { inputs, into, .. } => (
+                    into,
+                    inputs
+                        .iter()
+                        .all(|n| fixed.get(n.as_str()).copied().unwrap_or(false)),
+                ),
+                _ => return false,
+            };
+            fixed.insert(into.as_str(), ok);
+            ok
+        })
+        .collect()
+}
+
+/// The AVX-512 expression of a `float32` operation on vectors, if it has
+/// one here.
+fn vector_op(op: &Op, args: &[String]) -> Option<String> {
+    Some(match (op, args) {
+        (Op::Binary(b), [x, y]) => {
+            let f = match b {
+                BinOp::Add => "_mm512_add_ps",
+                BinOp::Sub => "_mm512_sub_ps",
+                BinOp::Mul => "_mm512_mul_ps",
+                BinOp::Div => "_mm512_div_ps",
+                _ => return None,
+            };
+            format!("{f}({x}, {y})")
+        }
+        (Op::Builtin(Builtin::Max), [x, y]) => format!("tsr_fmax16({x}, {y})"),
+        (Op::Builtin(Builtin::Min), [x, y]) => format!("tsr_fmin16({x}, {y})"),
+        _ => return None,
+    })
+}

@@ -381,9 +381,15 @@ impl std::fmt::Debug for Line {
 impl Slot {
     /// At least `bytes` zeroed bytes.
     pub fn new(bytes: usize) -> Slot {
-        Slot {
-            lines: vec![Line([0; 64]); bytes.div_ceil(64)],
+        let count = bytes.div_ceil(64);
+        let mut lines: Vec<Line> = Vec::with_capacity(count);
+        if count * 64 >= HUGE_PAGE_SLOT {
+            advise_huge_pages(lines.as_mut_ptr().cast(), count * 64);
         }
+        // The zeros are written after the advice, so the pages they fault
+        // in are already huge ones.
+        lines.resize(count, Line([0; 64]));
+        Slot { lines }
     }
 
     pub fn bytes(&self) -> usize {
@@ -404,6 +410,36 @@ impl Slot {
         self.lines.as_mut_ptr().cast()
     }
 }
+
+/// Slots of at least this many bytes ask the kernel for transparent huge
+/// pages. A kernel that reads a large tensor at random places (an
+/// embedding table's rows) otherwise misses the TLB on nearly every read:
+/// 4 KiB pages cover only a few MiB of it, 2 MiB pages cover gigabytes.
+/// Below this size a slot spans too few huge pages to matter.
+const HUGE_PAGE_SLOT: usize = 4 << 20;
+
+/// Advises the kernel to back the whole pages inside `len` bytes from `ptr`
+/// with transparent huge pages, as numpy does for large arrays. Where the
+/// system has them only on request (`madvise` mode) this is the request;
+/// where it has none the advice fails, and the slot simply keeps small
+/// pages, so the result is ignored.
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *mut c_void, len: usize) {
+    const PAGE: usize = 4096;
+    let start = (ptr as usize).next_multiple_of(PAGE);
+    let end = (ptr as usize).saturating_add(len) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: `start..end` lies inside the allocation of `len` bytes
+        // at `ptr`, which the caller owns and has not yet initialized;
+        // MADV_HUGEPAGE changes only how the kernel backs those pages, not
+        // their contents or who may access them.
+        let _ = unsafe { libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+/// Without Linux's transparent huge pages there is nothing to ask for.
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_ptr: *mut c_void, _len: usize) {}
 
 /// The step's buffer pointers, shared by the threads that run its
 /// partitions.

@@ -39,7 +39,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use ir::DType;
-use kernel::{Affine, Agg, Block, Dim, StmtKind};
+use kernel::{Affine, Agg, Block, Dim, Refinement, StmtKind};
 
 use super::names::Names;
 use super::scalar;
@@ -667,6 +667,39 @@ impl<'a> Func<'a> {
 
     /// The body of one point of `b`: its views and local buffers, then its
     /// statements.
+    /// The view refinement `r` makes of its parent's view `pv`, its
+    /// access resolved through `env`; an error when the ranks differ or an
+    /// offset may overflow 64 bits.
+    fn refined(
+        &self,
+        r: &Refinement,
+        pv: &View,
+        env: &HashMap<String, Lin>,
+    ) -> Result<View, String> {
+        if r.access.len() != pv.dims.len() || r.shape.len() != pv.dims.len() {
+            let parent = r.from.as_deref().unwrap_or_default();
+            return Err(format!("`{}` has the wrong rank for `{parent}`", r.into));
+        }
+        let mut origin = pv.origin.clone();
+        for (a, d) in r.access.iter().zip(&pv.dims) {
+            let at = self
+                .subst(a, env)
+                .map_err(|m| format!("view `{}`: {m}", r.into))?;
+            origin = origin
+                .add_scaled(&at, d.stride)
+                .ok_or_else(|| format!("view `{}` overflows 64-bit offsets", r.into))?;
+        }
+        self.check(&origin)
+            .map_err(|()| format!("view `{}` may overflow 64-bit offsets", r.into))?;
+        Ok(View {
+            base: pv.base,
+            origin,
+            dims: r.shape.clone(),
+            dtype: r.dtype,
+            agg: r.agg,
+        })
+    }
+
     fn point(
         &mut self,
         b: &Block,
@@ -689,34 +722,7 @@ impl<'a> Func<'a> {
                             format!("`{}` refines `{p}`, which is not in scope", r.into),
                         )
                     })?;
-                    if r.access.len() != pv.dims.len() || r.shape.len() != pv.dims.len() {
-                        return Err(fail(
-                            None,
-                            format!("`{}` has the wrong rank for `{p}`", r.into),
-                        ));
-                    }
-                    let mut origin = pv.origin.clone();
-                    for (a, d) in r.access.iter().zip(&pv.dims) {
-                        let at = self
-                            .subst(a, env)
-                            .map_err(|m| fail(None, format!("view `{}`: {m}", r.into)))?;
-                        origin = origin.add_scaled(&at, d.stride).ok_or_else(|| {
-                            fail(None, format!("view `{}` overflows 64-bit offsets", r.into))
-                        })?;
-                    }
-                    self.check(&origin).map_err(|()| {
-                        fail(
-                            None,
-                            format!("view `{}` may overflow 64-bit offsets", r.into),
-                        )
-                    })?;
-                    View {
-                        base: pv.base,
-                        origin,
-                        dims: r.shape.clone(),
-                        dtype: r.dtype,
-                        agg: r.agg,
-                    }
+                    self.refined(r, pv, env).map_err(|m| fail(None, m))?
                 }
                 None => {
                     let len = super::layout_len(&r.shape)

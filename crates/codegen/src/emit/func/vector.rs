@@ -115,33 +115,13 @@ impl Func<'_> {
             let Some(pv) = pviews.get(p) else {
                 return false;
             };
-            if r.access.len() != pv.dims.len() || r.dtype != DType::F32 {
+            if r.dtype != DType::F32 || self.base_dtype(pv.base) != DType::F32 {
                 return false;
             }
-            let mut origin = pv.origin.clone();
-            for (a, d) in r.access.iter().zip(&pv.dims) {
-                let Some(o) = self
-                    .subst(a, env)
-                    .ok()
-                    .and_then(|at| origin.add_scaled(&at, d.stride))
-                else {
-                    return false;
-                };
-                origin = o;
-            }
-            if self.check(&origin).is_err() || self.base_dtype(pv.base) != DType::F32 {
+            let Ok(view) = self.refined(r, pv, env) else {
                 return false;
-            }
-            views.insert(
-                r.into.clone(),
-                View {
-                    base: pv.base,
-                    origin,
-                    dims: r.shape.clone(),
-                    dtype: r.dtype,
-                    agg: r.agg,
-                },
-            );
+            };
+            views.insert(r.into.clone(), view);
         }
         let mask = self.names.fresh("lanes");
         self.line(format!(

@@ -261,7 +261,22 @@ impl Executable {
     }
 
     /// Runs every step; with `profile`, records each step's time.
+    ///
+    /// The steps run on a worker of the rayon pool, not on the calling
+    /// thread: work handed to the pool from outside it waits for a worker
+    /// to wake and the caller to be woken back, tens of microseconds each
+    /// time, which every parallel step and every split inside a library
+    /// matmul would otherwise pay. From a worker, the other workers take
+    /// their parts while still spinning for work.
     pub fn run(
+        &self,
+        state: &mut State,
+        profile: Option<&mut Vec<StepProfile>>,
+    ) -> Result<(), String> {
+        rayon::scope(|_| self.run_steps(state, profile))
+    }
+
+    fn run_steps(
         &self,
         state: &mut State,
         mut profile: Option<&mut Vec<StepProfile>>,

@@ -80,7 +80,7 @@ impl Pass for Autotile {
             let StmtKind::Block(b) = &root.stmts[k].kind else {
                 continue;
             };
-            if !eligible(b) || b.is_library() {
+            if !has_reduction(b) || b.is_library() {
                 continue;
             }
             let levels = budgets(b, target);
@@ -130,7 +130,7 @@ fn tile_levels(b: &Block, caps: &[(u64, u64)]) -> Block {
 /// tiles to capture, and tiling would only cut the stride-1 runs that
 /// streaming code needs (a bias broadcast tiled by columns ran 30 times
 /// slower).
-fn eligible(b: &Block) -> bool {
+pub(crate) fn has_reduction(b: &Block) -> bool {
     let written: Vec<&Refinement> = b
         .refs
         .iter()
@@ -145,7 +145,7 @@ fn eligible(b: &Block) -> bool {
     });
     reduces
         || b.stmts.iter().any(|s| match &s.kind {
-            StmtKind::Block(c) => eligible(c),
+            StmtKind::Block(c) => has_reduction(c),
             _ => false,
         })
 }

@@ -12,7 +12,8 @@
 //! 14-wide image row: 14 of 16 lanes), and so is a tail of at least a
 //! quarter of the width.
 //!
-//! Register blocking: the vector block also takes a tile of one other
+//! Register blocking: the vector block of a block with a reduction index
+//! (its own, or one of a block nested in it) also takes a tile of one other
 //! index, jammed with the lanes, when the reads of the block's nest that
 //! depend on that index do not depend on the lanes (broadcasts) and some
 //! read that depends on the lanes does not depend on it (one vector load
@@ -34,7 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::passes::autotile::tile_block;
+use crate::passes::autotile::{has_reduction, tile_block};
 use crate::passes::boundary::shifted;
 use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
 
@@ -150,7 +151,14 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
     } else {
         shifted(b, &x, 0, i64::try_from(main).ok()?)
     };
-    let jam = jam_index(b, k);
+    // Without a reduction nothing stays in registers across the jammed
+    // points, and jamming makes the stores walk down columns, one row a
+    // page apart (a bias broadcast ran twice as slow).
+    let jam = if has_reduction(b) {
+        jam_index(b, k)
+    } else {
+        None
+    };
     let tile: Vec<u64> = body
         .idxs
         .iter()

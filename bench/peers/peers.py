@@ -393,6 +393,26 @@ def measure(fn: Callable[[], object], runs: int, warmup: int) -> Timing:
     return Timing(statistics.median(times), min(times))
 
 
+def combine(rounds: list[Timing]) -> Timing:
+    """One timing from several rounds: the median of their medians and the
+    least of their minimums."""
+    return Timing(
+        statistics.median(t.median_ms for t in rounds), min(t.min_ms for t in rounds)
+    )
+
+
+def combine_tessera(rounds: list[TesseraResult]) -> TesseraResult:
+    """One tessera result from several rounds (the first error, if any
+    round failed; else the combined timing and the last round's report)."""
+    for r in rounds:
+        if r.error is not None or r.timing is None:
+            return r
+    timing = combine([r.timing for r in rounds if r.timing is not None])
+    reported = dict(rounds[-1].reported)
+    reported["round_medians_ms"] = [r.timing.median_ms for r in rounds if r.timing]
+    return TesseraResult(timing=timing, reported=reported)
+
+
 def ort_session(
     w: Workload, feeds: dict[str, np.ndarray], embed_weights: bool
 ) -> tuple[ort.InferenceSession, dict[str, np.ndarray]]:
@@ -514,7 +534,8 @@ def print_table(rows: list[dict]) -> None:
             for i, (c, wd) in enumerate(zip(cells, widths))
         ).rstrip()
 
-    print("Median times in ms; rates from the medians; tess/X = tessera median / X "
+    print("Median times in ms (the median of the rounds' medians); rates from the medians; "
+          "tess/X = tessera median / X "
           "median (lower is better for tessera, < 1 means tessera is faster).")
     print(render(header))
     print(render(["-" * wd for wd in widths]))
@@ -541,10 +562,16 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(args.seed)
     print(f"[{w.name}] inputs", file=sys.stderr, flush=True)
     feeds = w.inputs(rng)
-    # tessera runs first, in its own process, while no ONNX Runtime or
-    # BLAS threads of this process are alive: their spin-waiting after a
-    # run would otherwise take a core from it.
-    print(f"[{w.name}] tessera", file=sys.stderr, flush=True)
+    # The runners take turns, round after round: this machine's speed drifts
+    # (other tenants), and turns spread the drift over all three instead of
+    # charging it to whichever ran during a slow spell. In each round
+    # tessera runs first, in its own process, before this process makes its
+    # ONNX Runtime session: the session's threads spin-wait after a run and
+    # would take a core from it.
+    tess_rounds: list[TesseraResult] = []
+    ort_rounds: list[Timing] = []
+    np_rounds: list[Timing] = []
+    agree, max_rel = True, 0.0
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         files = {}
         for name in w.tessera_inputs:
@@ -553,17 +580,28 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
                 array = array.astype(np.int32)
             files[name] = Path(tmp) / f"{name}.npy"
             np.save(files[name], array)
-        tess = run_tessera(args.tessera, w, args.runs, args.tessera_timeout, files)
-    session, session_feeds = ort_session(w, feeds, args.ort_initializers)
-    ort_out = session.run(None, session_feeds)
-    np_out = w.numpy_fn(feeds)
-    agree, max_rel = compare(ort_out, np_out)
-
-    print(f"[{w.name}] ORT", file=sys.stderr, flush=True)
-    ort_t = measure(lambda: session.run(None, session_feeds), args.runs, args.warmup)
-    print(f"[{w.name}] numpy", file=sys.stderr, flush=True)
-    np_t = measure(lambda: w.numpy_fn(feeds), args.runs, args.warmup)
-    del session, session_feeds, feeds, ort_out, np_out
+        for r in range(args.rounds):
+            print(f"[{w.name}] round {r + 1}/{args.rounds}: tessera", file=sys.stderr, flush=True)
+            tess_rounds.append(
+                run_tessera(args.tessera, w, args.runs, args.tessera_timeout, files)
+            )
+            session, session_feeds = ort_session(w, feeds, args.ort_initializers)
+            if r == 0:
+                ort_out = session.run(None, session_feeds)
+                np_out = w.numpy_fn(feeds)
+                agree, max_rel = compare(ort_out, np_out)
+                del ort_out, np_out
+            print(f"[{w.name}] round {r + 1}/{args.rounds}: ORT", file=sys.stderr, flush=True)
+            ort_rounds.append(
+                measure(lambda: session.run(None, session_feeds), args.runs, args.warmup)
+            )
+            print(f"[{w.name}] round {r + 1}/{args.rounds}: numpy", file=sys.stderr, flush=True)
+            np_rounds.append(measure(lambda: w.numpy_fn(feeds), args.runs, args.warmup))
+            del session, session_feeds
+    del feeds
+    tess = combine_tessera(tess_rounds)
+    ort_t = combine(ort_rounds)
+    np_t = combine(np_rounds)
 
     def entry(t: Timing | None) -> dict:
         """Times and rate of one runner."""
@@ -613,6 +651,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=20, help="timed runs per runner (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds in which the runners take turns; each reports the median "
+                        "of its round medians (default 3)")
     p.add_argument("--only", choices=names, help="run this workload only")
     p.add_argument("--json", type=Path, metavar="OUT", help="also write every number to OUT")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -624,8 +665,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="embed weights and tables in the ONNX model as initializers "
                         "(lets ORT prepack them) instead of feeding them as inputs")
     args = p.parse_args(argv)
-    if args.runs < 1 or args.warmup < 0:
-        p.error("--runs must be at least 1 and --warmup at least 0")
+    if args.runs < 1 or args.warmup < 0 or args.rounds < 1:
+        p.error("--runs and --rounds must be at least 1 and --warmup at least 0")
     return args
 
 
@@ -642,7 +683,8 @@ def main(argv: list[str]) -> int:
             "machine": {"platform": platform.platform(), "processor": platform.processor()},
             "versions": {"numpy": np.__version__, "onnx": onnx.__version__,
                          "onnxruntime": ort.__version__, "python": platform.python_version()},
-            "settings": {"runs": args.runs, "warmup": args.warmup, "seed": args.seed,
+            "settings": {"runs": args.runs, "warmup": args.warmup, "rounds": args.rounds,
+                         "seed": args.seed,
                          "ort_intra_op_threads": 2, "ort_inter_op_threads": 1,
                          "ort_initializers": args.ort_initializers, "rtol": RTOL},
             "workloads": rows,

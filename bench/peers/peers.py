@@ -408,9 +408,7 @@ def combine_tessera(rounds: list[TesseraResult]) -> TesseraResult:
         if r.error is not None or r.timing is None:
             return r
     timing = combine([r.timing for r in rounds if r.timing is not None])
-    reported = dict(rounds[-1].reported)
-    reported["round_medians_ms"] = [r.timing.median_ms for r in rounds if r.timing]
-    return TesseraResult(timing=timing, reported=reported)
+    return TesseraResult(timing=timing, reported=rounds[-1].reported)
 
 
 def ort_session(
@@ -603,13 +601,14 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     ort_t = combine(ort_rounds)
     np_t = combine(np_rounds)
 
-    def entry(t: Timing | None) -> dict:
-        """Times and rate of one runner."""
+    def entry(t: Timing | None, rounds: list[Timing]) -> dict:
+        """Times and rate of one runner, and its median in each round."""
         if t is None:
             return {}
-        return {"median_ms": t.median_ms, "min_ms": t.min_ms, "rate": w.rate(t.median_ms)}
+        return {"median_ms": t.median_ms, "min_ms": t.min_ms, "rate": w.rate(t.median_ms),
+                "round_medians_ms": [r.median_ms for r in rounds]}
 
-    tess_entry = entry(tess.timing)
+    tess_entry = entry(tess.timing, [r.timing for r in tess_rounds if r.timing])
     if tess.error is not None:
         tess_entry["error"] = tess.error
     else:
@@ -625,8 +624,8 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
         "bytes": w.bytes_read,
         "agree": agree,
         "max_rel_diff": max_rel,
-        "ort": entry(ort_t),
-        "numpy": entry(np_t),
+        "ort": entry(ort_t, ort_rounds),
+        "numpy": entry(np_t, np_rounds),
         "tessera": tess_entry,
         "tessera_over_ort": ratio(tess.timing, ort_t),
         "tessera_over_numpy": ratio(tess.timing, np_t),
@@ -651,9 +650,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=20, help="timed runs per runner (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--rounds", type=int, default=5,
                    help="rounds in which the runners take turns; each reports the median "
-                        "of its round medians (default 3)")
+                        "of its round medians (default 5)")
     p.add_argument("--only", choices=names, help="run this workload only")
     p.add_argument("--json", type=Path, metavar="OUT", help="also write every number to OUT")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")

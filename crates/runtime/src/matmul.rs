@@ -32,8 +32,18 @@
 //! by the spec coincide; only then does it call the library, whose raw
 //! pointer interface this makes sound. Many small matmuls run batch points
 //! in parallel on the global rayon pool (each matmul single-threaded);
-//! otherwise batch points run one after another and the library spreads
-//! each matmul over the pool's threads.
+//! otherwise batch points run one after another, each split into chunks of
+//! C's columns (or rows, when C has more rows than columns: the operand the
+//! chunks share is then the smaller one, and each chunk packs it again),
+//! several chunks per thread, which the pool's threads take as they come,
+//! each chunk a single-threaded library call.
+//!
+//! Why not the library's own threads: faer's parallel matmul splits its
+//! work evenly and synchronizes many times per product, so on this shared
+//! machine, whose two vCPUs are sometimes slowed or slow to wake for
+//! seconds at a time, tmm (128×1024×1024) took 1.93–1.98 ms in one run of
+//! three, against 1.33 ms otherwise. Chunks on the pool took 1.26–1.40 ms
+//! in the same minutes, the slow spells included (12 alternating pairs).
 //!
 //! **Library choice**: `faer` 0.24 over `gemm` 0.19 with `x86-v4`
 //! (AVX-512), measured on this machine (2 vCPUs of an AMD EPYC, family 26,
@@ -450,6 +460,7 @@ fn injective(dims: &[(u64, i64)]) -> bool {
 }
 
 /// A checked spec, in the library's integer types.
+#[derive(Clone)]
 struct Plan {
     m: usize,
     n: usize,
@@ -549,6 +560,61 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The plan restricted to C's columns `lo..hi` (`lo < hi <= n`): the
+    /// same batch points, B's and C's columns from `lo`. It reaches a subset
+    /// of the elements this plan reaches, so `Plan::new`'s checks hold for
+    /// it, and chunks of distinct columns write disjoint elements of C.
+    fn columns(&self, lo: usize, hi: usize) -> Plan {
+        let mut sub = self.clone();
+        sub.n = hi - lo;
+        sub.base[1] += lo as isize * self.strides[1][1];
+        sub.base[2] += lo as isize * self.strides[2][1];
+        sub
+    }
+
+    /// The plan restricted to C's rows `lo..hi` (`lo < hi <= m`), as
+    /// [`Plan::columns`] for rows: A's and C's rows from `lo`.
+    fn rows(&self, lo: usize, hi: usize) -> Plan {
+        let mut sub = self.clone();
+        sub.m = hi - lo;
+        sub.base[0] += lo as isize * self.strides[0][0];
+        sub.base[2] += lo as isize * self.strides[2][0];
+        sub
+    }
+
+    /// Batch point `p` of the plan as chunks of C for `threads` threads:
+    /// about [`CHUNKS_PER_THREAD`] per thread, none narrower than
+    /// [`MIN_CHUNK`], along C's columns unless C has more rows.
+    fn chunks(&self, threads: usize) -> Vec<Plan> {
+        let (along_rows, extent) = if self.m > self.n {
+            (true, self.m)
+        } else {
+            (false, self.n)
+        };
+        let count = (threads * CHUNKS_PER_THREAD).min(extent / MIN_CHUNK).max(1);
+        (0..count)
+            .map(|q| {
+                let (lo, hi) = (extent * q / count, extent * (q + 1) / count);
+                if along_rows {
+                    self.rows(lo, hi)
+                } else {
+                    self.columns(lo, hi)
+                }
+            })
+            .collect()
+    }
+}
+
+/// Chunks of one large matmul per thread of the pool: enough that a thread
+/// slowed by the machine leaves its share to the others.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// The fewest columns (or rows) of C in a chunk: the library's kernels
+/// work on panels of a few dozen, and each chunk packs the shared operand
+/// again.
+const MIN_CHUNK: usize = 64;
+
 /// C's storage, shared by the threads that write disjoint parts of it.
 struct Dst<T>(*mut T);
 
@@ -559,27 +625,21 @@ unsafe impl<T: Send> Send for Dst<T> {}
 // SAFETY: as for `Send`: concurrent users touch disjoint elements.
 unsafe impl<T: Send> Sync for Dst<T> {}
 
-/// One matmul: batch point `p` of `plan`.
-fn matmul_point<T: Element>(
-    plan: &Plan,
-    a: &[T],
-    b: &[T],
-    c: &Dst<T>,
-    p: usize,
-    par: Par,
-    accum: Accum,
-) {
+/// One matmul: batch point `p` of `plan` (a checked plan, or a chunk of
+/// one), on the calling thread.
+fn matmul_point<T: Element>(plan: &Plan, a: &[T], b: &[T], c: &Dst<T>, p: usize, accum: Accum) {
     let [oa, ob, oc] = plan.offsets(p);
     let [[ars, acs], [brs, bcs], [crs, ccs]] = plan.strides;
     // SAFETY: `Plan::new` checked that, for every batch point, every element
     // `offset + i*row_stride + j*col_stride` of A (m×k), B (k×n) and C (m×n)
-    // lies inside the slices `a`, `b` and the `&mut` slice behind `c`, so the
+    // lies inside the slices `a`, `b` and the `&mut` slice behind `c` (a
+    // chunk reaches a subset of its plan's elements), so the
     // offsets taken here and every element the views address are in bounds
     // of one allocation; slice pointers are non-null and aligned. C's
     // elements are pairwise distinct (injectivity, also checked), within
     // this point and across points, so the mutable view does not alias
-    // itself and concurrent calls for distinct points write disjoint
-    // elements; A and B are read-only and cannot alias C, which comes from
+    // itself and concurrent calls for distinct points or distinct chunks
+    // write disjoint elements; A and B are read-only and cannot alias C, which comes from
     // a unique borrow. The views live only for this call.
     let (lhs, rhs, dst) = unsafe {
         (
@@ -588,11 +648,11 @@ fn matmul_point<T: Element>(
             MatMut::from_raw_parts_mut(c.0.add(oc), plan.m, plan.n, crs, ccs),
         )
     };
-    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, T::ONE, par);
+    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, T::ONE, Par::Seq);
 }
 
-/// Matmuls below this many flops are too small for the library to spread
-/// over threads profitably, so their batch points run in parallel instead.
+/// Matmuls below this many flops are too small to split into chunks
+/// profitably, so their batch points run in parallel instead.
 const SMALL_FLOPS: usize = 1 << 22;
 
 /// Computes `C += A·B` at every batch point of `spec`, A, B and C being
@@ -645,15 +705,13 @@ pub fn run_with<T: Element>(
     if batch_parallel {
         (0..plan.points)
             .into_par_iter()
-            .for_each(|p| matmul_point(&plan, a, b, &dst, p, Par::Seq, accum));
+            .for_each(|p| matmul_point(&plan, a, b, &dst, p, accum));
     } else {
-        let par = if threads > 1 {
-            Par::rayon(threads)
-        } else {
-            Par::Seq
-        };
+        let chunks = plan.chunks(threads);
         for p in 0..plan.points {
-            matmul_point(&plan, a, b, &dst, p, par, accum);
+            chunks
+                .par_iter()
+                .for_each(|chunk| matmul_point(chunk, a, b, &dst, p, accum));
         }
     }
     Ok(())

@@ -456,9 +456,15 @@ fn run_checks_the_spec_against_its_slices() {
 
 #[test]
 fn many_small_and_few_large_batches_agree() {
-    // Enough batch points to run them in parallel, and a single larger
-    // matmul that the library spreads over threads: both against loops.
-    for (batch, m, n, k) in [(64u64, 7u64, 5u64, 33u64), (2, 130, 129, 131)] {
+    // Enough batch points to run them in parallel, and larger matmuls
+    // split into chunks of C's columns (130x129: two chunks of 64 or 65)
+    // or, with more rows than columns, of C's rows (300x70: four chunks):
+    // all against loops.
+    for (batch, m, n, k) in [
+        (64u64, 7u64, 5u64, 33u64),
+        (2, 130, 129, 131),
+        (1, 300, 70, 90),
+    ] {
         let (mi, ni, ki) = (m as i64, n as i64, k as i64);
         let spec = MatmulSpec {
             batch: vec![BatchDim {

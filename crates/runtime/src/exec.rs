@@ -5,7 +5,7 @@
 //! cache (which compiles on a miss). The result, an [`Executable`], holds
 //! the loaded steps and the memory [`Plan`]. [`Executable::run`] runs the
 //! steps in order on a [`State`] (the slots of memory): a `#parallel` step
-//! as one partition of its parallel index per thread of the rayon pool,
+//! as partitions of its parallel index, a few per thread of the rayon pool,
 //! all at once; every other step whole; a library matmul through
 //! [`crate::matmul`]. A temporary's slot is zeroed before the first step
 //! that touches it, because a new tensor starts as zeros and its slot may
@@ -184,6 +184,12 @@ pub fn build(
     })
 }
 
+/// Partitions of a `#parallel` step per thread of the pool (when its range
+/// has that many points): the threads take them as they come, so a thread
+/// the shared machine slows for a while leaves its share to the others
+/// instead of holding up the step.
+const PARTITIONS_PER_THREAD: u64 = 4;
+
 /// The memory of one run: a slot per [`Plan`] slot.
 #[derive(Clone, Debug)]
 pub struct State {
@@ -305,7 +311,7 @@ impl Executable {
             let parts: Vec<(i64, i64)> = match info.parallel {
                 None => vec![(0, 1)],
                 Some(range) => {
-                    let n = threads.min(range).max(1);
+                    let n = (threads * PARTITIONS_PER_THREAD).min(range).max(1);
                     (0..n)
                         .map(|p| {
                             let lo = range * p / n;

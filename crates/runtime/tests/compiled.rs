@@ -6,11 +6,12 @@
 //! zeroed, nothing leaks from one run into the next), and a second build
 //! hits the cache.
 
+mod common;
+
+use common::{cache, close, options};
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use codegen::cache::KernelCache;
-use codegen::compile::Compiler;
 use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
 
@@ -20,35 +21,6 @@ fn load(path: &str) -> Program {
     tc::check_source(&text)
         .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
         .program
-}
-
-fn close(got: &Value, want: &Value) -> bool {
-    match (got, want) {
-        (Value::Float(a), Value::Float(b)) => {
-            a == b || (a - b).abs() <= 1e-4 * b.abs().max(1.0) || (a.is_nan() && b.is_nan())
-        }
-        _ => got == want,
-    }
-}
-
-fn cache(name: &str) -> KernelCache {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("runtime-cache-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    KernelCache::open(dir, Compiler::detect().expect("a C compiler")).expect("a cache")
-}
-
-fn options(library: bool) -> runtime::Options {
-    runtime::Options {
-        passes: kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
-            .unwrap(),
-        target: kernel::Target {
-            vector_bits: 512,
-            ..kernel::Target::generic()
-        },
-        verify: kernel::Verify::AtEnd,
-        library,
-    }
 }
 
 /// Compiles and runs `def` at `sizes` with seeded inputs, matmuls by the

@@ -20,14 +20,15 @@
 //! on every run (a fixed xorshift seed); a failure prints the def and its
 //! sizes.
 
+mod common;
+
+use common::{cache, close, options};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use codegen::cache::KernelCache;
-use codegen::compile::Compiler;
 use interp::{Arg, Mode, RunError, Tensor};
-use ir::{DType, Param, Program, Stmt, Value};
+use ir::{DType, Param, Program, Stmt};
 use kernel::{Block, RefDir, StmtKind};
 
 /// Each case costs a C compile (about 0.2 s at `-O3`): 150 of them take
@@ -44,35 +45,6 @@ const MAX_ELEMENTS: i64 = 300_000;
 const SIZES: [i64; 10] = [1, 3, 5, 7, 13, 16, 17, 19, 20, 33];
 const WIDE: [i64; 5] = [16, 17, 19, 20, 33];
 const SMALL: [i64; 7] = [1, 2, 3, 5, 7, 13, 17];
-
-fn cache(name: &str) -> KernelCache {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("runtime-cache-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    KernelCache::open(dir, Compiler::detect().expect("a C compiler")).expect("a cache")
-}
-
-fn options(library: bool) -> runtime::Options {
-    runtime::Options {
-        passes: kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default())
-            .unwrap(),
-        target: kernel::Target {
-            vector_bits: 512,
-            ..kernel::Target::generic()
-        },
-        verify: kernel::Verify::AtEnd,
-        library,
-    }
-}
-
-fn close(got: &Value, want: &Value) -> bool {
-    match (got, want) {
-        (Value::Float(a), Value::Float(b)) => {
-            a == b || (a - b).abs() <= 1e-4 * b.abs().max(1.0) || (a.is_nan() && b.is_nan())
-        }
-        _ => got == want,
-    }
-}
 
 /// xorshift64*: small, seeded, the same everywhere.
 struct Rng(u64);

@@ -11,6 +11,7 @@ mod load;
 mod lower;
 mod npy;
 mod run;
+mod split;
 mod target;
 
 use std::process::ExitCode;
@@ -44,6 +45,9 @@ enum Command {
     Lower(lower::LowerArgs),
     /// Print the target machine description (probed once, then cached).
     Target(target::TargetArgs),
+    /// Cut a def at its non-linear statements into maximal multi-linear
+    /// subprograms and print them.
+    Split(split::SplitArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Cache(a) => cache::run(&a),
         Command::Lower(a) => lower::run(&a),
         Command::Target(a) => target::run(&a),
+        Command::Split(a) => split::run(&a),
     };
     match result {
         Ok(out) => {

@@ -1,0 +1,9 @@
+//! tessera's optimizer layer. Today: the multi-linearity of comprehensions
+//! ([`linearity`]) and program splitting at non-linear statements
+//! ([`split`]), the ground the equivalence verifier and the searches will
+//! stand on.
+
+pub mod linearity;
+pub mod split;
+
+pub use split::{print_split, split, Part, PartKind, Split};

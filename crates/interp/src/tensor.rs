@@ -233,6 +233,22 @@ impl Tensor {
         }
     }
 
+    /// An argument for tests and sweeps that must run any def: floats as
+    /// [`Tensor::random`], integers alternating 0 and 1 (indices valid for
+    /// any table, and divisors that are not all zero).
+    ///
+    /// # Panics
+    ///
+    /// As [`Tensor::zeros`], if the shape is too large to allocate.
+    pub fn sample(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
+        if dtype.is_int() {
+            let n = element_count(shape).unwrap_or(usize::MAX);
+            Tensor::from_i64(dtype, shape, (0..n).map(|i| (i % 2) as i64).collect())
+        } else {
+            Tensor::random(dtype, shape, seed)
+        }
+    }
+
     /// Seeded random residues, uniform in `[0, P)`, for mod-p mode. The
     /// element type is `int64`; [`crate::run`] in mod-p mode takes residue
     /// tensors of any element type and gives them the parameter's type.

@@ -67,12 +67,7 @@ fn sweep(half: usize) {
                         break;
                     };
                     let dtype = def.tensor(t).map(|x| x.dtype).unwrap_or(DType::F32);
-                    let tensor = if dtype.is_int() {
-                        let n = shape.iter().product::<usize>() as i64;
-                        Tensor::from_i64(dtype, &shape, (0..n).map(|i| i % 2).collect())
-                    } else {
-                        Tensor::random(dtype, &shape, 100 + k as u64)
-                    };
+                    let tensor = Tensor::sample(dtype, &shape, 100 + k as u64);
                     args.insert(t.clone(), Arg::Tensor(tensor));
                 }
             }

@@ -43,12 +43,7 @@ fn arguments(def: &Def, seed: u64) -> Option<(HashMap<String, Arg>, HashMap<Stri
         if let Param::Tensor(t) = p {
             let shape = interp::param_shape(def, t, &bound).ok()?;
             let dtype = def.tensor(t).map_or(DType::F32, |x| x.dtype);
-            let tensor = if dtype.is_int() {
-                let n = shape.iter().product::<usize>() as i64;
-                Tensor::from_i64(dtype, &shape, (0..n).map(|i| i % 2).collect())
-            } else {
-                Tensor::random(dtype, &shape, seed + k as u64)
-            };
+            let tensor = Tensor::sample(dtype, &shape, seed + k as u64);
             args.insert(t.clone(), Arg::Tensor(tensor));
         }
     }

@@ -86,12 +86,7 @@ pub fn case(
                 return Outcome::Skipped;
             };
             let dtype = d.tensor(t).map_or(DType::F32, |x| x.dtype);
-            let tensor = if dtype.is_int() {
-                let n = shape.iter().product::<usize>() as i64;
-                Tensor::from_i64(dtype, &shape, (0..n).map(|i| i % 2).collect())
-            } else {
-                Tensor::random(dtype, &shape, 1000 + size as u64 * 31 + k as u64)
-            };
+            let tensor = Tensor::sample(dtype, &shape, 1000 + size as u64 * 31 + k as u64);
             args.insert(t.clone(), Arg::Tensor(tensor));
         }
     }

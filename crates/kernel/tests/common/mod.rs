@@ -75,12 +75,7 @@ pub fn case(
         if let Param::Tensor(t) = p {
             let shape = interp::param_shape(d, t, &bound).unwrap_or_else(|e| panic!("{def}: {e}"));
             let dtype = d.tensor(t).map_or(DType::F32, |x| x.dtype);
-            let tensor = if dtype.is_int() {
-                let n = shape.iter().product::<usize>() as i64;
-                Tensor::from_i64(dtype, &shape, (0..n).map(|i| i % 2).collect())
-            } else {
-                Tensor::random(dtype, &shape, seed + k as u64)
-            };
+            let tensor = Tensor::sample(dtype, &shape, seed + k as u64);
             args.insert(t.clone(), Arg::Tensor(tensor));
         }
     }

@@ -225,16 +225,10 @@ impl Walker<'_> {
 
     /// Whether `e` reads a tensor, itself or through a let binding.
     fn reads(&self, e: &Expr) -> bool {
-        let mut found = false;
-        e.walk(&mut |x| match x {
-            Expr::Read(..) => found = true,
-            Expr::Local(n) => {
-                if let Some((_, v)) = self.comp.lets.iter().find(|(m, _)| m == n) {
-                    found |= self.reads(v);
-                }
-            }
-            _ => {}
-        });
-        found
+        e.any(&|x| match x {
+            Expr::Read(..) => true,
+            Expr::Local(n) => self.comp.lets.iter().any(|(m, v)| m == n && self.reads(v)),
+            _ => false,
+        })
     }
 }

@@ -72,19 +72,11 @@ fn stmt_info(p: &Program, d: &Def, s: &Stmt, depth: usize) -> StmtInfo {
                 Some(t) => Err(format!("`{t}` is multiplied by itself")),
                 None => Ok(vec![(c.tensor.clone(), poly)]),
             });
-            let mut reads = BTreeSet::new();
-            c.body.walk(&mut |e| {
-                if let ir::Expr::Read(t, _) = e {
-                    reads.insert(t.clone());
-                }
-            });
-            for (_, v) in &c.lets {
-                v.walk(&mut |e| {
-                    if let ir::Expr::Read(t, _) = e {
-                        reads.insert(t.clone());
-                    }
-                });
-            }
+            let mut reads: BTreeSet<String> = std::iter::once(&c.body)
+                .chain(c.lets.iter().map(|(_, v)| v))
+                .flat_map(ir::Expr::reads)
+                .map(|(t, _)| t.to_string())
+                .collect();
             if c.op != ir::Reduction::Assign && !c.init {
                 reads.insert(c.tensor.clone());
             }

@@ -23,7 +23,7 @@
 //! Requires: a def that passes `ir::verify_program`. Guarantees: never
 //! panics; the classification depends only on the statement's text.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use ir::{BinOp, Comprehension, Def, Expr, Reduction, UnOp};
 
@@ -104,6 +104,28 @@ impl Poly {
             out = out.add(&term)?;
         }
         Ok(out)
+    }
+
+    /// The polynomial with its tensors renamed all at once by `to` (a
+    /// tensor mapped to `None` becomes a coefficient; one not in `to` stays).
+    /// At once, so that swapped names (`X` to `Y`, `Y` to `X`) do not meet.
+    pub fn rename(&self, to: &HashMap<&str, Option<&str>>) -> Poly {
+        let monomials = self
+            .monomials
+            .iter()
+            .map(|m| {
+                let mut renamed: Monomial = m
+                    .iter()
+                    .filter_map(|t| match to.get(t.as_str()) {
+                        Some(by) => by.map(str::to_string),
+                        None => Some(t.clone()),
+                    })
+                    .collect();
+                renamed.sort();
+                renamed
+            })
+            .collect();
+        Poly { monomials }
     }
 
     /// A tensor that some monomial holds more than once, if any: the

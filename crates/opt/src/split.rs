@@ -129,19 +129,25 @@ fn call_polys(
         }
     }
     // Parameters become the arguments; a scalar argument is a coefficient.
+    let to: HashMap<&str, Option<&str>> = callee
+        .params
+        .iter()
+        .zip(&call.args)
+        .map(|(param, arg)| {
+            let by = match arg {
+                CallArg::Tensor(t) => Some(t.as_str()),
+                CallArg::Scalar(_) => None,
+            };
+            (param.name(), by)
+        })
+        .collect();
     let mut out = Vec::new();
     for (r, result) in call.results.iter().zip(&callee.outputs) {
-        let mut poly = env
+        let poly = env
             .get(result)
             .cloned()
-            .unwrap_or_else(|| Poly::tensor(result));
-        for (param, arg) in callee.params.iter().zip(&call.args) {
-            let by = match arg {
-                CallArg::Tensor(t) => Poly::tensor(t),
-                CallArg::Scalar(_) => Poly::constant(),
-            };
-            poly = poly.substitute(param.name(), &by)?;
-        }
+            .unwrap_or_else(|| Poly::tensor(result))
+            .rename(&to);
         if let Some(t) = poly.repeated() {
             return Err(format!(
                 "`{t}` is multiplied by itself through `{}`",

@@ -58,6 +58,8 @@
 //! | tbmm (500, 26, 72, 26), 1 thread     | 114–126                | 78–85        |
 //! | tbmm (500, 26, 72, 26), 2 threads    | 227–241                | 153–161      |
 //!
+//! (The 1024³ 2-thread row was measured when `run` still let faer spread
+//! one matmul over the threads, before the chunks described above.)
 //! Both reach the machine's peak on large products; faer is half again as
 //! fast on the small matmuls of batched kernels (its small-size kernels),
 //! so it is the dependency (gemm stays a dev-dependency of the benchmark).

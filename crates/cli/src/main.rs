@@ -1,7 +1,8 @@
 //! The `tessera` command-line tool.
 //!
 //! Exit status: 0 on success, 1 for an error in the program or the data
-//! (the message starts with `error:`), 2 for a usage error (from clap).
+//! (the message starts with `error:`), 2 for a usage error (from clap), 3
+//! when `tessera verify` finds the two defs not equivalent.
 
 mod bench;
 mod cache;
@@ -13,6 +14,7 @@ mod npy;
 mod run;
 mod split;
 mod target;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -48,6 +50,10 @@ enum Command {
     /// Cut a def at its non-linear statements into maximal multi-linear
     /// subprograms and print them.
     Split(split::SplitArgs),
+    /// Decide whether two defs compute the same outputs (exactly, over
+    /// Z_p, for multi-linear programs; else in floating point), and list
+    /// the output regions where they differ.
+    Verify(verify::VerifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +66,14 @@ fn main() -> ExitCode {
         Command::Lower(a) => lower::run(&a),
         Command::Target(a) => target::run(&a),
         Command::Split(a) => split::run(&a),
+        Command::Verify(a) => match verify::run(&a) {
+            Ok((out, true)) => Ok(out),
+            Ok((out, false)) => {
+                print!("{out}");
+                return ExitCode::from(3);
+            }
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(out) => {

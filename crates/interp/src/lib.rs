@@ -22,7 +22,7 @@ mod exec;
 mod frame;
 mod poly;
 mod read;
-mod residue;
+pub mod residue;
 mod rng;
 mod run;
 mod tensor;

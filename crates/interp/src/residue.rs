@@ -8,7 +8,7 @@
 /// The modulus of [`crate::Mode::ModP`]: the Mersenne prime `2^31 - 1`.
 pub const P: u64 = 2_147_483_647;
 
-pub(crate) fn add(a: u64, b: u64) -> u64 {
+pub fn add(a: u64, b: u64) -> u64 {
     let s = a + b;
     if s >= P {
         s - P
@@ -17,7 +17,7 @@ pub(crate) fn add(a: u64, b: u64) -> u64 {
     }
 }
 
-pub(crate) fn sub(a: u64, b: u64) -> u64 {
+pub fn sub(a: u64, b: u64) -> u64 {
     if a >= b {
         a - b
     } else {
@@ -25,11 +25,11 @@ pub(crate) fn sub(a: u64, b: u64) -> u64 {
     }
 }
 
-pub(crate) fn mul(a: u64, b: u64) -> u64 {
+pub fn mul(a: u64, b: u64) -> u64 {
     (a * b) % P
 }
 
-pub(crate) fn neg(a: u64) -> u64 {
+pub fn neg(a: u64) -> u64 {
     if a == 0 {
         0
     } else {
@@ -38,14 +38,50 @@ pub(crate) fn neg(a: u64) -> u64 {
 }
 
 /// The residue of an integer (`-1` is `P - 1`).
-pub(crate) fn from_i64(v: i64) -> u64 {
+pub fn from_i64(v: i64) -> u64 {
     // `P` fits in an `i64` and `rem_euclid` by a positive modulus is in `[0, P)`.
     v.rem_euclid(P as i64) as u64
 }
 
+/// `a^e` mod `P`, by squaring.
+pub fn pow(mut a: u64, mut e: u64) -> u64 {
+    let mut r = 1;
+    while e > 0 {
+        if e & 1 == 1 {
+            r = mul(r, a);
+        }
+        a = mul(a, a);
+        e >>= 1;
+    }
+    r
+}
+
+/// The inverse of a non-zero residue (Fermat: `a^(P-2)`); `None` for 0.
+pub fn inverse(a: u64) -> Option<u64> {
+    (a != 0).then(|| pow(a, P - 2))
+}
+
+/// The residue of a finite float as the exact rational it is: every finite
+/// float is `m / 2^k` for integers `m` and `k >= 0`, which maps to
+/// `m * inverse(2)^k`, so real arithmetic on such constants (`0.5 * 2`) is
+/// preserved mod `P`. `None` for an infinity or NaN.
+pub fn from_dyadic(x: f64) -> Option<u64> {
+    if !x.is_finite() {
+        return None;
+    }
+    let (mut m, mut k) = (x, 0u64);
+    // At most 1074 doublings make any finite float an integer, exactly.
+    while m.fract() != 0.0 {
+        m *= 2.0;
+        k += 1;
+    }
+    let half = inverse(2).unwrap_or(1);
+    Some(mul(from_f64(m)?, pow(half, k)))
+}
+
 /// The residue of an integral float; `None` if `x` is not an integer (a
 /// fraction, an infinity or NaN), which no polynomial over Z_p can mean.
-pub(crate) fn from_f64(x: f64) -> Option<u64> {
+pub fn from_f64(x: f64) -> Option<u64> {
     if !x.is_finite() || x.fract() != 0.0 {
         return None;
     }
@@ -70,6 +106,18 @@ mod tests {
             }
             assert_eq!(add(a, neg(a)), 0);
         }
+    }
+
+    #[test]
+    fn inverses_and_dyadic_floats_keep_the_field_arithmetic() {
+        for a in [1, 2, 3, 9, P - 1, 123_456_789] {
+            assert_eq!(mul(a, inverse(a).unwrap()), 1);
+        }
+        assert_eq!(inverse(0), None);
+        assert_eq!(mul(from_dyadic(0.5).unwrap(), 2), 1);
+        assert_eq!(mul(from_dyadic(-0.375).unwrap(), 8), from_i64(-3));
+        assert_eq!(from_dyadic(5.0), Some(5));
+        assert_eq!(from_dyadic(f64::INFINITY), None);
     }
 
     #[test]

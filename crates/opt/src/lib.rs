@@ -5,5 +5,6 @@
 
 pub mod linearity;
 pub mod split;
+pub mod verify;
 
 pub use split::{print_split, split, Part, PartKind, Split};

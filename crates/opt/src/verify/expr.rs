@@ -1,0 +1,265 @@
+//! Compiled statements of the verifier's graphs: values over Z_p for
+//! bodies, ordinary values for subscripts and conditions.
+//!
+//! A body compiles to a [`Val`], whose evaluation is a residue mod p; the
+//! subscripts and conditions inside it compile to [`Ord`]s, evaluated with
+//! the IR's ordinary semantics (`ir::arith`: wrapping integers, floor
+//! division, `float32` rounding), as the interpreter's mod-p mode does. An
+//! integer expression that is affine up to floors is kept as a [`Form`],
+//! which box propagation reads and which evaluates without a tree walk.
+
+use std::cmp::Ordering;
+
+use ir::{arith, BinOp, Builtin, DType, UnOp, Value};
+
+use super::form::Form;
+
+/// An expression with ordinary semantics (no tensor reads).
+#[derive(Clone, Debug)]
+pub(crate) enum Ord {
+    /// An `int64` value affine up to floors.
+    Form(Form),
+    Const(Value),
+    Unary(UnOp, DType, Box<Ord>),
+    /// The operator, its operands' type, the operands.
+    Binary(BinOp, DType, Box<Ord>, Box<Ord>),
+    Select(Box<Ord>, Box<Ord>, Box<Ord>),
+    /// The target type, the operand.
+    Cast(DType, Box<Ord>),
+    /// The builtin, its arguments' type, the arguments.
+    Call(Builtin, DType, Vec<Ord>),
+}
+
+/// A body value over Z_p.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    Const(u64),
+    /// An iterator's value as a coefficient.
+    Iter(usize),
+    /// A float scalar parameter of the top-level def: random like an input.
+    Scalar(usize),
+    /// A read-free sub-expression evaluated ordinarily (an integer or a
+    /// condition used as a coefficient), then taken mod p.
+    Ord(Ord),
+    Read(Read),
+    Neg(Box<Val>),
+    Add(Box<Val>, Box<Val>),
+    Sub(Box<Val>, Box<Val>),
+    Mul(Box<Val>, Box<Val>),
+    /// The inverse of a value that reads no tensor (division by it).
+    Inv(Box<Val>),
+    Select(Ord, Box<Val>, Box<Val>),
+}
+
+/// A tensor read: which tensor version, at which subscripts.
+#[derive(Clone, Debug)]
+pub(crate) struct Read {
+    pub node: usize,
+    pub subs: Vec<Ord>,
+    /// The tensor's name, for messages.
+    pub tensor: String,
+}
+
+/// A compiled comprehension.
+#[derive(Clone, Debug)]
+pub(crate) struct Comp {
+    /// `def name, statement N` for messages.
+    pub at: String,
+    /// `[lo, hi)` of every iterator: left-hand ones first (one per
+    /// dimension), then the reduction iterators.
+    pub bounds: Vec<(i64, i64)>,
+    pub n_lhs: usize,
+    /// `op=` without `!` (or `=` over part of the tensor does not matter
+    /// here): the point starts from the tensor's earlier value.
+    pub accumulate: bool,
+    /// Whether it is a reduction, where an out-of-bounds read among
+    /// `checks` skips the point instead of failing.
+    pub reduction: bool,
+    pub body: Val,
+    /// Reads tested at every point before the body: those not under a `?:`
+    /// branch, in the body and in every let (lets are inlined into `body`,
+    /// but an unused let's read still skips or fails a point).
+    pub checks: Vec<Read>,
+}
+
+impl Val {
+    /// Visits every sub-value, parents first.
+    pub(crate) fn walk(&self, f: &mut dyn FnMut(&Val)) {
+        f(self);
+        match self {
+            Val::Neg(a) | Val::Inv(a) => a.walk(f),
+            Val::Add(a, b) | Val::Sub(a, b) | Val::Mul(a, b) | Val::Select(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            Val::Const(_) | Val::Iter(_) | Val::Scalar(_) | Val::Ord(_) | Val::Read(_) => {}
+        }
+    }
+}
+
+impl Ord {
+    /// The value at the iterator values `iters`; an error (integer division
+    /// by zero) is a message.
+    pub(crate) fn eval(&self, iters: &[i64]) -> Result<Value, String> {
+        Ok(match self {
+            Ord::Form(f) => Value::Int(f.eval(iters)),
+            Ord::Const(v) => *v,
+            Ord::Unary(UnOp::Not, _, a) => Value::Bool(!a.eval(iters)?.truth()),
+            Ord::Unary(UnOp::Neg, t, a) => match a.eval(iters)? {
+                Value::Float(x) => Value::Float(-x),
+                v => Value::Int(arith::wrap(*t, v.int().wrapping_neg())),
+            },
+            Ord::Binary(BinOp::And, _, a, b) => {
+                Value::Bool(a.eval(iters)?.truth() && b.eval(iters)?.truth())
+            }
+            Ord::Binary(BinOp::Or, _, a, b) => {
+                Value::Bool(a.eval(iters)?.truth() || b.eval(iters)?.truth())
+            }
+            Ord::Binary(op, t, a, b) => binary(*op, *t, a.eval(iters)?, b.eval(iters)?)?,
+            Ord::Select(c, a, b) => {
+                if c.eval(iters)?.truth() {
+                    a.eval(iters)?
+                } else {
+                    b.eval(iters)?
+                }
+            }
+            Ord::Cast(t, a) => arith::cast_value(*t, a.eval(iters)?),
+            Ord::Call(b, t, args) => {
+                let v = args
+                    .iter()
+                    .map(|a| a.eval(iters))
+                    .collect::<Result<Vec<_>, _>>()?;
+                call(*b, *t, &v)?
+            }
+        })
+    }
+
+    /// Every iterator slot the expression depends on.
+    pub(crate) fn slots(&self, out: &mut Vec<usize>) {
+        match self {
+            Ord::Form(f) => f.slots(out),
+            Ord::Const(_) => {}
+            Ord::Unary(_, _, a) | Ord::Cast(_, a) => a.slots(out),
+            Ord::Binary(_, _, a, b) => {
+                a.slots(out);
+                b.slots(out);
+            }
+            Ord::Select(c, a, b) => {
+                c.slots(out);
+                a.slots(out);
+                b.slots(out);
+            }
+            Ord::Call(_, _, args) => args.iter().for_each(|a| a.slots(out)),
+        }
+    }
+}
+
+/// Whether an ordinary value is true (non-zero).
+pub(crate) fn truth(v: Value) -> bool {
+    v.truth()
+}
+
+/// Ordinary values as the evaluator handles them.
+trait Scalar {
+    fn truth(self) -> bool;
+    fn int(self) -> i64;
+    fn float(self) -> f64;
+}
+
+impl Scalar for Value {
+    fn truth(self) -> bool {
+        match self {
+            Value::Bool(b) => b,
+            Value::Int(i) => i != 0,
+            Value::Float(x) => x != 0.0,
+        }
+    }
+
+    fn int(self) -> i64 {
+        match self {
+            Value::Bool(b) => i64::from(b),
+            Value::Int(i) => i,
+            Value::Float(x) => x as i64,
+        }
+    }
+
+    fn float(self) -> f64 {
+        match self {
+            Value::Bool(b) => f64::from(u8::from(b)),
+            Value::Int(i) => i as f64,
+            Value::Float(x) => x,
+        }
+    }
+}
+
+/// A binary operator on operands of type `t` (not `&&`, `||`).
+fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
+    if op.is_comparison() {
+        let o = if t.is_float() {
+            a.float().partial_cmp(&b.float())
+        } else {
+            Some(arith::int_cmp(t, a.int(), b.int()))
+        };
+        return Ok(Value::Bool(compares(op, o)));
+    }
+    if t.is_float() {
+        let (x, y) = (a.float(), b.float());
+        let r = match op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            _ => arith::float_mod(x, y),
+        };
+        return Ok(Value::Float(arith::round(t, r)));
+    }
+    let (x, y) = (a.int(), b.int());
+    let r = match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div => arith::floor_div(t, x, y)
+            .ok_or_else(|| format!("integer division by zero ({x} / {y} in {t})"))?,
+        _ => arith::floor_mod(t, x, y)
+            .ok_or_else(|| format!("integer division by zero ({x} % {y} in {t})"))?,
+    };
+    Ok(Value::Int(arith::wrap(t, r)))
+}
+
+fn compares(op: BinOp, o: Option<Ordering>) -> bool {
+    match op {
+        BinOp::Lt => o == Some(Ordering::Less),
+        BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
+        BinOp::Gt => o == Some(Ordering::Greater),
+        BinOp::Ge => matches!(o, Some(Ordering::Greater | Ordering::Equal)),
+        BinOp::Eq => o == Some(Ordering::Equal),
+        _ => o != Some(Ordering::Equal),
+    }
+}
+
+/// A builtin on arguments of type `t`.
+fn call(b: Builtin, t: DType, v: &[Value]) -> Result<Value, String> {
+    if t.is_float() {
+        let x: Vec<f64> = v.iter().map(|a| a.float()).collect();
+        let r = match (arith::float_unary(b), arith::float_binary(b), x.as_slice()) {
+            (Some(f), _, [a]) => f(*a),
+            (_, Some(f), [a, c]) => f(*a, *c),
+            _ if b == Builtin::Fma && x.len() == 3 => x[0].mul_add(x[1], x[2]),
+            _ => return Err(format!("`{}` with {} arguments", b.name(), x.len())),
+        };
+        return Ok(Value::Float(arith::round(t, r)));
+    }
+    let x: Vec<i64> = v.iter().map(|a| a.int()).collect();
+    Ok(Value::Int(match (b, x.as_slice()) {
+        (Builtin::Abs, [a]) => arith::int_abs(t, *a),
+        (Builtin::Max, [a, c]) => match arith::int_cmp(t, *a, *c) {
+            Ordering::Less => *c,
+            _ => *a,
+        },
+        (Builtin::Min, [a, c]) => match arith::int_cmp(t, *a, *c) {
+            Ordering::Greater => *c,
+            _ => *a,
+        },
+        _ => return Err(format!("`{}` on {t}", b.name())),
+    }))
+}

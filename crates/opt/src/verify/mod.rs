@@ -1,0 +1,467 @@
+//! The equivalence verifier (PET §5): do two defs with the same signature
+//! compute the same outputs, and where do they not?
+//!
+//! Multi-linear programs (more generally, programs whose bodies are
+//! polynomials in their inputs, with `+` reductions) are tested exactly, as
+//! PET does:
+//!
+//! 1. both defs become graphs of tensor versions for the given sizes
+//!    (`graph.rs`, `compile.rs`);
+//! 2. box propagation (`boxes.rs`) splits every output into boxes inside
+//!    which its elements are polynomials of one shape, and the two
+//!    programs' boxes are intersected (`region.rs`);
+//! 3. in every box intersection, the `m + 1` points of Theorem 1 (the low
+//!    corner `v0` and `v0 + e_j`), and the high corner besides, are
+//!    evaluated in both programs over Z_p, p = 2^31 - 1, on random inputs
+//!    (`eval.rs`: lazily, only what those points need, memoized across
+//!    boxes);
+//! 4. this is repeated for `t` independent draws. By Theorem 2
+//!    (Schwartz–Zippel), a point where the programs differ agrees on one
+//!    draw with probability at most `d / p`, `d` the degree of the
+//!    polynomials (the number of inputs multiplied together; at most the
+//!    number of inputs for multi-linear programs), so a false "equivalent"
+//!    has probability at most `(d / p)^t`; the default `t` makes that below
+//!    2^-60, and the report states it.
+//!
+//! The boxes whose points differ are merged into the regions reported as
+//! not equivalent: what a correction kernel recomputes.
+//!
+//! Programs with a non-linear statement (`fmax`, `exp`, a `max=` reduction,
+//! integer arithmetic) are compared in floating point instead (`float.rs`),
+//! and the report says that this is a weaker check.
+//!
+//! Requires: programs that pass `ir::verify_program`. Guarantees: never
+//! panics; an error (a signature mismatch, a size without a value, an
+//! out-of-bounds read in an `=` statement) is a message, not a verdict.
+
+mod boxes;
+mod compile;
+mod eval;
+mod expr;
+mod float;
+mod form;
+mod graph;
+mod region;
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use ir::{Def, Param, Program};
+
+pub use region::{merge, Region};
+
+use eval::Evaluator;
+use graph::{bind_from_shapes, show, Graph};
+
+/// How to verify.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Size symbols and integer scalars of either def (`--size N=4`).
+    pub sizes: HashMap<String, i64>,
+    /// Random draws; `None` takes the fewest that bound a false
+    /// "equivalent" below 2^-60 (exact test) or [`FLOAT_DRAWS`].
+    pub trials: Option<usize>,
+    pub seed: u64,
+}
+
+/// Draws of the floating-point comparison by default.
+pub const FLOAT_DRAWS: usize = 3;
+
+/// The most points the exact test evaluates per output; more boxes than
+/// that fall back to the floating-point comparison.
+const MAX_POINTS: usize = 1 << 20;
+
+/// The verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Every output agrees on every tested point in every trial.
+    /// `error_bound` is the probability that this is wrong (Theorem 2),
+    /// `None` for the floating-point comparison, which has no such bound.
+    Equivalent {
+        trials: usize,
+        error_bound: Option<f64>,
+    },
+    /// The regions (per output, merged boxes) where the outputs differ.
+    NotEquivalent { boxes: Vec<Region> },
+}
+
+/// How the verdict was reached.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Method {
+    /// Over Z_p, at the points of Theorem 1 in every box intersection.
+    Exact {
+        /// The degree bound `d` of Theorem 2.
+        degree: u32,
+        /// Box intersections and points tested per trial, all outputs.
+        boxes: usize,
+        points: usize,
+    },
+    /// In floating point, because the programs are not polynomials.
+    Float { reason: String },
+}
+
+/// A verification's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub verdict: Verdict,
+    pub method: Method,
+    /// The outputs' names in the first def, and their shapes.
+    pub outputs: Vec<(String, Vec<usize>)>,
+}
+
+impl Report {
+    pub fn equivalent(&self) -> bool {
+        matches!(self.verdict, Verdict::Equivalent { .. })
+    }
+}
+
+/// Verifies def `a` of `pa` against def `b` of `pb`: parameters correspond
+/// by position (same kinds, element types and shapes), as do outputs.
+pub fn verify(
+    pa: &Program,
+    a: &str,
+    pb: &Program,
+    b: &str,
+    options: &Options,
+) -> Result<Report, String> {
+    let da = pa.def(a).ok_or_else(|| format!("no def named `{a}`"))?;
+    let db = pb.def(b).ok_or_else(|| format!("no def named `{b}`"))?;
+    check_signatures(da, db)?;
+    let (sa, sb) = bind(da, db, &options.sizes)?;
+    let outputs = da
+        .outputs
+        .iter()
+        .map(|o| Ok((o.clone(), graph::shape(da, o, &sa)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    for (k, (o, p)) in da.outputs.iter().zip(&db.outputs).enumerate() {
+        let (x, y) = (&outputs[k].1, graph::shape(db, p, &sb)?);
+        if *x != y {
+            return Err(format!(
+                "output {} is {} in `{a}` (`{o}`) but {} in `{b}` (`{p}`)",
+                k + 1,
+                show(x),
+                show(&y)
+            ));
+        }
+    }
+    let exact = graph::build(pa, da, &sa)
+        .map_err(|e| format!("in `{a}`, {e}"))
+        .and_then(|ga| {
+            Ok((
+                ga,
+                graph::build(pb, db, &sb).map_err(|e| format!("in `{b}`, {e}"))?,
+            ))
+        });
+    let (ga, gb) = match exact {
+        Ok(graphs) => graphs,
+        Err(reason) => return floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
+    };
+    // Deep programs recurse deeply in the lazy evaluator: run it on a thread
+    // with room for that.
+    let result = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(1 << 28)
+            .spawn_scoped(s, || exact_test(&ga, &gb, options))
+            .map_err(|e| format!("cannot start the verifier's thread: {e}"))?
+            .join()
+            .map_err(|_| "the verifier's thread panicked".to_string())?
+    });
+    match result? {
+        Exact::Done(verdict, method) => Ok(Report {
+            verdict,
+            method,
+            outputs,
+        }),
+        Exact::TooManyBoxes(reason) => floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
+    }
+}
+
+enum Exact {
+    Done(Verdict, Method),
+    TooManyBoxes(String),
+}
+
+/// The exact test over Z_p.
+fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String> {
+    let (sa, sb) = (boxes::propagate(ga), boxes::propagate(gb));
+    let mut tests = Vec::new();
+    for (k, (&oa, &ob)) in ga.outputs.iter().zip(&gb.outputs).enumerate() {
+        let grid = region::union(&sa[oa], &sb[ob]);
+        let n = region::count(&grid);
+        let rank = grid.len();
+        if n.saturating_mul(rank + 2) > MAX_POINTS {
+            return Ok(Exact::TooManyBoxes(format!(
+                "output {} has {n} boxes, too many to test exactly",
+                k + 1
+            )));
+        }
+        for b in region::boxes(&grid) {
+            tests.push((k, b));
+        }
+    }
+    let degree = ga
+        .outputs
+        .iter()
+        .map(|&o| ga.nodes[o].degree)
+        .chain(gb.outputs.iter().map(|&o| gb.nodes[o].degree))
+        .max()
+        .unwrap_or(0);
+    let trials = options.trials.unwrap_or_else(|| default_trials(degree));
+    let mut failed = vec![false; tests.len()];
+    let mut points = 0;
+    for trial in 0..trials {
+        let seed = options
+            .seed
+            .wrapping_mul(0x9E37_79B9)
+            .wrapping_add(trial as u64);
+        let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
+        for (t, (k, b)) in tests.iter().enumerate() {
+            if failed[t] {
+                continue;
+            }
+            let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
+            let strides = &ga.nodes[oa].strides;
+            for p in region::points(b) {
+                let flat: usize = p.iter().zip(strides).map(|(&i, &s)| i as usize * s).sum();
+                points += usize::from(trial == 0);
+                if ea.value(oa, flat)? != eb.value(ob, flat)? {
+                    failed[t] = true;
+                    break;
+                }
+            }
+        }
+    }
+    let method = Method::Exact {
+        degree,
+        boxes: tests.len(),
+        points,
+    };
+    let differ: Vec<Region> = tests
+        .iter()
+        .zip(&failed)
+        .filter(|(_, &f)| f)
+        .map(|((k, b), _)| Region {
+            output: *k,
+            ranges: b
+                .iter()
+                .map(|&(lo, hi)| (lo as usize, hi as usize))
+                .collect(),
+        })
+        .collect();
+    let verdict = if differ.is_empty() {
+        Verdict::Equivalent {
+            trials,
+            error_bound: Some(error_bound(degree, trials)),
+        }
+    } else {
+        Verdict::NotEquivalent {
+            boxes: merge(differ),
+        }
+    };
+    Ok(Exact::Done(verdict, method))
+}
+
+/// The fewest trials that bound a false "equivalent" below 2^-60:
+/// `(d / p)^t < 2^-60`.
+fn default_trials(degree: u32) -> usize {
+    if degree == 0 {
+        // Constant outputs: one evaluation decides.
+        return 1;
+    }
+    let bits = (interp::P as f64 / f64::from(degree)).log2();
+    (60.0 / bits).floor() as usize + 1
+}
+
+/// Theorem 2's bound `(d / p)^t` on a false "equivalent" (0 for constant
+/// outputs, where the test is deterministic).
+fn error_bound(degree: u32, trials: usize) -> f64 {
+    (f64::from(degree) / interp::P as f64).powi(trials as i32)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn floats(
+    pa: &Program,
+    da: &Def,
+    sa: &HashMap<String, i64>,
+    pb: &Program,
+    db: &Def,
+    sb: &HashMap<String, i64>,
+    options: &Options,
+    reason: String,
+    outputs: Vec<(String, Vec<usize>)>,
+) -> Result<Report, String> {
+    let draws = options.trials.unwrap_or(FLOAT_DRAWS);
+    let differ = float::compare((pa, da, sa), (pb, db, sb), options.seed, draws)?;
+    let verdict = if differ.is_empty() {
+        Verdict::Equivalent {
+            trials: draws,
+            error_bound: None,
+        }
+    } else {
+        Verdict::NotEquivalent { boxes: differ }
+    };
+    Ok(Report {
+        verdict,
+        method: Method::Float { reason },
+        outputs,
+    })
+}
+
+/// Parameters and outputs must correspond by position.
+fn check_signatures(a: &Def, b: &Def) -> Result<(), String> {
+    let (na, nb) = (&a.name, &b.name);
+    if a.params.len() != b.params.len() {
+        return Err(format!(
+            "`{na}` takes {} parameters but `{nb}` takes {}",
+            a.params.len(),
+            b.params.len()
+        ));
+    }
+    for (k, (p, q)) in a.params.iter().zip(&b.params).enumerate() {
+        let kind = |d: &Def, p: &Param| match p {
+            Param::Tensor(t) => d.tensor(t).map_or("a tensor".to_string(), |t| {
+                format!("a {} tensor of rank {}", t.dtype, t.shape.len())
+            }),
+            Param::Scalar { dtype, .. } => format!("a {dtype} scalar"),
+        };
+        let (x, y) = (kind(a, p), kind(b, q));
+        if x != y {
+            return Err(format!(
+                "parameter {} is {x} in `{na}` (`{}`) but {y} in `{nb}` (`{}`)",
+                k + 1,
+                p.name(),
+                q.name()
+            ));
+        }
+    }
+    if a.outputs.len() != b.outputs.len() {
+        return Err(format!(
+            "`{na}` returns {} tensors but `{nb}` returns {}",
+            a.outputs.len(),
+            b.outputs.len()
+        ));
+    }
+    for (k, (o, p)) in a.outputs.iter().zip(&b.outputs).enumerate() {
+        let (x, y) = (a.tensor(o).map(|t| t.dtype), b.tensor(p).map(|t| t.dtype));
+        if x != y {
+            let show = |t: Option<ir::DType>| t.map_or("undeclared".to_string(), |t| t.to_string());
+            return Err(format!(
+                "output {} is {} in `{na}` (`{o}`) but {} in `{nb}` (`{p}`)",
+                k + 1,
+                show(x),
+                show(y)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Size symbols and integer scalars, bound.
+type Sizes = HashMap<String, i64>;
+
+/// Binds both defs' sizes: the first from `given`, the second from the
+/// first's parameter shapes and `given`.
+fn bind(a: &Def, b: &Def, given: &HashMap<String, i64>) -> Result<(Sizes, Sizes), String> {
+    let known = |d: &Def, s: &str| {
+        d.size_symbols().iter().any(|x| x == s) || d.scalar(s).is_some_and(|t| t.is_int())
+    };
+    let mut names: Vec<&String> = given.keys().collect();
+    names.sort();
+    if let Some(s) = names.iter().find(|s| !known(a, s) && !known(b, s)) {
+        return Err(format!(
+            "`{s}` is given a size, but neither `{}` nor `{}` has a size symbol or integer scalar of that name",
+            a.name, b.name
+        ));
+    }
+    let only = |d: &Def| -> HashMap<String, i64> {
+        given
+            .iter()
+            .filter(|(s, _)| known(d, s))
+            .map(|(s, &v)| (s.clone(), v))
+            .collect()
+    };
+    let sa = interp::bind_sizes(a, &HashMap::new(), &only(a)).map_err(|e| e.message)?;
+    let missing: Vec<String> = a
+        .size_symbols()
+        .into_iter()
+        .chain(a.params.iter().filter_map(|p| match p {
+            Param::Scalar { name, dtype } if dtype.is_int() => Some(name.clone()),
+            _ => None,
+        }))
+        .filter(|s| !sa.contains_key(s))
+        .collect();
+    if let Some(s) = missing.first() {
+        return Err(format!(
+            "`{s}` of `{}` has no value: bind it with `--size {s}=N`",
+            a.name
+        ));
+    }
+    let shapes = a
+        .tensor_params()
+        .map(|t| graph::shape(a, &t.name, &sa))
+        .collect::<Result<Vec<_>, String>>()?;
+    let sb = bind_from_shapes(b, &shapes, only(b))?;
+    Ok((sa, sb))
+}
+
+/// The report as `tessera verify` prints it.
+pub fn print_report(r: &Report) -> String {
+    let mut s = String::new();
+    match (&r.verdict, &r.method) {
+        (
+            Verdict::Equivalent {
+                trials,
+                error_bound: Some(bound),
+            },
+            _,
+        ) => {
+            let bound = if *bound == 0.0 {
+                "0".to_string()
+            } else {
+                format!("2^{:.1}", bound.log2())
+            };
+            let _ = writeln!(
+                s,
+                "equivalent ({trials} trials, false-positive bound ≤ {bound})"
+            );
+        }
+        (Verdict::Equivalent { trials, .. }, _) => {
+            let _ = writeln!(
+                s,
+                "equivalent in floating point ({trials} random draws agree): a weaker check than the exact test"
+            );
+        }
+        (Verdict::NotEquivalent { boxes }, _) => {
+            let n = boxes.len();
+            let _ = writeln!(
+                s,
+                "not equivalent: the outputs differ in {n} region{}",
+                if n == 1 { "" } else { "s" }
+            );
+            for b in boxes {
+                let (name, _) = &r.outputs[b.output];
+                let _ = writeln!(s, "  {name}{}", b.show());
+            }
+        }
+    }
+    match &r.method {
+        Method::Exact {
+            degree,
+            boxes,
+            points,
+        } => {
+            let _ = writeln!(
+                s,
+                "exact test over Z_p (p = 2^31 - 1): degree {degree}, {boxes} box{}, {points} points per trial",
+                if *boxes == 1 { "" } else { "es" }
+            );
+        }
+        Method::Float { reason } => {
+            let _ = writeln!(
+                s,
+                "compared in floating point (relative tolerance 1e-4 for float32, 1e-9 for float64) because the exact test does not apply: {reason}"
+            );
+        }
+    }
+    s
+}

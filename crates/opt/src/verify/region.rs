@@ -1,0 +1,176 @@
+//! Output regions: the grid of boxes two programs' split points make, the
+//! points Theorem 1 tests in each box, and the merging of differing boxes
+//! into the regions a report lists.
+
+use std::collections::BTreeMap;
+
+/// A box of one output tensor: per dimension, `[lo, hi)`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Region {
+    /// The output's position in the def's results.
+    pub output: usize,
+    pub ranges: Vec<(usize, usize)>,
+}
+
+impl Region {
+    pub fn len(&self) -> usize {
+        self.ranges.iter().map(|(lo, hi)| hi - lo).product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the element at `index` lies in the region.
+    pub fn contains(&self, index: &[usize]) -> bool {
+        self.ranges
+            .iter()
+            .zip(index)
+            .all(|(&(lo, hi), &i)| lo <= i && i < hi)
+    }
+
+    /// `[0:1, 2:5]`, Python's slice notation.
+    pub fn show(&self) -> String {
+        let parts: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|(lo, hi)| format!("{lo}:{hi}"))
+            .collect();
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+/// The union of two lists of split points per dimension: the grid of box
+/// intersections.
+pub(crate) fn union(a: &[Vec<i64>], b: &[Vec<i64>]) -> Vec<Vec<i64>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let mut v: Vec<i64> = x.iter().chain(y).copied().collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect()
+}
+
+/// How many boxes a grid has (saturating).
+pub(crate) fn count(grid: &[Vec<i64>]) -> usize {
+    grid.iter()
+        .map(|g| g.len().saturating_sub(1))
+        .fold(1usize, usize::saturating_mul)
+}
+
+/// The boxes of a grid, the last dimension fastest; each is `[lo, hi)`
+/// per dimension. A dimension of extent 0 has no boxes.
+pub(crate) fn boxes(grid: &[Vec<i64>]) -> Vec<Vec<(i64, i64)>> {
+    let mut out = vec![Vec::new()];
+    for g in grid {
+        let cells: Vec<(i64, i64)> = g.windows(2).map(|w| (w[0], w[1])).collect();
+        out = out
+            .into_iter()
+            .flat_map(|b| {
+                cells.iter().map(move |&c| {
+                    let mut b = b.clone();
+                    b.push(c);
+                    b
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// The points Theorem 1 tests in a box: its low corner `v0`, `v0 + e_j` for
+/// every dimension wider than one, and the high corner.
+pub(crate) fn points(b: &[(i64, i64)]) -> Vec<Vec<i64>> {
+    let v0: Vec<i64> = b.iter().map(|r| r.0).collect();
+    let mut out = vec![v0.clone()];
+    for (j, &(lo, hi)) in b.iter().enumerate() {
+        if hi - lo > 1 {
+            let mut v = v0.clone();
+            v[j] += 1;
+            out.push(v);
+        }
+    }
+    let high: Vec<i64> = b.iter().map(|r| r.1 - 1).collect();
+    if !out.contains(&high) {
+        out.push(high);
+    }
+    out
+}
+
+/// `[lo, hi)` along one dimension.
+type Span = (usize, usize);
+
+/// Merges regions of one output that are adjacent along a dimension and
+/// agree on every other one, until no two can merge; the result is sorted.
+pub fn merge(mut regions: Vec<Region>) -> Vec<Region> {
+    loop {
+        let before = regions.len();
+        let rank = regions.first().map_or(0, |r| r.ranges.len());
+        for d in (0..rank).rev() {
+            // Group by everything but dimension `d`, then join runs.
+            let mut groups: BTreeMap<(usize, Vec<Span>), Vec<Span>> = BTreeMap::new();
+            for r in regions.drain(..) {
+                let mut key = r.ranges.clone();
+                let span = key.remove(d);
+                groups.entry((r.output, key)).or_default().push(span);
+            }
+            for ((output, key), mut spans) in groups {
+                spans.sort_unstable();
+                let mut joined: Vec<(usize, usize)> = Vec::new();
+                for s in spans {
+                    match joined.last_mut() {
+                        Some(last) if last.1 == s.0 => last.1 = s.1,
+                        _ => joined.push(s),
+                    }
+                }
+                for s in joined {
+                    let mut ranges = key.clone();
+                    ranges.insert(d, s);
+                    regions.push(Region { output, ranges });
+                }
+            }
+        }
+        if regions.len() == before {
+            regions.sort();
+            return regions;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(ranges: &[(usize, usize)]) -> Region {
+        Region {
+            output: 0,
+            ranges: ranges.to_vec(),
+        }
+    }
+
+    #[test]
+    fn boxes_of_a_column_merge_into_the_column() {
+        // Three boxes along rows, one column wide, and one elsewhere.
+        let merged = merge(vec![
+            region(&[(0, 1), (5, 6)]),
+            region(&[(1, 6), (5, 6)]),
+            region(&[(6, 7), (5, 6)]),
+            region(&[(0, 1), (0, 1)]),
+        ]);
+        assert_eq!(
+            merged,
+            vec![region(&[(0, 1), (0, 1)]), region(&[(0, 7), (5, 6)])]
+        );
+    }
+
+    #[test]
+    fn theorem_one_points_include_both_corners() {
+        let p = points(&[(2, 5), (0, 1), (3, 4)]);
+        assert_eq!(p, vec![vec![2, 0, 3], vec![3, 0, 3], vec![4, 0, 3]]);
+        assert_eq!(boxes(&[vec![0, 1, 4], vec![0, 2]]).len(), 2);
+        assert_eq!(count(&[vec![0, 1, 4], vec![0, 2, 3]]), 4);
+    }
+}

@@ -9,6 +9,7 @@
 //! # test: check --size H=8          `tessera check FILE --size H=8`, full output
 //! # test: run --def f --seed 7      `tessera run FILE --def f --seed 7`, full output
 //! # test: split --def f             `tessera split FILE --def f`, full output
+//! # test: verify --def f --def-b g  `tessera verify FILE --def f --def-b g`
 //! # test: reject                    `tessera check FILE` must fail
 //! # test: reject run --def f        `tessera run FILE --def f` must fail
 //! # test: reject bench --runs 1      `tessera bench FILE --runs 1` must fail
@@ -43,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The subcommands a test may run (`bench` only to be rejected).
-const KINDS: [&str; 5] = ["check", "run", "lower", "split", "bench"];
+const KINDS: [&str; 6] = ["check", "run", "lower", "split", "verify", "bench"];
 
 /// The line that starts the expectation of a full-output test.
 const EXPECT: &str = "# expect:";

@@ -33,7 +33,7 @@
 
 use std::collections::BTreeSet;
 
-use ir::{floor_div, BinOp, UnOp};
+use ir::{floor_div, floor_mod, BinOp, UnOp};
 
 use super::expr::{Comp, Ord, Read, Val};
 use super::form::Form;
@@ -190,9 +190,10 @@ impl Cx<'_> {
         }
     }
 
-    /// The atoms that keep every floor of `f` constant over a box.
+    /// The atoms that keep every floor and modulo of `f` in one period
+    /// over a box (a floor constant, a modulo affine).
     fn floors(&mut self, f: &Form) {
-        for (fl, _) in &f.floors {
+        for (fl, _) in f.floors.iter().chain(&f.mods) {
             self.floors(&fl.inner);
             let (a, b) = fl.inner.interval(&|s| self.range(s));
             let (first, last) = (floor_div(a, fl.divisor) + 1, floor_div(b, fl.divisor));
@@ -208,14 +209,24 @@ impl Cx<'_> {
     }
 
     /// The split points of the atoms `f - q >= 0` for every `q` in `qs`.
+    ///
+    /// Along one output dimension `v`, with everything else in the box
+    /// fixed, the atom is `a * v + r >= 0` (`v` appearing directly) or
+    /// `m * ((b * v + c) mod k) + r >= 0` (`v` inside one modulo), where `r`
+    /// is the rest: the other output iterators, the reduction iterators and
+    /// the floors and modulos without `v`, all constant inside a box (the
+    /// floors' own atoms see to that). The truth flips only where `a * v`
+    /// (or `m` times the modulo) crosses `-r` for a value `r` can take, so
+    /// splitting `v` there, for every such value, leaves each box on one
+    /// side: between two points of a box that differ in one dimension the
+    /// truth cannot change. Dimensions used any other way split everywhere.
     fn atoms(&mut self, f: &Form, qs: &[i64]) {
-        let outputs: Vec<(usize, i64)> = f
-            .iters
-            .iter()
-            .copied()
-            .filter(|&(s, _)| self.is_output(s))
-            .collect();
-        if outputs.is_empty() {
+        let mut slots = Vec::new();
+        f.slots(&mut slots);
+        slots.retain(|&s| self.is_output(s) && !self.dense[s]);
+        slots.sort_unstable();
+        slots.dedup();
+        if slots.is_empty() {
             return;
         }
         let (lo, hi) = f.interval(&|s| self.range(s));
@@ -228,25 +239,26 @@ impl Cx<'_> {
         if live.is_empty() {
             return;
         }
-        let [(slot, a)] = outputs[..] else {
-            outputs.iter().for_each(|&(s, _)| self.dense(s));
-            return;
-        };
-        if self.dense[slot] {
-            return;
+        for slot in slots {
+            match along(f, slot) {
+                Along::Direct(a, rest) => {
+                    let values = self.values(&rest);
+                    self.direct(slot, a, &values, &live);
+                }
+                Along::Modulo(m, inner, divisor, rest) => {
+                    let (rlo, rhi) = rest.interval(&|s| self.range(s));
+                    self.periodic(slot, m, &inner, divisor, (rlo, rhi), &live);
+                }
+                Along::Floors => {}
+                Along::Other => self.dense(slot),
+            }
         }
-        let rest = Form {
-            iters: f
-                .iters
-                .iter()
-                .copied()
-                .filter(|&(s, _)| s != slot)
-                .collect(),
-            ..f.clone()
-        };
-        let values = self.values(&rest);
+    }
+
+    /// Split points of `a * v + r - q >= 0` for `r` in `values`.
+    fn direct(&mut self, slot: usize, a: i64, values: &Values, live: &[i64]) {
         let (vlo, vhi) = self.comp.bounds[slot];
-        // `a * v + r - q >= 0` flips where `v` reaches this point.
+        // The first `v` on the other side of the boundary.
         let flip = |r: i64| {
             if a > 0 {
                 -floor_div(r, a)
@@ -254,8 +266,8 @@ impl Cx<'_> {
                 floor_div(r, -a) + 1
             }
         };
-        for q in live {
-            let points: Vec<i64> = match &values {
+        for &q in live {
+            let points: Vec<i64> = match values {
                 Values::Set(set) => set.iter().map(|&r| flip(r - q)).collect(),
                 Values::Range(rlo, rhi) => {
                     let (p, r) = (flip(rlo - q), flip(rhi - q));
@@ -267,10 +279,45 @@ impl Cx<'_> {
         }
     }
 
+    /// Split points of `m * (inner mod k) + r - q >= 0` for `r` in
+    /// `[rlo, rhi]`: every `v` where the modulo, moving from `v - 1` to `v`
+    /// inside one period, crosses a threshold `q - r`.
+    fn periodic(
+        &mut self,
+        slot: usize,
+        m: i64,
+        inner: &Form,
+        k: i64,
+        (rlo, rhi): (i64, i64),
+        live: &[i64],
+    ) {
+        let (vlo, vhi) = self.comp.bounds[slot];
+        let mut iters = vec![0; self.comp.bounds.len()];
+        let mut at = |v: i64| {
+            iters[slot] = v;
+            inner.eval(&iters)
+        };
+        for v in vlo + 1..vhi {
+            let (x, y) = (at(v - 1), at(v));
+            if floor_div(x, k) != floor_div(y, k) {
+                // A new period: the floor atoms split here already.
+                continue;
+            }
+            let (a, b) = (m * floor_mod(x, k), m * floor_mod(y, k));
+            let (a, b) = (a.min(b), a.max(b));
+            // The truth of `m * u + r - q >= 0` differs between the two
+            // when `q - r` lies in `(a, b]`.
+            let crosses = live.iter().any(|&q| q - rhi <= b && q - rlo > a);
+            if crosses {
+                self.sets[slot].insert(v);
+            }
+        }
+    }
+
     /// The values a form without output iterators takes over the reduction
     /// box: a set when small, else an interval.
     fn values(&self, f: &Form) -> Values {
-        if !f.floors.is_empty() {
+        if !f.floors.is_empty() || !f.mods.is_empty() {
             let (lo, hi) = f.interval(&|s| self.range(s));
             return Values::Range(lo, hi);
         }
@@ -287,6 +334,51 @@ impl Cx<'_> {
                 .collect();
         }
         Values::Set(set)
+    }
+}
+
+/// How an atom depends on one output iterator.
+enum Along {
+    /// `a * v + rest`.
+    Direct(i64, Form),
+    /// `m * (inner mod k) + rest`, `inner` affine in `v` alone.
+    Modulo(i64, Form, i64, Form),
+    /// Only inside floors, which are constant in a box.
+    Floors,
+    Other,
+}
+
+/// Splits `f` into its part in output iterator `slot` and the rest.
+fn along(f: &Form, slot: usize) -> Along {
+    let direct = f.iters.iter().find(|t| t.0 == slot).map(|t| t.1);
+    let in_floors = f.floors.iter().any(|(fl, _)| fl.inner.uses(slot));
+    let mods: Vec<usize> = (0..f.mods.len())
+        .filter(|&k| f.mods[k].0.inner.uses(slot))
+        .collect();
+    match (direct, &mods[..]) {
+        (None, []) => Along::Floors,
+        // A floor of `v` next to `v` itself is constant in a box, so it
+        // belongs to the rest, whose range it widens.
+        (Some(a), []) => Along::Direct(
+            a,
+            Form {
+                iters: f.iters.iter().copied().filter(|t| t.0 != slot).collect(),
+                ..f.clone()
+            },
+        ),
+        (None, [k]) if !in_floors => {
+            let (fl, m) = &f.mods[*k];
+            let single = fl.inner.iters.iter().all(|t| t.0 == slot)
+                && fl.inner.floors.is_empty()
+                && fl.inner.mods.is_empty();
+            if !single {
+                return Along::Other;
+            }
+            let mut rest = f.clone();
+            rest.mods.remove(*k);
+            Along::Modulo(*m, fl.inner.clone(), fl.divisor, rest)
+        }
+        _ => Along::Other,
     }
 }
 

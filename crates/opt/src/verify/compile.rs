@@ -283,9 +283,9 @@ impl Scope<'_> {
                 let (x, y) = (self.ord(a, upto)?, self.ord(b, upto)?);
                 match (op, x, y) {
                     (op, Ord::Form(f), Ord::Form(g)) if ta == DType::I64 => {
-                        match affine(*op, f, g) {
-                            Ok(h) => Ord::Form(h),
-                            Err((f, g)) => {
+                        match affine(*op, &f, &g) {
+                            Some(h) => Ord::Form(h),
+                            None => {
                                 Ord::Binary(*op, ta, Box::new(Ord::Form(f)), Box::new(Ord::Form(g)))
                             }
                         }
@@ -320,16 +320,17 @@ impl Scope<'_> {
 }
 
 /// `f op g` as a form when it is one (sums, products by a constant, floor
-/// division and modulo by a positive constant); else the operands back.
-fn affine(op: BinOp, f: Form, g: Form) -> Result<Form, (Form, Form)> {
+/// division and modulo by a positive constant).
+fn affine(op: BinOp, f: &Form, g: &Form) -> Option<Form> {
+    let (f, g) = (f.clone(), g.clone());
     match (op, f.as_constant(), g.as_constant()) {
-        (BinOp::Add, ..) => Ok(f.add(g)),
-        (BinOp::Sub, ..) => Ok(f.add(g.scale(-1))),
-        (BinOp::Mul, _, Some(k)) => Ok(f.scale(k)),
-        (BinOp::Mul, Some(k), _) => Ok(g.scale(k)),
-        (BinOp::Div, _, Some(k)) if k > 0 => Ok(f.floor_div(k)),
-        (BinOp::Mod, _, Some(k)) if k > 0 => Ok(f.floor_mod(k)),
-        _ => Err((f, g)),
+        (BinOp::Add, ..) => Some(f.add(g)),
+        (BinOp::Sub, ..) => Some(f.add(g.scale(-1))),
+        (BinOp::Mul, _, Some(k)) => Some(f.scale(k)),
+        (BinOp::Mul, Some(k), _) => Some(g.scale(k)),
+        (BinOp::Div, _, Some(k)) if k > 0 => Some(f.floor_div(k)),
+        (BinOp::Mod, _, Some(k)) if k > 0 => Some(f.floor_mod(k)),
+        _ => None,
     }
 }
 

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use interp::residue::{self, P};
 
-use super::expr::{truth, Comp, Read, Val};
+use super::expr::{truth, Comp, Ord, Read, Val};
 use super::graph::{Graph, NodeKind};
 
 /// Memo tables of at most this many elements are dense arrays.
@@ -202,10 +202,13 @@ impl<'g> Evaluator<'g> {
 fn index(r: &Read, shape: &[usize], iters: &[i64], at: &str) -> Result<Option<usize>, Stop> {
     let mut flat = 0usize;
     for (s, &n) in r.subs.iter().zip(shape) {
-        let i = match s
-            .eval(iters)
-            .map_err(|m| Stop::Fail(format!("{at}: {m}")))?
-        {
+        let v = match s {
+            Ord::Form(f) => ir::Value::Int(f.eval(iters)),
+            _ => s
+                .eval(iters)
+                .map_err(|m| Stop::Fail(format!("{at}: {m}")))?,
+        };
+        let i = match v {
             ir::Value::Int(i) => i,
             v => {
                 return Err(Stop::Fail(format!(

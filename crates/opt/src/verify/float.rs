@@ -7,7 +7,7 @@
 //! `bool` exactly, NaN equal to NaN. This is weaker than the exact test: a
 //! difference smaller than the tolerance, or one no draw exposes, passes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use interp::{Arg, Mode, Tensor};
 use ir::{DType, Def, Param, Program, Value};
@@ -30,7 +30,9 @@ pub(crate) fn compare(
     seed: u64,
     draws: usize,
 ) -> Result<Vec<Region>, String> {
-    let mut differ: Vec<Region> = Vec::new();
+    // Elements found on any draw, each once: regions to merge must not
+    // overlap.
+    let mut differ: BTreeSet<Region> = BTreeSet::new();
     for draw in 0..draws {
         let draw_seed = seed
             .wrapping_mul(1_000_003)
@@ -48,9 +50,8 @@ pub(crate) fn compare(
         for (k, ((_, x), (_, y))) in out_a.iter().zip(&out_b).enumerate() {
             differ.extend(differences(k, x, y));
         }
-        differ = merge(differ);
     }
-    Ok(differ)
+    Ok(merge(differ.into_iter().collect()))
 }
 
 type Args = HashMap<String, Arg>;

@@ -2,14 +2,16 @@
 //! a comprehension compile to for the verifier.
 //!
 //! A [`Form`] is `constant + sum(coef * iterator) + sum(coef * floor(inner /
-//! divisor))` with `int64` arithmetic, each `inner` again a form and each
-//! divisor a positive constant. Floor division and modulo by a positive
-//! constant (`L % k` is `L - k * floor(L / k)`) keep an expression a form,
+//! divisor)) + sum(coef * (inner mod divisor))` with `int64` arithmetic,
+//! each `inner` again a form and each divisor a positive constant. Floor
+//! division and modulo by a positive constant keep an expression a form
+//! (a modulo is kept as such, not as `L - k * floor(L / k)`, so that its
+//! range is known to be `[0, k)`),
 //! which is what lets box propagation (`boxes.rs`) see reshapes, strides
 //! and dilations as affine pieces. Evaluation wraps like `int64` does, so a
 //! form computes exactly what the interpreter computes for its expression.
 
-use ir::floor_div;
+use ir::{floor_div, floor_mod};
 
 /// `floor(inner / divisor)`, with `divisor > 0`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +28,8 @@ pub(crate) struct Form {
     pub iters: Vec<(usize, i64)>,
     /// `(floor atom, coefficient)`, none zero.
     pub floors: Vec<(Floor, i64)>,
+    /// `(inner mod divisor, coefficient)`, none zero.
+    pub mods: Vec<(Floor, i64)>,
 }
 
 impl Form {
@@ -45,7 +49,8 @@ impl Form {
 
     /// The constant value, if the form has no iterators or floors.
     pub(crate) fn as_constant(&self) -> Option<i64> {
-        (self.iters.is_empty() && self.floors.is_empty()).then_some(self.constant)
+        (self.iters.is_empty() && self.floors.is_empty() && self.mods.is_empty())
+            .then_some(self.constant)
     }
 
     pub(crate) fn add(mut self, other: Form) -> Form {
@@ -57,13 +62,8 @@ impl Form {
             }
         }
         self.iters.retain(|t| t.1 != 0);
-        for (f, k) in other.floors {
-            match self.floors.iter_mut().find(|(g, _)| *g == f) {
-                Some(t) => t.1 = t.1.wrapping_add(k),
-                None => self.floors.push((f, k)),
-            }
-        }
-        self.floors.retain(|t| t.1 != 0);
+        merge(&mut self.floors, other.floors);
+        merge(&mut self.mods, other.mods);
         self
     }
 
@@ -75,11 +75,12 @@ impl Form {
         for t in &mut self.iters {
             t.1 = t.1.wrapping_mul(k);
         }
-        for t in &mut self.floors {
+        for t in self.floors.iter_mut().chain(&mut self.mods) {
             t.1 = t.1.wrapping_mul(k);
         }
         self.iters.retain(|t| t.1 != 0);
         self.floors.retain(|t| t.1 != 0);
+        self.mods.retain(|t| t.1 != 0);
         self
     }
 
@@ -104,8 +105,21 @@ impl Form {
 
     /// `self mod k` (floor modulo) for `k > 0`.
     pub(crate) fn floor_mod(self, k: i64) -> Form {
-        let q = self.clone().floor_div(k);
-        self.add(q.scale(-k))
+        debug_assert!(k > 0);
+        match self.as_constant() {
+            Some(c) => Form::constant(floor_mod(c, k)),
+            None if k == 1 => Form::default(),
+            None => Form {
+                mods: vec![(
+                    Floor {
+                        inner: self,
+                        divisor: k,
+                    },
+                    1,
+                )],
+                ..Form::default()
+            },
+        }
     }
 
     pub(crate) fn eval(&self, iters: &[i64]) -> i64 {
@@ -115,6 +129,9 @@ impl Form {
         }
         for (f, k) in &self.floors {
             v = v.wrapping_add(k.wrapping_mul(floor_div(f.inner.eval(iters), f.divisor)));
+        }
+        for (f, k) in &self.mods {
+            v = v.wrapping_add(k.wrapping_mul(floor_mod(f.inner.eval(iters), f.divisor)));
         }
         v
     }
@@ -135,16 +152,37 @@ impl Form {
         for (f, k) in &self.floors {
             term(*k, f.interval(range));
         }
+        for (f, k) in &self.mods {
+            term(*k, f.mod_interval(range));
+        }
         (saturate(lo), saturate(hi))
     }
 
-    /// Every iterator slot the form depends on, floors included.
+    /// Every iterator slot the form depends on, floors and mods included.
     pub(crate) fn slots(&self, out: &mut Vec<usize>) {
         out.extend(self.iters.iter().map(|t| t.0));
-        for (f, _) in &self.floors {
+        for (f, _) in self.floors.iter().chain(&self.mods) {
             f.inner.slots(out);
         }
     }
+
+    /// Whether the form depends on iterator `slot`.
+    pub(crate) fn uses(&self, slot: usize) -> bool {
+        let mut s = Vec::new();
+        self.slots(&mut s);
+        s.contains(&slot)
+    }
+}
+
+/// Adds `terms` into `into`, combining equal atoms; drops zero ones.
+fn merge(into: &mut Vec<(Floor, i64)>, terms: Vec<(Floor, i64)>) {
+    for (f, k) in terms {
+        match into.iter_mut().find(|(g, _)| *g == f) {
+            Some(t) => t.1 = t.1.wrapping_add(k),
+            None => into.push((f, k)),
+        }
+    }
+    into.retain(|t| t.1 != 0);
 }
 
 impl Floor {
@@ -152,6 +190,16 @@ impl Floor {
     pub(crate) fn interval(&self, range: &dyn Fn(usize) -> (i64, i64)) -> (i64, i64) {
         let (a, b) = self.inner.interval(range);
         (floor_div(a, self.divisor), floor_div(b, self.divisor))
+    }
+
+    /// The range of `inner mod divisor`.
+    pub(crate) fn mod_interval(&self, range: &dyn Fn(usize) -> (i64, i64)) -> (i64, i64) {
+        let (a, b) = self.inner.interval(range);
+        if floor_div(a, self.divisor) == floor_div(b, self.divisor) {
+            (floor_mod(a, self.divisor), floor_mod(b, self.divisor))
+        } else {
+            (0, self.divisor - 1)
+        }
     }
 }
 
@@ -177,6 +225,7 @@ mod tests {
         }
         let range = |s: usize| if s == 0 { (0, 4) } else { (0, 2) };
         assert_eq!(q.interval(&range), (0, 3));
+        assert_eq!(r.interval(&range), (0, 2));
     }
 
     #[test]

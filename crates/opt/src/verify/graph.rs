@@ -123,7 +123,7 @@ pub(crate) fn bind_from_shapes(
         .find(|s| !sizes.contains_key(s))
     {
         return Err(format!(
-            "size symbol `{s}` of `{}` has no value: bind it with `--size {s}=N`",
+            "size symbol `{s}` of `{}` has no value: bind it with `--size {s}=<n>`",
             def.name
         ));
     }

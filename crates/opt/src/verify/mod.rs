@@ -42,6 +42,8 @@ mod float;
 mod form;
 mod graph;
 mod region;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -144,14 +146,7 @@ pub fn verify(
             ));
         }
     }
-    let exact = graph::build(pa, da, &sa)
-        .map_err(|e| format!("in `{a}`, {e}"))
-        .and_then(|ga| {
-            Ok((
-                ga,
-                graph::build(pb, db, &sb).map_err(|e| format!("in `{b}`, {e}"))?,
-            ))
-        });
+    let exact = graph::build(pa, da, &sa).and_then(|ga| Ok((ga, graph::build(pb, db, &sb)?)));
     let (ga, gb) = match exact {
         Ok(graphs) => graphs,
         Err(reason) => return floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
@@ -392,7 +387,7 @@ fn bind(a: &Def, b: &Def, given: &HashMap<String, i64>) -> Result<(Sizes, Sizes)
         .collect();
     if let Some(s) = missing.first() {
         return Err(format!(
-            "`{s}` of `{}` has no value: bind it with `--size {s}=N`",
+            "`{s}` of `{}` has no value: bind it with `--size {s}=<n>`",
             a.name
         ));
     }

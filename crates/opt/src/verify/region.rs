@@ -103,8 +103,9 @@ pub(crate) fn points(b: &[(i64, i64)]) -> Vec<Vec<i64>> {
 /// `[lo, hi)` along one dimension.
 type Span = (usize, usize);
 
-/// Merges regions of one output that are adjacent along a dimension and
-/// agree on every other one, until no two can merge; the result is sorted.
+/// Merges disjoint regions that are adjacent along a dimension and agree
+/// on every other one, until no two can merge; the result is sorted and
+/// still disjoint, covering the same elements.
 pub fn merge(mut regions: Vec<Region>) -> Vec<Region> {
     loop {
         let before = regions.len();

@@ -1,5 +1,5 @@
 //! Arithmetic modulo the Mersenne prime `P = 2^31 - 1`, used by
-//! [`crate::Mode::ModP`].
+//! [`crate::Mode::ModP`] and by the equivalence verifier (`opt::verify`).
 //!
 //! Invariant: every residue is a `u64` in `[0, P)`. Because both operands of
 //! a product are below `2^31`, the product is below `2^62` and a plain `u64`

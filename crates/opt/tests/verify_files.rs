@@ -50,7 +50,11 @@ fn differing(
         let (mut xa, mut xb) = (HashMap::new(), HashMap::new());
         for (k, (p, q)) in da.params.iter().zip(&db.params).enumerate() {
             let Param::Tensor(t) = p else {
-                panic!("scalar parameters are not used here")
+                // Integer scalars are sizes, given in the header.
+                let v = Arg::Scalar(ir::Value::Int(sizes[p.name()]));
+                xa.insert(p.name().to_string(), v.clone());
+                xb.insert(q.name().to_string(), v);
+                continue;
             };
             let shape = interp::param_shape(da, t, &sa).unwrap();
             let x = Tensor::random(da.tensor(t).unwrap().dtype, &shape, seed * 100 + k as u64);

@@ -270,7 +270,7 @@ pub(crate) fn random(seed: u64, param: usize, flat: usize) -> u64 {
 }
 
 /// SplitMix64's finalizer, a bijection on `u64`.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

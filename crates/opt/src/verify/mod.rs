@@ -11,7 +11,7 @@
 //!    which its elements are polynomials of one shape, and the two
 //!    programs' boxes are intersected (`region.rs`);
 //! 3. in every box intersection, the `m + 1` points of Theorem 1 (the low
-//!    corner `v0` and `v0 + e_j`), and the high corner besides, are
+//!    corner `v0` and `v0 + e_j`), the high corner and a random point are
 //!    evaluated in both programs over Z_p, p = 2^31 - 1, on random inputs
 //!    (`eval.rs`: lazily, only what those points need, memoized across
 //!    boxes);
@@ -176,6 +176,75 @@ enum Exact {
     TooManyBoxes(String),
 }
 
+/// What the tested points of a box found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Agree,
+    /// Every tested point differs: the box is reported whole.
+    Differ,
+    /// Some points agree and some differ: the box is not uniform (the
+    /// programs step through their inputs differently), so its elements
+    /// are tested one by one when there are few enough.
+    Mixed,
+}
+
+/// Boxes with mixed outcomes of at most this many elements are refined
+/// element by element.
+const REFINE_LIMIT: usize = 1 << 16;
+
+fn trial_seed(seed: u64, trial: usize) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9).wrapping_add(trial as u64)
+}
+
+fn offset(index: &[i64], strides: &[usize]) -> usize {
+    index
+        .iter()
+        .zip(strides)
+        .map(|(&i, &s)| i as usize * s)
+        .sum()
+}
+
+/// The elements of `whole` where the programs differ on some trial, as
+/// one-element regions.
+fn refine(
+    ga: &Graph,
+    gb: &Graph,
+    whole: &Region,
+    seed: u64,
+    trials: usize,
+) -> Result<Vec<Region>, String> {
+    let (oa, ob) = (ga.outputs[whole.output], gb.outputs[whole.output]);
+    let strides = &ga.nodes[oa].strides;
+    let cells = region::boxes(
+        &whole
+            .ranges
+            .iter()
+            .map(|&(lo, hi)| (lo as i64..=hi as i64).collect())
+            .collect::<Vec<Vec<i64>>>(),
+    );
+    let mut out = Vec::new();
+    for trial in 0..trials {
+        let seed = trial_seed(seed, trial);
+        let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
+        for c in &cells {
+            let index: Vec<i64> = c.iter().map(|r| r.0).collect();
+            let flat = offset(&index, strides);
+            if ea.value(oa, flat)? != eb.value(ob, flat)? {
+                out.push(Region {
+                    output: whole.output,
+                    ranges: c
+                        .iter()
+                        .map(|&(lo, hi)| (lo as usize, hi as usize))
+                        .collect(),
+                });
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// The exact test over Z_p.
 fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String> {
     let (sa, sb) = (boxes::propagate(ga), boxes::propagate(gb));
@@ -202,28 +271,32 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         .max()
         .unwrap_or(0);
     let trials = options.trials.unwrap_or_else(|| default_trials(degree));
-    let mut failed = vec![false; tests.len()];
+    let mut outcome = vec![Outcome::Agree; tests.len()];
     let mut points = 0;
     for trial in 0..trials {
-        let seed = options
-            .seed
-            .wrapping_mul(0x9E37_79B9)
-            .wrapping_add(trial as u64);
+        let seed = trial_seed(options.seed, trial);
         let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
         for (t, (k, b)) in tests.iter().enumerate() {
-            if failed[t] {
+            if outcome[t] != Outcome::Agree {
                 continue;
             }
             let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
             let strides = &ga.nodes[oa].strides;
-            for p in region::points(b) {
-                let flat: usize = p.iter().zip(strides).map(|(&i, &s)| i as usize * s).sum();
+            let (mut same, mut differ) = (false, false);
+            for p in region::points(b, seed ^ t as u64) {
+                let flat = offset(&p, strides);
                 points += usize::from(trial == 0);
-                if ea.value(oa, flat)? != eb.value(ob, flat)? {
-                    failed[t] = true;
-                    break;
+                if ea.value(oa, flat)? == eb.value(ob, flat)? {
+                    same = true;
+                } else {
+                    differ = true;
                 }
             }
+            outcome[t] = match (same, differ) {
+                (_, false) => Outcome::Agree,
+                (false, true) => Outcome::Differ,
+                (true, true) => Outcome::Mixed,
+            };
         }
     }
     let method = Method::Exact {
@@ -231,18 +304,21 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         boxes: tests.len(),
         points,
     };
-    let differ: Vec<Region> = tests
-        .iter()
-        .zip(&failed)
-        .filter(|(_, &f)| f)
-        .map(|((k, b), _)| Region {
-            output: *k,
-            ranges: b
-                .iter()
-                .map(|&(lo, hi)| (lo as usize, hi as usize))
-                .collect(),
-        })
-        .collect();
+    let mut differ = Vec::new();
+    for ((k, b), o) in tests.iter().zip(&outcome) {
+        let ranges: Vec<(usize, usize)> = b
+            .iter()
+            .map(|&(lo, hi)| (lo as usize, hi as usize))
+            .collect();
+        let whole = Region { output: *k, ranges };
+        match o {
+            Outcome::Agree => {}
+            Outcome::Mixed if whole.len() <= REFINE_LIMIT => {
+                differ.extend(refine(ga, gb, &whole, options.seed, trials)?);
+            }
+            Outcome::Mixed | Outcome::Differ => differ.push(whole),
+        }
+    }
     let verdict = if differ.is_empty() {
         Verdict::Equivalent {
             trials,

@@ -81,9 +81,13 @@ pub(crate) fn boxes(grid: &[Vec<i64>]) -> Vec<Vec<(i64, i64)>> {
     out
 }
 
-/// The points Theorem 1 tests in a box: its low corner `v0`, `v0 + e_j` for
-/// every dimension wider than one, and the high corner.
-pub(crate) fn points(b: &[(i64, i64)]) -> Vec<Vec<i64>> {
+/// The points tested in a box: Theorem 1's low corner `v0` and `v0 + e_j`
+/// for every dimension wider than one, then the high corner and one point
+/// drawn from `salt`. The theorem's lemma assumes that both programs read
+/// their inputs along the same directions; a mutant need not (`A(v) +
+/// A(5 - v)` and `A(2v - 1) + A(6 - 2v)` agree at `v = 1, 2` and differ at
+/// 3), so the extra points make such coincidences much less likely to pass.
+pub(crate) fn points(b: &[(i64, i64)], salt: u64) -> Vec<Vec<i64>> {
     let v0: Vec<i64> = b.iter().map(|r| r.0).collect();
     let mut out = vec![v0.clone()];
     for (j, &(lo, hi)) in b.iter().enumerate() {
@@ -94,8 +98,18 @@ pub(crate) fn points(b: &[(i64, i64)]) -> Vec<Vec<i64>> {
         }
     }
     let high: Vec<i64> = b.iter().map(|r| r.1 - 1).collect();
-    if !out.contains(&high) {
-        out.push(high);
+    let mut state = salt;
+    let inside: Vec<i64> = b
+        .iter()
+        .map(|&(lo, hi)| {
+            state = super::eval::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
+            lo + (state % (hi - lo) as u64) as i64
+        })
+        .collect();
+    for p in [high, inside] {
+        if !out.contains(&p) {
+            out.push(p);
+        }
     }
     out
 }
@@ -169,8 +183,13 @@ mod tests {
 
     #[test]
     fn theorem_one_points_include_both_corners() {
-        let p = points(&[(2, 5), (0, 1), (3, 4)]);
-        assert_eq!(p, vec![vec![2, 0, 3], vec![3, 0, 3], vec![4, 0, 3]]);
+        let p = points(&[(2, 5), (0, 1), (3, 4)], 7);
+        assert_eq!(&p[..3], [vec![2, 0, 3], vec![3, 0, 3], vec![4, 0, 3]]);
+        assert!(
+            p.len() <= 4
+                && p.iter()
+                    .all(|v| (2..5).contains(&v[0]) && v[1] == 0 && v[2] == 3)
+        );
         assert_eq!(boxes(&[vec![0, 1, 4], vec![0, 2]]).len(), 2);
         assert_eq!(count(&[vec![0, 1, 4], vec![0, 2, 3]]), 4);
     }

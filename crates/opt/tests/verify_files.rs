@@ -57,7 +57,18 @@ fn differing(
                 continue;
             };
             let shape = interp::param_shape(da, t, &sa).unwrap();
-            let x = Tensor::random(da.tensor(t).unwrap().dtype, &shape, seed * 100 + k as u64);
+            let dtype = da.tensor(t).unwrap().dtype;
+            let x = if dtype.is_int() {
+                // Valid indices for any table.
+                let n: usize = shape.iter().product();
+                Tensor::from_i64(
+                    dtype,
+                    &shape,
+                    (0..n).map(|i| ((i as u64 + seed) % 2) as i64).collect(),
+                )
+            } else {
+                Tensor::random(dtype, &shape, seed * 100 + k as u64)
+            };
             xa.insert(t.clone(), Arg::Tensor(x.clone()));
             xb.insert(q.name().to_string(), Arg::Tensor(x));
         }

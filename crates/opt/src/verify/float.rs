@@ -1,7 +1,8 @@
 //! The floating-point comparison, for programs with non-linear parts.
 //!
 //! Both defs run in the reference interpreter (`Mode::Real`) on the same
-//! seeded random inputs, several draws, and every element of every output
+//! seeded random inputs (floats uniform in `[-1, 1)`, integers 0 or 1 so
+//! that they index any table), several draws, and every element of every output
 //! is compared (so boundary elements are always among them): floats within
 //! a relative tolerance of the output's largest magnitude, integers and
 //! `bool` exactly, NaN equal to NaN. This is weaker than the exact test: a
@@ -72,7 +73,13 @@ fn arguments(
                     .tensor(t)
                     .ok_or_else(|| format!("`{t}` has no declaration"))?;
                 let shape = interp::param_shape(a, t, sizes).map_err(|e| e.message)?;
-                Arg::Tensor(Tensor::random(decl.dtype, &shape, s))
+                Arg::Tensor(if decl.dtype.is_int() {
+                    // Random 0s and 1s: indices valid for any table.
+                    let bits = Tensor::random(DType::Bool, &shape, s).to_f64_vec();
+                    Tensor::from_i64(decl.dtype, &shape, bits.iter().map(|&b| b as i64).collect())
+                } else {
+                    Tensor::random(decl.dtype, &shape, s)
+                })
             }
             Param::Scalar { name, dtype } if dtype.is_int() => Arg::Scalar(Value::Int(
                 *sizes

@@ -116,19 +116,6 @@ fn int_division<'a>(
     })
 }
 
-/// Whether an ordering satisfies a comparison operator (`None`: unordered,
-/// a NaN operand, for which only `!=` holds).
-fn compares(op: BinOp, o: Option<Ordering>) -> bool {
-    match op {
-        BinOp::Lt => o == Some(Ordering::Less),
-        BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
-        BinOp::Gt => o == Some(Ordering::Greater),
-        BinOp::Ge => matches!(o, Some(Ordering::Greater | Ordering::Equal)),
-        BinOp::Eq => o == Some(Ordering::Equal),
-        _ => o != Some(Ordering::Equal),
-    }
-}
-
 fn constant<'a>(t: DType, v: Value) -> Compiled<'a> {
     match arith::cast_value(t, v) {
         Value::Float(x) => Compiled::Float(Box::new(move |_| Ok(x)), t),
@@ -361,7 +348,7 @@ impl<'a> Scope<'a> {
                 }
                 _ => Compiled::Bool(Box::new(move |f| {
                     let a = x(f)?;
-                    Ok(compares(op, a.partial_cmp(&y(f)?)))
+                    Ok(arith::compares(op, a.partial_cmp(&y(f)?)))
                 })),
             },
             (Compiled::Int(x, t), Compiled::Int(y, _)) => match op {
@@ -375,7 +362,7 @@ impl<'a> Scope<'a> {
                 }
                 _ => Compiled::Bool(Box::new(move |f| {
                     let a = x(f)?;
-                    Ok(compares(op, Some(arith::int_cmp(t, a, y(f)?))))
+                    Ok(arith::compares(op, Some(arith::int_cmp(t, a, y(f)?))))
                 })),
             },
             (x, y) => return Err(mismatch(&x, &y)),

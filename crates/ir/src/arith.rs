@@ -51,6 +51,20 @@ pub fn int_cmp(t: DType, a: i64, b: i64) -> Ordering {
     }
 }
 
+/// Whether an ordering satisfies a comparison operator (`None`: unordered,
+/// a NaN operand, for which only `!=` holds).
+pub fn compares(op: crate::BinOp, o: Option<Ordering>) -> bool {
+    use crate::BinOp;
+    match op {
+        BinOp::Lt => o == Some(Ordering::Less),
+        BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
+        BinOp::Gt => o == Some(Ordering::Greater),
+        BinOp::Ge => matches!(o, Some(Ordering::Greater | Ordering::Equal)),
+        BinOp::Eq => o == Some(Ordering::Equal),
+        _ => o != Some(Ordering::Equal),
+    }
+}
+
 /// Floor division (Python's `//`) in type `t`; `None` when dividing by zero.
 pub fn floor_div(t: DType, a: i64, b: i64) -> Option<i64> {
     if b == 0 {

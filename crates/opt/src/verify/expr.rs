@@ -200,7 +200,7 @@ fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
         } else {
             Some(arith::int_cmp(t, a.int(), b.int()))
         };
-        return Ok(Value::Bool(compares(op, o)));
+        return Ok(Value::Bool(arith::compares(op, o)));
     }
     if t.is_float() {
         let (x, y) = (a.float(), b.float());
@@ -224,17 +224,6 @@ fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
             .ok_or_else(|| format!("integer division by zero ({x} % {y} in {t})"))?,
     };
     Ok(Value::Int(arith::wrap(t, r)))
-}
-
-fn compares(op: BinOp, o: Option<Ordering>) -> bool {
-    match op {
-        BinOp::Lt => o == Some(Ordering::Less),
-        BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
-        BinOp::Gt => o == Some(Ordering::Greater),
-        BinOp::Ge => matches!(o, Some(Ordering::Greater | Ordering::Equal)),
-        BinOp::Eq => o == Some(Ordering::Equal),
-        _ => o != Some(Ordering::Equal),
-    }
 }
 
 /// A builtin on arguments of type `t`.

@@ -271,12 +271,11 @@ impl Graph {
                     shapes.push(self.nodes[n].shape.clone());
                     inner_env.insert(name.clone(), n);
                 }
-                (Param::Scalar { name, dtype }, CallArg::Scalar(e)) if dtype.is_float() => {
-                    inner_scalars.insert(name.clone(), scalar_val(def, e, sizes, scalars)?);
-                }
-                (Param::Scalar { name, .. }, CallArg::Scalar(e)) => {
-                    let v = scalar_int(def, e, sizes)?;
-                    given.insert(name.clone(), v);
+                (Param::Scalar { name, dtype }, CallArg::Scalar(e)) => {
+                    match scalar_arg(def, e, sizes, scalars, dtype.is_float())? {
+                        ScalarArg::Float(v) => inner_scalars.insert(name.clone(), v).map(drop),
+                        ScalarArg::Int(i) => given.insert(name.clone(), i).map(drop),
+                    };
                 }
                 _ => {
                     return Err(format!(
@@ -322,13 +321,15 @@ pub(crate) fn covers(comp: &Comp, shape: &[usize]) -> bool {
         .all(|(&(lo, hi), &n)| lo == 0 && hi == n as i64)
 }
 
-/// A float scalar argument: a value over Z_p without iterators.
-fn scalar_val(
+/// A call's scalar argument, compiled in the caller outside any statement:
+/// a float one as a value over Z_p, an integer one (a size) to its value.
+fn scalar_arg(
     def: &Def,
     e: &ir::Expr,
     sizes: &HashMap<String, i64>,
     scalars: &HashMap<String, Val>,
-) -> Result<Val, String> {
+    float: bool,
+) -> Result<ScalarArg, String> {
     let comp = empty_comp();
     let scope = Scope {
         def,
@@ -340,29 +341,21 @@ fn scalar_val(
         scalars,
         slots: HashMap::new(),
     };
-    scope.value(e)
-}
-
-/// An integer scalar argument's value.
-fn scalar_int(def: &Def, e: &ir::Expr, sizes: &HashMap<String, i64>) -> Result<i64, String> {
-    let comp = empty_comp();
-    let scope = Scope {
-        def,
-        comp: &comp,
-        at: String::new(),
-        env: &HashMap::new(),
-        nodes: &[],
-        sizes,
-        scalars: &HashMap::new(),
-        slots: HashMap::new(),
-    };
+    if float {
+        return scope.value(e).map(ScalarArg::Float);
+    }
     match scope.ordinary(e)?.eval(&[])? {
-        ir::Value::Int(i) => Ok(i),
+        ir::Value::Int(i) => Ok(ScalarArg::Int(i)),
         v => Err(format!(
             "the integer argument is {}",
             ir::arith::show_value(v)
         )),
     }
+}
+
+enum ScalarArg {
+    Float(Val),
+    Int(i64),
 }
 
 /// A comprehension with no iterators or lets, to compile call arguments in.

@@ -11,7 +11,9 @@
 //!    which its elements are polynomials of one shape, and the two
 //!    programs' boxes are intersected (`region.rs`);
 //! 3. in every box intersection, the `m + 1` points of Theorem 1 (the low
-//!    corner `v0` and `v0 + e_j`), the high corner and a random point are
+//!    corner `v0` and `v0 + e_j`), every corner and two random points (or,
+//!    in a box of at most 64 elements, every element; `region::points` says
+//!    why the theorem's points alone are not enough) are
 //!    evaluated in both programs over Z_p, p = 2^31 - 1, on random inputs
 //!    (`eval.rs`: lazily, only what those points need, memoized across
 //!    boxes);
@@ -253,7 +255,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         let grid = region::union(&sa[oa], &sb[ob]);
         let n = region::count(&grid);
         let rank = grid.len();
-        if n.saturating_mul(rank + 2) > MAX_POINTS {
+        if n.saturating_mul(rank + 3) > MAX_POINTS {
             return Ok(Exact::TooManyBoxes(format!(
                 "output {} has {n} boxes, too many to test exactly",
                 k + 1

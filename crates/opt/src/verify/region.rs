@@ -81,35 +81,75 @@ pub(crate) fn boxes(grid: &[Vec<i64>]) -> Vec<Vec<(i64, i64)>> {
     out
 }
 
+/// Boxes of at most this many elements are tested at every element.
+const SMALL_BOX: usize = 64;
+
+/// Random points tested in each larger box.
+const RANDOM_POINTS: usize = 2;
+
 /// The points tested in a box: Theorem 1's low corner `v0` and `v0 + e_j`
-/// for every dimension wider than one, then the high corner and one point
-/// drawn from `salt`. The theorem's lemma assumes that both programs read
-/// their inputs along the same directions; a mutant need not (`A(v) +
-/// A(5 - v)` and `A(2v - 1) + A(6 - 2v)` agree at `v = 1, 2` and differ at
-/// 3), so the extra points make such coincidences much less likely to pass.
+/// for every dimension wider than one, every corner, and random points
+/// drawn from `salt`; every element of a small box.
+///
+/// The theorem's lemma assumes that both programs step through their
+/// inputs along the same directions, one output dimension per subscript;
+/// mutants need not. `A(v) + A(5 - v)` and `A(2v - 1) + A(6 - 2v)` agree
+/// at `v = 1, 2` and differ at 3; `X(i + j) + X(k)` and `X(i) + X(j + k)`
+/// agree at `v0` and every `v0 + e_j` of the box `[0, 2)^3` and differ at
+/// `(1, 1, 0)`. The other corners and the random points make such
+/// coincidences unlikely to pass in large boxes, and small boxes, where a
+/// coincidence covers most points, are tested whole.
 pub(crate) fn points(b: &[(i64, i64)], salt: u64) -> Vec<Vec<i64>> {
+    let size = b
+        .iter()
+        .map(|&(lo, hi)| (hi - lo) as usize)
+        .fold(1usize, usize::saturating_mul);
+    if size <= SMALL_BOX {
+        let grid: Vec<Vec<i64>> = b.iter().map(|&(lo, hi)| (lo..=hi).collect()).collect();
+        return boxes(&grid)
+            .into_iter()
+            .map(|c| c.iter().map(|r| r.0).collect())
+            .collect();
+    }
     let v0: Vec<i64> = b.iter().map(|r| r.0).collect();
     let mut out = vec![v0.clone()];
+    let mut add = |p: Vec<i64>, out: &mut Vec<Vec<i64>>| {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
     for (j, &(lo, hi)) in b.iter().enumerate() {
         if hi - lo > 1 {
             let mut v = v0.clone();
             v[j] += 1;
-            out.push(v);
+            add(v, &mut out);
         }
     }
-    let high: Vec<i64> = b.iter().map(|r| r.1 - 1).collect();
-    let mut state = salt;
-    let inside: Vec<i64> = b
-        .iter()
-        .map(|&(lo, hi)| {
-            state = super::eval::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
-            lo + (state % (hi - lo) as u64) as i64
-        })
-        .collect();
-    for p in [high, inside] {
-        if !out.contains(&p) {
-            out.push(p);
+    // Every corner, when there are not too many (2^m for m dimensions).
+    let wide: Vec<usize> = (0..b.len()).filter(|&j| b[j].1 - b[j].0 > 1).collect();
+    if wide.len() <= 10 {
+        for mask in 1u32..1 << wide.len() {
+            let mut v = v0.clone();
+            for (bit, &j) in wide.iter().enumerate() {
+                if mask >> bit & 1 == 1 {
+                    v[j] = b[j].1 - 1;
+                }
+            }
+            add(v, &mut out);
         }
+    } else {
+        add(b.iter().map(|r| r.1 - 1).collect(), &mut out);
+    }
+    let mut state = salt;
+    for _ in 0..RANDOM_POINTS {
+        let inside: Vec<i64> = b
+            .iter()
+            .map(|&(lo, hi)| {
+                state = super::eval::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
+                lo + (state % (hi - lo) as u64) as i64
+            })
+            .collect();
+        add(inside, &mut out);
     }
     out
 }
@@ -123,11 +163,16 @@ type Span = (usize, usize);
 pub fn merge(mut regions: Vec<Region>) -> Vec<Region> {
     loop {
         let before = regions.len();
-        let rank = regions.first().map_or(0, |r| r.ranges.len());
+        // Outputs may differ in rank: a region without dimension `d` is
+        // left alone while merging along it.
+        let rank = regions.iter().map(|r| r.ranges.len()).max().unwrap_or(0);
         for d in (0..rank).rev() {
             // Group by everything but dimension `d`, then join runs.
             let mut groups: BTreeMap<(usize, Vec<Span>), Vec<Span>> = BTreeMap::new();
-            for r in regions.drain(..) {
+            let (mut lower, mut rest): (Vec<Region>, Vec<Region>) =
+                regions.drain(..).partition(|r| r.ranges.len() <= d);
+            regions.append(&mut lower);
+            for r in rest.drain(..) {
                 let mut key = r.ranges.clone();
                 let span = key.remove(d);
                 groups.entry((r.output, key)).or_default().push(span);
@@ -182,14 +227,35 @@ mod tests {
     }
 
     #[test]
-    fn theorem_one_points_include_both_corners() {
-        let p = points(&[(2, 5), (0, 1), (3, 4)], 7);
-        assert_eq!(&p[..3], [vec![2, 0, 3], vec![3, 0, 3], vec![4, 0, 3]]);
+    fn regions_of_outputs_of_different_ranks_merge_separately() {
+        let two = |output, ranges: &[(usize, usize)]| Region {
+            output,
+            ranges: ranges.to_vec(),
+        };
+        let merged = merge(vec![
+            two(1, &[(0, 1)]),
+            two(0, &[(0, 1), (0, 3)]),
+            two(1, &[(1, 3)]),
+            two(0, &[(1, 3), (0, 3)]),
+        ]);
+        assert_eq!(merged, vec![two(0, &[(0, 3), (0, 3)]), two(1, &[(0, 3)])]);
+    }
+
+    #[test]
+    fn theorem_one_points_include_every_corner() {
+        // 200 elements: Theorem 1's points, the other corners, random ones.
+        let p = points(&[(2, 7), (0, 1), (3, 43)], 7);
+        assert_eq!(&p[..3], [vec![2, 0, 3], vec![3, 0, 3], vec![2, 0, 4]]);
+        for corner in [vec![6, 0, 3], vec![2, 0, 42], vec![6, 0, 42]] {
+            assert!(p.contains(&corner), "{corner:?} missing from {p:?}");
+        }
         assert!(
-            p.len() <= 4
+            p.len() <= 8
                 && p.iter()
-                    .all(|v| (2..5).contains(&v[0]) && v[1] == 0 && v[2] == 3)
+                    .all(|v| (2..7).contains(&v[0]) && v[1] == 0 && (3..43).contains(&v[2]))
         );
+        // A small box is tested whole.
+        assert_eq!(points(&[(0, 2), (0, 2), (0, 2)], 7).len(), 8);
         assert_eq!(boxes(&[vec![0, 1, 4], vec![0, 2]]).len(), 2);
         assert_eq!(count(&[vec![0, 1, 4], vec![0, 2, 3]]), 4);
     }

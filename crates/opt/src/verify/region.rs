@@ -113,7 +113,7 @@ pub(crate) fn points(b: &[(i64, i64)], salt: u64) -> Vec<Vec<i64>> {
     }
     let v0: Vec<i64> = b.iter().map(|r| r.0).collect();
     let mut out = vec![v0.clone()];
-    let mut add = |p: Vec<i64>, out: &mut Vec<Vec<i64>>| {
+    let add = |p: Vec<i64>, out: &mut Vec<Vec<i64>>| {
         if !out.contains(&p) {
             out.push(p);
         }

@@ -1,19 +1,22 @@
 //! Random programs against the equivalence verifier (`opt::verify`).
 //!
 //! A seeded generator (splitmix64; the cases are the same on every run)
-//! writes multi-linear Tensor Comprehensions defs over float tensors with
-//! small extents (1 to 7): ranks 1 to 4; `+=!` contractions (matmul-like,
-//! transposed operands, several reduction iterators); convolutions whose
-//! padding is out-of-range reads that a reduction skips, with strided and
-//! dilated subscripts (`2*h + x`, `h + 2*x`, `h + x - 1`, `h - x + 2`);
-//! `=` statements with affine subscripts, slices (`where i in 2:5`, the
-//! rows below staying zero), elementwise products of different inputs and
-//! sums of several terms; concatenation and padding by `?:` on an iterator
+//! writes multi-linear Tensor Comprehensions defs over float tensors,
+//! small (iterator ranges of 1 to 6 points) so the interpreter is quick:
+//! ranks 1 to 4; `+=!` contractions (matmul-like, transposed operands,
+//! several reduction iterators); convolutions whose padding is
+//! out-of-range reads that a reduction skips, with strided and dilated
+//! subscripts (`2*h + x`, `h + 2*x`, `h + x - 1`, `h - x + 2`); `=`
+//! statements with affine subscripts, slices (`where i in 2:5`, the rows
+//! below staying zero), elementwise products of different inputs and sums
+//! of several terms; concatenation and padding by `?:` on an iterator
 //! condition (`i < 3 ? A(i) : B(i - 3)`, three-way, `i >= 1 && i < 4 ?
 //! A(i - 1) : 0`); chains of two or three statements through temporaries
-//! (read transposed, shifted, diagonally, padded); `+=` onto an earlier
-//! result; literal coefficients (integers, and dyadic floats such as 0.5);
-//! a second output.
+//! (read transposed, shifted, diagonally, padded), and two independent
+//! temporaries read by one statement; `+=` onto an earlier result; literal
+//! coefficients (integers, and dyadic floats such as 0.5); a second
+//! output. `where` ranges are written out, or left to inference where it
+//! gives the same.
 //!
 //! Every base program `f` is paired with
 //!
@@ -24,20 +27,27 @@
 //!   read back transposed, a temporary transposed, independent statements
 //!   reordered, iterators renamed, a sum split into two statements, a
 //!   product distributed over a sum, `e` written `0.5 * (e + e)`), which
-//!   the verifier must call equivalent (and the mod-p interpreter must
-//!   agree on, which checks the generator);
-//! - copies with one number changed (a literal, a subscript offset or
-//!   coefficient, a range bound, a `?:` condition's constant, a `+` made a
-//!   `-`). Their true differing elements come from the reference
-//!   interpreter in mod-p mode on random residues: the verdict must be "not
-//!   equivalent" exactly when there are some, every differing element must
-//!   lie in a reported region, and every reported region must hold one.
+//!   the verifier must call equivalent (and the interpreter must agree on,
+//!   which checks the generator: in mod-p mode, or in real mode with a
+//!   tolerance when there are float literals);
+//! - copies (without float literals) with one change: a literal, a
+//!   subscript's offset or coefficient, a range bound, a `?:` condition's
+//!   constant, a `+` made a `-`, two subscripts of a read swapped, or an
+//!   update `T(..) += T(..)` (or `+= 1`) of a small box added. Their true
+//!   differing elements come from the reference interpreter in mod-p mode
+//!   on random residues: the verdict must be "not equivalent" exactly when
+//!   there are some, and the reported regions must be exactly those
+//!   elements. (A change that makes a program invalid, a read out of
+//!   bounds in an `=`, is dropped.)
 //!
-//! A failure prints the case's seed, both defs, the sizes, the regions and
-//! the true differences. `hand_written_pairs_agree_with_the_interpreter`
-//! checks the same on a few programs written out, and
-//! `known_bug_affine_subscripts_of_two_output_iterators` (ignored) keeps a
-//! verifier bug this test found.
+//! A failure prints the case, its seed, both defs, the sizes, the regions
+//! and the true differences (`VERIFY_RANDOM_CASES=n` runs more or fewer
+//! cases; `--nocapture` prints what was covered).
+//! `hand_written_pairs_agree_with_the_interpreter` checks the same on
+//! programs written out, with their regions. Three verifier bugs found
+//! while writing this test are regressed (`outputs_of_different_ranks_
+//! that_both_differ`, the last hand-written pair, and
+//! `reads_along_other_directions`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -1557,7 +1567,7 @@ const PERTURBATIONS: [&str; 8] = [
     "an update of a small box added",
 ];
 
-/// Counts (`apply` false) or changes (the `n`-th, by `delta`) the sites of
+/// Counts (`apply` `None`) or changes (the `n`-th, by `delta`) the sites of
 /// perturbation `kind`.
 fn sites(p: &mut Prog, kind: usize, apply: Option<(usize, i64)>) -> usize {
     let mut count = 0;
@@ -1811,8 +1821,8 @@ fn show_differences(d: &Differences) -> String {
 }
 
 /// The verifier's report on `f` against `g` against the true differences:
-/// the verdict is "not equivalent" exactly when some element differs,
-/// every differing element lies in a region, and every region holds one.
+/// the verdict is "not equivalent" exactly when some element differs, and
+/// the regions are exactly the differing elements.
 fn judge(report: &Report, truth: &Differences) -> Result<(), String> {
     if !matches!(report.method, Method::Exact { .. }) {
         return Err(format!("the exact test was not used: {:?}", report.method));
@@ -1834,10 +1844,17 @@ fn judge(report: &Report, truth: &Differences) -> Result<(), String> {
                         "element {i:?} of output {k} differs but lies in no reported region"
                     ));
                 }
-                if let Some(b) = mine.iter().find(|b| !set.iter().any(|i| b.contains(i))) {
+                // Regions are disjoint, and each differing element is in
+                // one: equal counts mean the regions are exactly the set.
+                let covered: usize = mine.iter().map(|b| b.len()).sum();
+                if covered != set.len() {
+                    let agree = mine
+                        .iter()
+                        .find(|b| b.len() != set.iter().filter(|i| b.contains(i)).count());
                     return Err(format!(
-                        "region {} of output {k} holds no differing element",
-                        b.show()
+                        "the regions of output {k} cover {covered} elements, but {} differ; region {} also holds elements that agree",
+                        set.len(),
+                        agree.map_or_else(String::new, |b| b.show())
                     ));
                 }
             }
@@ -1861,9 +1878,6 @@ enum Outcome {
     NotEquivalent {
         inexact: Option<String>,
     },
-    /// The verifier failed as [`known_bug_outputs_of_different_ranks`]
-    /// shows.
-    KnownBug,
 }
 
 /// Verifies `g` against `f` (one program holding both) and judges the
@@ -1880,26 +1894,8 @@ fn compare(
         trials: None,
         seed,
     };
-    let report = match verify(program, "f", program, "g", &options) {
-        Ok(r) => r,
-        Err(e) => {
-            // KNOWN BUG (see `known_bug_outputs_of_different_ranks`):
-            // `region::merge` panics on the regions of outputs of
-            // different ranks.
-            let ranks: BTreeSet<usize> = truth
-                .iter()
-                .filter(|(_, set)| !set.is_empty())
-                .map(|(shape, _)| shape.len())
-                .collect();
-            if e.contains("panicked") && ranks.len() > 1 {
-                return Ok(Outcome::KnownBug);
-            }
-            return Err(format!(
-                "{}\nthe verifier fails: {e}",
-                describe(seed, text, sizes)
-            ));
-        }
-    };
+    let report = verify(program, "f", program, "g", &options)
+        .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, sizes)))?;
     judge(&report, truth).map_err(|e| {
         format!(
             "{}\n{e}\nreported regions: {}\ntrue differences:\n{}",
@@ -1941,21 +1937,8 @@ struct Stats {
     /// did not.
     exact_regions: usize,
     inexact_example: Option<String>,
-    /// Cases that hit [`known_bug_outputs_of_different_ranks`], and the
-    /// first few seeds.
-    known_bug: usize,
-    known_bug_seeds: Vec<String>,
     discarded: BTreeMap<String, usize>,
     float_literals: usize,
-}
-
-impl Stats {
-    fn known(&mut self, seed: u64) {
-        self.known_bug += 1;
-        if self.known_bug_seeds.len() < 4 {
-            self.known_bug_seeds.push(format!("{seed:#x}"));
-        }
-    }
 }
 
 fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
@@ -2006,10 +1989,10 @@ fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
     match differences(&program, sizes, seed, 1, modp) {
         Ok(d) if d.iter().all(|(_, s)| s.is_empty()) => {
             stats.equivalent_pairs += 1;
-            match compare(seed, &text, &program, sizes, &d) {
-                Ok(Outcome::KnownBug) => stats.known(seed),
-                Ok(_) => {}
-                Err(e) => failures.push(format!("equivalent pair (rewrites {rewrites:?}): {e}")),
+            if let Err(e) = compare(seed, &text, &program, sizes, &d) {
+                failures.push(format!(
+                    "case {case}, equivalent pair (rewrites {rewrites:?}): {e}"
+                ));
             }
         }
         Ok(d) => panic!(
@@ -2070,9 +2053,8 @@ fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
                         stats.inexact_example = inexact;
                     }
                 }
-                Ok(Outcome::KnownBug) => stats.known(seed),
                 Err(e) => failures.push(format!(
-                    "perturbed pair ({} changed): {e}",
+                    "case {case}, perturbed pair ({}): {e}",
                     PERTURBATIONS[kind]
                 )),
             }
@@ -2139,9 +2121,9 @@ fn hand_pair(text: &str, sizes: &[(&str, i64)], seed: u64) -> Result<Report, Str
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, &sizes)))?;
     judge(&report, &truth).map_err(|e| {
         format!(
-            "{}\n{e}\nreported regions: {}\ntrue differences:\n{}",
+            "{}\n{e}\nthe report:\n{}true differences:\n{}",
             describe(seed, text, &sizes),
-            show_regions(&report),
+            opt::verify::print_report(&report),
             show_differences(&truth)
         )
     })?;
@@ -2356,6 +2338,19 @@ def g(float(M, K) A, float(K, N) B) -> (C) {
             vec![("H", 5), ("W", 6)],
             Some(&[]),
         ),
+        (
+            "reads along other directions, in a box small enough to test whole",
+            "def f(float(N) X) -> (O) {
+  O(i, j, k) = X(i + j) + X(k) where i in 0:2, j in 0:2, k in 0:2
+}
+def g(float(N) X) -> (O) {
+  O(i, j, k) = X(i) + X(j + k) where i in 0:2, j in 0:2, k in 0:2
+}
+"
+            .to_string(),
+            vec![("N", 3)],
+            Some(&[(0, &[(0, 1), (1, 2), (1, 2)]), (0, &[(1, 2), (1, 2), (0, 1)])]),
+        ),
     ];
     for (what, text, sizes, expected) in &cases {
         for seed in [1, 2, 3] {
@@ -2375,19 +2370,14 @@ def g(float(M, K) A, float(K, N) B) -> (C) {
 }
 
 // ---------------------------------------------------------------------
-// Verifier bugs this test found: each is the smallest pair found, kept
-// (ignored, so that the suite passes) until the verifier is fixed; run
-// them with `cargo test -p opt --test verify_random -- --ignored`.
+// Verifier bugs found by this test and while writing it, each as the
+// smallest pair found, kept as regression tests.
 
-/// KNOWN VERIFIER BUG: two outputs of different ranks that both differ
-/// make `region::merge` panic (it takes the rank of the first region for
-/// all of them; `key.remove(d)` is out of range for the lower-rank
-/// output's regions), so `verify` returns "the verifier's thread
-/// panicked" instead of a verdict. The random test counts such cases as
-/// `known_bug` rather than failing on them.
+/// Found by this test: two outputs of different ranks that both differ
+/// made `region::merge` panic (it took the rank of the first region for
+/// all of them), so `verify` answered "the verifier's thread panicked".
 #[test]
-#[ignore = "verifier bug: region::merge panics on regions of outputs of different ranks"]
-fn known_bug_outputs_of_different_ranks() {
+fn outputs_of_different_ranks_that_both_differ() {
     let text = "def f(float(N, N) B, float(N) A) -> (P, O) {
   P(i, j) = B(i, j) where i in 0:N, j in 0:N
   O(i) = A(i) where i in 0:N
@@ -2404,28 +2394,27 @@ def g(float(N, N) B, float(N) A) -> (P, O) {
     );
 }
 
-/// KNOWN VERIFIER BUG: a subscript of two output iterators that stays in
-/// bounds (`X(i + j)` in an `=`) splits nothing, so the whole output is one
-/// box; but Theorem 1's points do not decide it when the two programs read
-/// along different directions. Here `f` and `g` agree at the low corner,
-/// at `v0 + e_j` for every `j` and at the high corner `(1, 1, 1)`, and
-/// differ at `(1, 1, 0)` (`X(2) + X(0)` against `2 X(1)`) and `(0, 1, 1)`:
-/// only the one random point per box and trial can find them, so for
-/// about half of all seeds the verifier says "equivalent" with a claimed
-/// false-positive bound of 2^-62.
+/// Theorem 1's points (and the corners, and two random points per trial)
+/// do not decide a box in which the two programs read along different
+/// directions. `F(i) = X(6 - 2i) + X(2i) + X(3i + 3)` and `G(i) = X(3 - i)
+/// + X(6) + X(4i)` agree at `i = 0, 1, 3` (the same three elements,
+/// matched up differently) and differ at `i = 2`; here `f` and `g` differ
+/// by `(F(i) - G(i)) * (F'(j) - G'(j))` (`F'`, `G'` the same over `Y`), so
+/// only at `i = j = 2`: 5 elements of the 80 of the one box, none of them
+/// a corner or a `v0 + e_j`. The verifier sees that the box is not uniform
+/// (`X` is read along several directions) and tests it whole.
 #[test]
-#[ignore = "verifier bug: Theorem 1's points miss differences of reads along other directions"]
-fn known_bug_affine_subscripts_of_two_output_iterators() {
-    let text = "def f(float(N) X) -> (O) {
-  O(i, j, k) = X(i + j) + X(k) where i in 0:2, j in 0:2, k in 0:2
+fn reads_along_other_directions() {
+    let text = "def f(float(N) X, float(N) Y) -> (O) {
+  O(i, j, k) = (X(6 - 2*i) + X(2*i) + X(3*i + 3)) * (Y(6 - 2*j) + Y(2*j) + Y(3*j + 3)) + (X(3 - i) + X(6) + X(4*i)) * (Y(3 - j) + Y(6) + Y(4*j)) where i in 0:4, j in 0:4, k in 0:5
 }
-def g(float(N) X) -> (O) {
-  O(i, j, k) = X(i) + X(j + k) where i in 0:2, j in 0:2, k in 0:2
+def g(float(N) X, float(N) Y) -> (O) {
+  O(i, j, k) = (X(6 - 2*i) + X(2*i) + X(3*i + 3)) * (Y(3 - j) + Y(6) + Y(4*j)) + (X(3 - i) + X(6) + X(4*i)) * (Y(6 - 2*j) + Y(2*j) + Y(3*j + 3)) where i in 0:4, j in 0:4, k in 0:5
 }
 ";
     let mut wrong = Vec::new();
     for seed in 0..32 {
-        if let Err(e) = hand_pair(text, &[("N", 3)], seed) {
+        if let Err(e) = hand_pair(text, &[("N", 13)], seed) {
             wrong.push((seed, e));
         }
     }

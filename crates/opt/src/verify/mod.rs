@@ -46,6 +46,7 @@ mod graph;
 mod region;
 #[cfg(test)]
 mod tests;
+mod uniform;
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -80,7 +81,8 @@ const MAX_POINTS: usize = 1 << 20;
 pub enum Verdict {
     /// Every output agrees on every tested point in every trial.
     /// `error_bound` is the probability that this is wrong (Theorem 2),
-    /// `None` for the floating-point comparison, which has no such bound.
+    /// `None` for the floating-point comparison and when some boxes were
+    /// only sampled, which have no such bound.
     Equivalent {
         trials: usize,
         error_bound: Option<f64>,
@@ -92,13 +94,18 @@ pub enum Verdict {
 /// How the verdict was reached.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Method {
-    /// Over Z_p, at the points of Theorem 1 in every box intersection.
+    /// Over Z_p, in every box intersection: at its corner and a few more
+    /// points where both programs read every input along one direction
+    /// (which proves the box), else at every element.
     Exact {
         /// The degree bound `d` of Theorem 2.
         degree: u32,
         /// Box intersections and points tested per trial, all outputs.
         boxes: usize,
         points: usize,
+        /// Boxes neither uniform nor small enough to test whole, tested at
+        /// sampled points only: a verdict of equivalence is then unproven.
+        sampled: usize,
     },
     /// In floating point, because the programs are not polynomials.
     Float { reason: String },
@@ -190,6 +197,18 @@ enum Outcome {
     Mixed,
 }
 
+/// How a box is tested.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// At `region::points`.
+    Points,
+    /// At every element.
+    Whole,
+}
+
+/// Boxes that are not uniform are tested whole up to this many elements.
+const WHOLE_LIMIT: usize = 1 << 12;
+
 /// Boxes with mixed outcomes of at most this many elements are refined
 /// element by element.
 const REFINE_LIMIT: usize = 1 << 16;
@@ -273,6 +292,25 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         .max()
         .unwrap_or(0);
     let trials = options.trials.unwrap_or_else(|| default_trials(degree));
+    let (dir_a, dir_b) = (uniform::directions(ga), uniform::directions(gb));
+    // The points of each box: a uniform one is decided by any point (its
+    // corner, with Theorem 1's and a few more as a check); one that is not
+    // is tested whole, or sampled when too large.
+    let mut sampled = 0;
+    let plans: Vec<Plan> = tests
+        .iter()
+        .map(|(k, b)| {
+            let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
+            if uniform::uniform(&dir_a[oa], &dir_b[ob], b) {
+                Plan::Points
+            } else if region::size(b) <= WHOLE_LIMIT {
+                Plan::Whole
+            } else {
+                sampled += 1;
+                Plan::Points
+            }
+        })
+        .collect();
     let mut outcome = vec![Outcome::Agree; tests.len()];
     let mut points = 0;
     for trial in 0..trials {
@@ -285,7 +323,11 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
             let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
             let strides = &ga.nodes[oa].strides;
             let (mut same, mut differ) = (false, false);
-            for p in region::points(b, seed ^ t as u64) {
+            let tested = match plans[t] {
+                Plan::Points => region::points(b, seed ^ t as u64),
+                Plan::Whole => region::every(b),
+            };
+            for p in tested {
                 let flat = offset(&p, strides);
                 points += usize::from(trial == 0);
                 if ea.value(oa, flat)? == eb.value(ob, flat)? {
@@ -305,6 +347,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         degree,
         boxes: tests.len(),
         points,
+        sampled,
     };
     let mut differ = Vec::new();
     for ((k, b), o) in tests.iter().zip(&outcome) {
@@ -324,7 +367,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
     let verdict = if differ.is_empty() {
         Verdict::Equivalent {
             trials,
-            error_bound: Some(error_bound(degree, trials)),
+            error_bound: (sampled == 0).then(|| error_bound(degree, trials)),
         }
     } else {
         Verdict::NotEquivalent {
@@ -498,7 +541,15 @@ pub fn print_report(r: &Report) -> String {
                 "equivalent ({trials} trials, false-positive bound ≤ {bound})"
             );
         }
-        (Verdict::Equivalent { trials, .. }, _) => {
+        (Verdict::Equivalent { trials, .. }, Method::Exact { sampled, .. }) => {
+            let _ = writeln!(
+                s,
+                "equivalent at every tested point ({trials} trials), but unproven: {sampled} box{} read an input along several directions and {} too large to test whole",
+                if *sampled == 1 { "" } else { "es" },
+                if *sampled == 1 { "is" } else { "are" }
+            );
+        }
+        (Verdict::Equivalent { trials, .. }, Method::Float { .. }) => {
             let _ = writeln!(
                 s,
                 "equivalent in floating point ({trials} random draws agree): a weaker check than the exact test"
@@ -522,6 +573,7 @@ pub fn print_report(r: &Report) -> String {
             degree,
             boxes,
             points,
+            ..
         } => {
             let _ = writeln!(
                 s,

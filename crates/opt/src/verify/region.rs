@@ -81,6 +81,22 @@ pub(crate) fn boxes(grid: &[Vec<i64>]) -> Vec<Vec<(i64, i64)>> {
     out
 }
 
+/// The number of elements of a box (saturating).
+pub(crate) fn size(b: &[(i64, i64)]) -> usize {
+    b.iter()
+        .map(|&(lo, hi)| (hi - lo) as usize)
+        .fold(1usize, usize::saturating_mul)
+}
+
+/// Every element of a box, the last dimension fastest.
+pub(crate) fn every(b: &[(i64, i64)]) -> Vec<Vec<i64>> {
+    let grid: Vec<Vec<i64>> = b.iter().map(|&(lo, hi)| (lo..=hi).collect()).collect();
+    boxes(&grid)
+        .into_iter()
+        .map(|c| c.iter().map(|r| r.0).collect())
+        .collect()
+}
+
 /// Boxes of at most this many elements are tested at every element.
 const SMALL_BOX: usize = 64;
 
@@ -100,16 +116,8 @@ const RANDOM_POINTS: usize = 2;
 /// coincidences unlikely to pass in large boxes, and small boxes, where a
 /// coincidence covers most points, are tested whole.
 pub(crate) fn points(b: &[(i64, i64)], salt: u64) -> Vec<Vec<i64>> {
-    let size = b
-        .iter()
-        .map(|&(lo, hi)| (hi - lo) as usize)
-        .fold(1usize, usize::saturating_mul);
-    if size <= SMALL_BOX {
-        let grid: Vec<Vec<i64>> = b.iter().map(|&(lo, hi)| (lo..=hi).collect()).collect();
-        return boxes(&grid)
-            .into_iter()
-            .map(|c| c.iter().map(|r| r.0).collect())
-            .collect();
+    if size(b) <= SMALL_BOX {
+        return every(b);
     }
     let v0: Vec<i64> = b.iter().map(|r| r.0).collect();
     let mut out = vec![v0.clone()];

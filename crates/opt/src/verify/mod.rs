@@ -10,13 +10,18 @@
 //! 2. box propagation (`boxes.rs`) splits every output into boxes inside
 //!    which its elements are polynomials of one shape, and the two
 //!    programs' boxes are intersected (`region.rs`);
-//! 3. in every box intersection, the `m + 1` points of Theorem 1 (the low
-//!    corner `v0` and `v0 + e_j`), every corner and two random points (or,
-//!    in a box of at most 64 elements, every element; `region::points` says
-//!    why the theorem's points alone are not enough) are
-//!    evaluated in both programs over Z_p, p = 2^31 - 1, on random inputs
-//!    (`eval.rs`: lazily, only what those points need, memoized across
-//!    boxes);
+//! 3. every box intersection is tested, in both programs, over Z_p,
+//!    p = 2^31 - 1, on random inputs (`eval.rs`: lazily, only what the
+//!    tested points need, memoized across boxes). A box where both
+//!    programs read every input along one direction (`uniform.rs`) is
+//!    decided by any one point, so its low corner would do; it is tested
+//!    at Theorem 1's `m + 1` points (`v0` and `v0 + e_j`), every corner and
+//!    two random points besides. A box that is not uniform is where a few
+//!    points can mislead (`region::points` has examples), so it is tested
+//!    at every element, up to 4096 of them; a larger one is only sampled
+//!    and the report says equivalence is then unproven. A box whose tested
+//!    points both agree and differ is refined element by element, so the
+//!    regions reported are exact;
 //! 4. this is repeated for `t` independent draws. By Theorem 2
 //!    (Schwartz–Zippel), a point where the programs differ agrees on one
 //!    draw with probability at most `d / p`, `d` the degree of the
@@ -25,8 +30,8 @@
 //!    has probability at most `(d / p)^t`; the default `t` makes that below
 //!    2^-60, and the report states it.
 //!
-//! The boxes whose points differ are merged into the regions reported as
-//! not equivalent: what a correction kernel recomputes.
+//! The boxes (or elements) that differ are merged into the regions
+//! reported as not equivalent: what a correction kernel recomputes.
 //!
 //! Programs with a non-linear statement (`fmax`, `exp`, a `max=` reduction,
 //! integer arithmetic) are compared in floating point instead (`float.rs`),

@@ -47,7 +47,8 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     let program = &checked.program;
     let def = crate::run::pick_def(program, a.def.as_deref(), &name)?;
     let given = crate::load::parse_sizes(&a.sizes)?;
-    let (args, sizes) = crate::run::prepare_args(def, &a.inputs, &given, 0)?;
+    let (args, sizes) =
+        crate::run::prepare_args(def, &a.inputs, &given, 0, std::collections::HashMap::new())?;
     let started = Instant::now();
     let exe = crate::compiled::build(&a.compile, program, def, &sizes)
         .map_err(crate::compiled::Built::message)?;

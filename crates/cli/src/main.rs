@@ -8,9 +8,9 @@ mod bench;
 mod cache;
 mod check;
 mod compiled;
+mod info;
 mod load;
 mod lower;
-mod npy;
 mod run;
 mod split;
 mod target;
@@ -47,6 +47,9 @@ enum Command {
     Lower(lower::LowerArgs),
     /// Print the target machine description (probed once, then cached).
     Target(target::TargetArgs),
+    /// Summarize an ONNX model: inputs, outputs, an operator histogram and
+    /// the operators tessera cannot import yet.
+    Info(info::InfoArgs),
     /// Cut a def at its non-linear statements into maximal multi-linear
     /// subprograms and print them.
     Split(split::SplitArgs),
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Lower(a) => lower::run(&a),
         Command::Target(a) => target::run(&a),
         Command::Split(a) => split::run(&a),
+        Command::Info(a) => info::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),
             Ok((out, false)) => {

@@ -14,7 +14,8 @@ use crate::compiled::Built;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The TC file.
+    /// The TC file, or an `.onnx` model (its inputs and outputs keep the
+    /// model's names).
     pub file: PathBuf,
     /// The def to run (may be left out when the file has one def).
     #[arg(long)]
@@ -46,10 +47,101 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> Result<String, String> {
+    if a.file.extension().is_some_and(|e| e == "onnx") {
+        return run_onnx(a);
+    }
     let (name, text) = crate::load::read_source(&a.file)?;
     let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-    let program = &checked.program;
-    let def = pick_def(program, a.def.as_deref(), &name)?;
+    let def = pick_def(&checked.program, a.def.as_deref(), &name)?;
+    let source = Source {
+        checked: &checked,
+        name: &name,
+        text: &text,
+    };
+    let outputs = execute(a, &source, def, &a.inputs, HashMap::new())?;
+    print_outputs(a, &outputs.0, &outputs.1)
+}
+
+/// Runs an ONNX model: imported into a TC program whose `model` def takes
+/// the graph inputs and the weights; inputs are named as in the model, and
+/// so are the outputs.
+fn run_onnx(a: &RunArgs) -> Result<String, String> {
+    if a.def.is_some() {
+        return Err("error: `--def` does not apply to an ONNX model".to_string());
+    }
+    let given = crate::load::parse_sizes(&a.sizes)?;
+    let model = onnx::import(&a.file, &given).map_err(|e| format!("error: {e}"))?;
+    // The model's inputs by ONNX name, passed on by their TC names.
+    let mut inputs = Vec::new();
+    for it in &a.inputs {
+        let (k, v) = it
+            .split_once('=')
+            .ok_or_else(|| format!("error: `--input {it}` is not of the form NAME=FILE.npy"))?;
+        let port = model
+            .inputs
+            .iter()
+            .find(|p| p.onnx == k.trim())
+            .ok_or_else(|| {
+                let names: Vec<String> = model
+                    .inputs
+                    .iter()
+                    .map(|p| format!("`{}`", p.onnx))
+                    .collect();
+                format!(
+                    "error: the model has no input `{}`\n  = help: its inputs are {}",
+                    k.trim(),
+                    names.join(", ")
+                )
+            })?;
+        inputs.push(format!("{}={v}", port.tc));
+    }
+    let weights: HashMap<String, Arg> = model
+        .weights
+        .iter()
+        .map(|(n, t)| (n.clone(), Arg::Tensor(t.clone())))
+        .collect();
+    let text = format!("{}\n{}", onnx::PRELUDE, model.source);
+    let name = a.file.display().to_string();
+    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    let def = pick_def(&checked.program, Some(onnx::MODEL_DEF), &name)?;
+    let source = Source {
+        checked: &checked,
+        name: &name,
+        text: &text,
+    };
+    let (outputs, profile) = execute(a, &source, def, &inputs, weights)?;
+    let renamed: Vec<(String, Tensor)> = outputs
+        .into_iter()
+        .map(|(tc, t)| {
+            let onnx = model
+                .outputs
+                .iter()
+                .find(|p| p.tc == tc)
+                .map_or(tc, |p| p.onnx.clone());
+            (onnx, t)
+        })
+        .collect();
+    print_outputs(a, &renamed, &profile)
+}
+
+/// A checked program and the source it came from, for messages.
+struct Source<'a> {
+    checked: &'a tc::Checked,
+    name: &'a str,
+    text: &'a str,
+}
+
+/// Runs `def` compiled (or interpreted) on the `--input` items and the
+/// `preset` arguments; returns the outputs and the profile table.
+fn execute(
+    a: &RunArgs,
+    source: &Source,
+    def: &Def,
+    inputs: &[String],
+    preset: HashMap<String, Arg>,
+) -> Result<(Vec<(String, Tensor)>, String), String> {
+    let program = &source.checked.program;
+    let (checked, name, text) = (source.checked, source.name, source.text);
     let emit_dir = match a.emit.as_deref() {
         None => None,
         Some([kind, dir]) if kind == "c" => Some(PathBuf::from(dir)),
@@ -61,7 +153,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
         }
     };
     let given = crate::load::parse_sizes(&a.sizes)?;
-    let (args, sizes) = prepare_args(def, &a.inputs, &given, a.seed)?;
+    let (args, sizes) = prepare_args(def, inputs, &given, a.seed, preset)?;
     let mut profile_text = String::new();
     if !a.interp {
         match compiled(
@@ -73,7 +165,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
             emit_dir.as_deref(),
             &mut profile_text,
         ) {
-            Ok(outputs) => return print_outputs(a, &outputs, &profile_text),
+            Ok(outputs) => return Ok((outputs, profile_text)),
             Err(Fallback::NotCompiled(why)) => {
                 eprintln!(
                     "note: `{}` is not compiled yet ({why}); running the interpreter",
@@ -83,7 +175,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
             Err(Fallback::Failed(why)) => {
                 // The interpreter locates the error in the source; if it
                 // finds none, the compiled path is at fault.
-                interpret(program, def, &args, &given, &checked, &name, &text)?;
+                interpret(program, def, &args, &given, checked, name, text)?;
                 return Err(format!(
                     "error: internal error: the compiled path failed where the interpreter succeeds: {why}\n  = help: this is a bug in tessera; `--interp` runs the interpreter"
                 ));
@@ -91,8 +183,8 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
             Err(Fallback::Error(e)) => return Err(e),
         }
     }
-    let outputs = interpret(program, def, &args, &given, &checked, &name, &text)?;
-    print_outputs(a, &outputs, &profile_text)
+    let outputs = interpret(program, def, &args, &given, checked, name, text)?;
+    Ok((outputs, profile_text))
 }
 
 /// Every size symbol and integer scalar, bound.
@@ -106,8 +198,10 @@ pub fn prepare_args(
     inputs: &[String],
     given: &HashMap<String, i64>,
     seed: u64,
+    preset: HashMap<String, Arg>,
 ) -> Result<(HashMap<String, Arg>, Sizes), String> {
     let mut args = read_inputs(def, inputs)?;
+    args.extend(preset);
     let sizes =
         interp::bind_sizes(def, &args, given).map_err(|e| format!("error: {}", e.message))?;
     let mut notes = String::new();
@@ -231,7 +325,7 @@ fn print_outputs(
                 .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))?;
             for (n, t) in outputs {
                 let path = dir.join(format!("{n}.npy"));
-                crate::npy::write(&path, t)?;
+                npy::write(&path, t)?;
                 let _ = writeln!(
                     out,
                     "wrote {} {}({})",
@@ -300,7 +394,7 @@ fn read_inputs(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, Stri
             match param {
                 Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
                 Param::Tensor(t) => {
-                    let tensor = crate::npy::read(std::path::Path::new(v))?;
+                    let tensor = npy::read(std::path::Path::new(v))?;
                     let decl = def
                         .tensor(t)
                         .ok_or_else(|| format!("error: no declaration for `{t}`"))?;

@@ -1,0 +1,289 @@
+//! The model def being written: its parameters (graph inputs and the
+//! constants operators read as tensors), its statements (calls of prelude
+//! defs, one per operator application) and the values of ONNX names.
+//!
+//! Every ONNX value is either a constant, known at import (initializers,
+//! `Constant` nodes, and everything computed from constants alone, such as
+//! the shape subgraphs PyTorch exports), or a variable: a tensor of the
+//! model def with its element type and concrete shape, which the importer
+//! tracks itself to choose prelude variants and check attributes.
+
+use std::collections::HashMap;
+
+use interp::Tensor;
+use ir::DType;
+
+use crate::proto::{attribute_type, AttributeProto, NodeProto};
+
+/// A tensor of the model def.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Var {
+    /// Its TC name.
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// An ONNX value.
+#[derive(Clone, Debug)]
+pub enum Value {
+    Const(Tensor),
+    Var(Var),
+}
+
+impl Value {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Value::Const(t) => t.dtype,
+            Value::Var(v) => v.dtype,
+        }
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            Value::Const(t) => &t.shape,
+            Value::Var(v) => &v.shape,
+        }
+    }
+}
+
+/// A scalar argument of a call, as TC source.
+pub fn int(v: i64) -> String {
+    v.to_string()
+}
+
+/// A float scalar argument: an exact decimal literal of its value.
+pub fn float(v: f64) -> String {
+    let s = format!("{v:?}");
+    if s.contains(['.', 'e', 'E']) || s.contains("inf") || s.contains("NaN") {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// The model def under construction.
+#[derive(Debug, Default)]
+pub struct Builder {
+    /// Parameter declarations, in order (`float32(1, 3) x`).
+    pub params: Vec<String>,
+    /// The constants passed as parameters, by TC name.
+    pub weights: Vec<(String, Tensor)>,
+    pub stmts: Vec<String>,
+    /// Constants already made parameters, by ONNX name.
+    weight_of: HashMap<String, Var>,
+    /// The shapes the importer expects each statement's result to have,
+    /// checked against the TC checker's after the def is built.
+    pub expected: Vec<Var>,
+    next: usize,
+}
+
+impl Builder {
+    /// A fresh TC name with `prefix`.
+    pub fn fresh(&mut self, prefix: &str) -> String {
+        self.next += 1;
+        format!("_{prefix}{}", self.next)
+    }
+
+    /// Declares a parameter.
+    pub fn param(&mut self, name: &str, dtype: DType, shape: &[usize]) -> Var {
+        let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+        self.params
+            .push(format!("{}({}) {name}", dtype.name(), dims.join(", ")));
+        Var {
+            name: name.to_string(),
+            dtype,
+            shape: shape.to_vec(),
+        }
+    }
+
+    /// The parameter holding constant `key` (an ONNX name), made once.
+    pub fn weight(&mut self, key: &str, t: &Tensor) -> Var {
+        if let Some(v) = self.weight_of.get(key) {
+            return v.clone();
+        }
+        let name = self.fresh("w");
+        let v = self.param(&name, t.dtype, &t.shape);
+        self.weights.push((name, t.clone()));
+        self.weight_of.insert(key.to_string(), v.clone());
+        v
+    }
+
+    /// Adds `result = def(tensors..., scalars...)` and returns the result,
+    /// whose type and shape the caller computed.
+    pub fn call(
+        &mut self,
+        def: &str,
+        tensors: &[&Var],
+        scalars: &[String],
+        dtype: DType,
+        shape: Vec<usize>,
+    ) -> Var {
+        let name = self.fresh("t");
+        let args: Vec<String> = tensors
+            .iter()
+            .map(|v| v.name.clone())
+            .chain(scalars.iter().cloned())
+            .collect();
+        self.stmts
+            .push(format!("{name} = {def}({})", args.join(", ")));
+        let v = Var { name, dtype, shape };
+        self.expected.push(v.clone());
+        v
+    }
+
+    /// Adds a comprehension copying `from` into a new tensor (an output that
+    /// is an input, a constant, or another output).
+    pub fn copy(&mut self, from: &Var) -> Var {
+        let name = self.fresh("t");
+        let ix: Vec<String> = (0..from.shape.len()).map(|k| format!("_i{k}")).collect();
+        let ranges: Vec<String> = ix
+            .iter()
+            .zip(&from.shape)
+            .map(|(i, n)| format!("{i} in 0:{n}"))
+            .collect();
+        let lhs = if ix.is_empty() {
+            format!("{name}()")
+        } else {
+            format!("{name}({})", ix.join(", "))
+        };
+        let rhs = format!("{}({})", from.name, ix.join(", "));
+        let wher = if ranges.is_empty() {
+            String::new()
+        } else {
+            format!(" where {}", ranges.join(", "))
+        };
+        self.stmts.push(format!("{lhs} = {rhs}{wher}"));
+        let v = Var {
+            name,
+            dtype: from.dtype,
+            shape: from.shape.clone(),
+        };
+        self.expected.push(v.clone());
+        v
+    }
+}
+
+/// A node being imported: its protobuf, a name for messages, and its
+/// attributes, each of which must be read by the operator's importer
+/// (`finish` reports any other as unsupported).
+#[derive(Debug)]
+pub struct Node<'a> {
+    pub proto: &'a NodeProto,
+    pub op: &'a str,
+    /// `node `name` (Op)`, for messages.
+    pub label: String,
+    read: std::cell::RefCell<Vec<String>>,
+}
+
+impl<'a> Node<'a> {
+    pub fn new(proto: &'a NodeProto, index: usize) -> Node<'a> {
+        let op = proto.op_type.as_deref().unwrap_or("");
+        let name = match proto.name.as_deref() {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => format!("#{index}"),
+        };
+        Node {
+            proto,
+            op,
+            label: format!("node `{name}` ({op})"),
+            read: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
+    /// An error about this node.
+    pub fn error(&self, msg: impl std::fmt::Display) -> String {
+        format!("{}: {msg}", self.label)
+    }
+
+    fn attr(&self, name: &str) -> Option<&'a AttributeProto> {
+        self.read.borrow_mut().push(name.to_string());
+        self.proto
+            .attribute
+            .iter()
+            .find(|a| a.name.as_deref() == Some(name))
+    }
+
+    fn typed(
+        &self,
+        name: &str,
+        want: i32,
+        what: &str,
+    ) -> Result<Option<&'a AttributeProto>, String> {
+        match self.attr(name) {
+            Some(a) if a.r#type.is_some_and(|t| t != want) => Err(self.error(format!(
+                "attribute `{name}` should be {what}, but has type code {}",
+                a.r#type.unwrap_or(0)
+            ))),
+            a => Ok(a),
+        }
+    }
+
+    pub fn int(&self, name: &str) -> Result<Option<i64>, String> {
+        Ok(self
+            .typed(name, attribute_type::INT, "an integer")?
+            .and_then(|a| a.i))
+    }
+
+    pub fn float(&self, name: &str) -> Result<Option<f32>, String> {
+        Ok(self
+            .typed(name, attribute_type::FLOAT, "a float")?
+            .and_then(|a| a.f))
+    }
+
+    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, String> {
+        Ok(self
+            .typed(name, attribute_type::INTS, "a list of integers")?
+            .map(|a| a.ints.clone()))
+    }
+
+    pub fn floats(&self, name: &str) -> Result<Option<Vec<f32>>, String> {
+        Ok(self
+            .typed(name, attribute_type::FLOATS, "a list of floats")?
+            .map(|a| a.floats.clone()))
+    }
+
+    pub fn string(&self, name: &str) -> Result<Option<String>, String> {
+        Ok(self
+            .typed(name, attribute_type::STRING, "a string")?
+            .and_then(|a| a.s.as_ref())
+            .map(|s| String::from_utf8_lossy(s).into_owned()))
+    }
+
+    pub fn tensor(&self, name: &str) -> Result<Option<&'a crate::proto::TensorProto>, String> {
+        Ok(self
+            .typed(name, attribute_type::TENSOR, "a tensor")?
+            .and_then(|a| a.t.as_ref()))
+    }
+
+    /// Fails on any attribute the importer did not read: an attribute
+    /// tessera does not know is never silently ignored.
+    pub fn finish(&self) -> Result<(), String> {
+        let read = self.read.borrow();
+        for a in &self.proto.attribute {
+            let name = a.name.as_deref().unwrap_or("");
+            if !read.iter().any(|r| r == name) {
+                return Err(self.error(format!("attribute `{name}` is not supported")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of input `k`, `None` when absent or empty (omitted).
+    pub fn input(&self, k: usize) -> Option<&'a str> {
+        self.proto
+            .input
+            .get(k)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The number of outputs the model uses (trailing empty names omitted).
+    pub fn outputs(&self) -> usize {
+        self.proto
+            .output
+            .iter()
+            .rposition(|o| !o.is_empty())
+            .map_or(0, |k| k + 1)
+    }
+}

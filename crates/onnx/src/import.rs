@@ -1,0 +1,301 @@
+//! Importing a loaded model: the graph's nodes sorted topologically, each
+//! imported by its operator's importer (`ops/`) into calls of prelude defs
+//! or folded when its inputs are constants, and the model def checked by
+//! the TC checker together with the prelude.
+//!
+//! Requires: a model from `load.rs`. Guarantees: never panics; a model
+//! tessera cannot import is an error naming the node, its operator and
+//! the attribute or input at fault; an imported program passes
+//! `ir::verify_program`, and every statement's result has the shape the
+//! importer computed (checked here, after the TC checker infers them).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use interp::Tensor;
+use ir::DType;
+
+use crate::build::{Builder, Node, Value, Var};
+use crate::load::{self, Loaded};
+use crate::proto::{GraphProto, ValueInfoProto};
+
+/// The operator prelude, whose defs every imported model calls.
+pub const PRELUDE: &str = include_str!("../../../ops/prelude.tc");
+
+/// The name of the imported model's def.
+pub const MODEL_DEF: &str = "model";
+
+/// A graph input or output: its ONNX name, its TC name, type and shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Port {
+    pub onnx: String,
+    pub tc: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// An imported model.
+#[derive(Debug)]
+pub struct Model {
+    /// The prelude and the model def.
+    pub program: ir::Program,
+    /// The model def as TC source.
+    pub source: String,
+    pub inputs: Vec<Port>,
+    pub outputs: Vec<Port>,
+    /// The constants the model def takes as parameters, by TC name.
+    pub weights: Vec<(String, Tensor)>,
+}
+
+/// What importing needs to know besides the model.
+pub struct Importer<'a> {
+    pub dir: &'a Path,
+    pub opset: i64,
+    pub values: HashMap<String, Value>,
+    pub b: Builder,
+}
+
+/// Imports the model at `path`; `sizes` binds symbolic input dimensions
+/// (`dim_param` names).
+pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String> {
+    let loaded = load::load(path)?;
+    import_loaded(&loaded, sizes)
+}
+
+pub fn import_loaded(loaded: &Loaded, sizes: &HashMap<String, i64>) -> Result<Model, String> {
+    let graph = loaded
+        .model
+        .graph
+        .as_ref()
+        .ok_or("the model has no graph")?;
+    let mut im = Importer {
+        dir: &loaded.dir,
+        opset: loaded.opset,
+        values: HashMap::new(),
+        b: Builder::default(),
+    };
+    for t in &graph.initializer {
+        let name = t.name.clone().unwrap_or_default();
+        let tensor = load::tensor(t, &loaded.dir, &format!("initializer `{name}`"))?;
+        im.values.insert(name, Value::Const(tensor));
+    }
+    let mut inputs = Vec::new();
+    let mut used_names = std::collections::HashSet::new();
+    for (k, vi) in graph.input.iter().enumerate() {
+        let onnx = vi.name.clone().unwrap_or_default();
+        if im.values.contains_key(&onnx) {
+            // An initializer listed as an input too (older exporters): a
+            // constant, which a caller could override; tessera keeps it.
+            continue;
+        }
+        let (dtype, shape) = value_type(vi, sizes, "input")?;
+        let tc = tc_name(&onnx, k, &mut used_names);
+        let v = im.b.param(&tc, dtype, &shape);
+        im.values.insert(onnx.clone(), Value::Var(v));
+        inputs.push(Port {
+            onnx,
+            tc,
+            dtype,
+            shape,
+        });
+    }
+    for (k, node) in order(graph)?.into_iter().enumerate() {
+        let node = Node::new(node, k);
+        crate::ops::import_node(&mut im, &node)?;
+        node.finish()?;
+    }
+    let mut outputs = Vec::new();
+    let mut taken = std::collections::HashSet::new();
+    for vi in &graph.output {
+        let onnx = vi.name.clone().unwrap_or_default();
+        let v = match im.values.get(&onnx) {
+            Some(Value::Var(v)) => v.clone(),
+            Some(Value::Const(t)) => {
+                let t = t.clone();
+                im.b.weight(&onnx, &t)
+            }
+            None => return Err(format!("graph output `{onnx}` is never computed")),
+        };
+        // An output must be a tensor the def computes, once.
+        let is_param =
+            inputs.iter().any(|p| p.tc == v.name) || im.b.weights.iter().any(|(n, _)| *n == v.name);
+        let v = if is_param || !taken.insert(v.name.clone()) {
+            im.b.copy(&v)
+        } else {
+            v
+        };
+        outputs.push(Port {
+            onnx,
+            tc: v.name.clone(),
+            dtype: v.dtype,
+            shape: v.shape.clone(),
+        });
+    }
+    let source = format!(
+        "def {MODEL_DEF}({}) -> ({}) {{\n{}\n}}\n",
+        im.b.params.join(", "),
+        outputs
+            .iter()
+            .map(|p| p.tc.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        im.b.stmts
+            .iter()
+            .map(|s| format!("  {s}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let text = format!("{PRELUDE}\n{source}");
+    let checked = tc::check_source(&text).map_err(|d| {
+        format!(
+            "internal error: the imported model does not check:\n{}",
+            tc::render_diagnostics(&d, "model", &text)
+        )
+    })?;
+    check_shapes(&checked.program, &im.b.expected)?;
+    Ok(Model {
+        program: checked.program,
+        source,
+        inputs,
+        outputs,
+        weights: std::mem::take(&mut im.b.weights),
+    })
+}
+
+/// Every statement's result has the shape the importer computed.
+fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
+    let def = p.def(MODEL_DEF).ok_or("internal error: no model def")?;
+    for v in expected {
+        let shape = interp::param_shape(def, &v.name, &HashMap::new())
+            .map_err(|e| format!("internal error: `{}`: {}", v.name, e.message))?;
+        if shape != v.shape {
+            return Err(format!(
+                "internal error: `{}` has shape {:?} in the model def, but the importer expected {:?}",
+                v.name, shape, v.shape
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A graph input's element type and concrete shape.
+fn value_type(
+    vi: &ValueInfoProto,
+    sizes: &HashMap<String, i64>,
+    what: &str,
+) -> Result<(DType, Vec<usize>), String> {
+    let name = vi.name.as_deref().unwrap_or("");
+    let t = vi
+        .r#type
+        .as_ref()
+        .and_then(|t| t.tensor_type.as_ref())
+        .ok_or_else(|| format!("{what} `{name}` is not a tensor"))?;
+    let code = t.elem_type.unwrap_or(0);
+    let dtype = load::dtype(code).ok_or_else(|| {
+        format!("{what} `{name}` has element type code {code}, which tessera does not support")
+    })?;
+    let dims = t
+        .shape
+        .as_ref()
+        .ok_or_else(|| format!("{what} `{name}` has no shape"))?;
+    let mut shape = Vec::new();
+    for (k, d) in dims.dim.iter().enumerate() {
+        let v = match (d.dim_value, d.dim_param.as_deref()) {
+            (Some(v), _) => v,
+            (None, Some(p)) if !p.is_empty() => *sizes.get(p).ok_or_else(|| {
+                format!(
+                    "{what} `{name}` dimension {k} is `{p}`: give it a value with `--size {p}=N`"
+                )
+            })?,
+            _ => {
+                return Err(format!(
+                    "{what} `{name}` dimension {k} has no size: give the model a fixed input shape"
+                ))
+            }
+        };
+        shape
+            .push(usize::try_from(v).map_err(|_| format!("{what} `{name}` dimension {k} is {v}"))?);
+    }
+    Ok((dtype, shape))
+}
+
+/// A TC identifier for an ONNX name: the name itself when it is one and
+/// unused, else `in{k}`.
+fn tc_name(onnx: &str, k: usize, used: &mut std::collections::HashSet<String>) -> String {
+    let ident = !onnx.is_empty()
+        && onnx.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !onnx.chars().all(|c| c.is_ascii_digit())
+        && !matches!(onnx, "def" | "where" | "in" | "exists" | "true" | "false")
+        // Names the importer makes itself start with `_`.
+        && !onnx.starts_with('_')
+        && !PRELUDE.contains(&format!("def {onnx}("));
+    let name = if ident && !used.contains(onnx) {
+        onnx.to_string()
+    } else {
+        format!("in{k}")
+    };
+    used.insert(name.clone());
+    name
+}
+
+/// The nodes in an order where every node follows the producers of its
+/// inputs (Kahn's algorithm, stable in file order); a cycle or an input
+/// nothing produces is an error naming the node.
+fn order(graph: &GraphProto) -> Result<Vec<&crate::proto::NodeProto>, String> {
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (k, n) in graph.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            if producer.insert(o, k).is_some() {
+                return Err(format!(
+                    "{}: output `{o}` is produced twice",
+                    Node::new(n, k).label
+                ));
+            }
+        }
+    }
+    let known: std::collections::HashSet<&str> = graph
+        .input
+        .iter()
+        .filter_map(|v| v.name.as_deref())
+        .chain(graph.initializer.iter().filter_map(|t| t.name.as_deref()))
+        .collect();
+    let mut waiting: Vec<usize> = vec![0; graph.node.len()];
+    let mut users: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (k, n) in graph.node.iter().enumerate() {
+        for i in n.input.iter().filter(|i| !i.is_empty()) {
+            match producer.get(i.as_str()) {
+                Some(&p) => {
+                    waiting[k] += 1;
+                    users.entry(p).or_default().push(k);
+                }
+                None if known.contains(i.as_str()) => {}
+                None => {
+                    return Err(format!(
+                    "{}: input `{i}` is not a graph input, an initializer, or any node's output",
+                    Node::new(n, k).label
+                ))
+                }
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..graph.node.len()).filter(|&k| waiting[k] == 0).collect();
+    let mut out = Vec::with_capacity(graph.node.len());
+    while let Some(k) = ready.pop_first() {
+        out.push(&graph.node[k]);
+        for &u in users.get(&k).into_iter().flatten() {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.insert(u);
+            }
+        }
+    }
+    if out.len() < graph.node.len() {
+        let stuck = (0..graph.node.len()).find(|&k| waiting[k] > 0).unwrap_or(0);
+        return Err(format!(
+            "{}: the graph has a cycle through this node",
+            Node::new(&graph.node[stuck], stuck).label
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,125 @@
+//! What `tessera info` prints about a model: its inputs and outputs, an
+//! operator histogram, and the operators tessera cannot import yet.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::load;
+use crate::proto::ValueInfoProto;
+
+/// A summary of a model, read without importing it.
+#[derive(Debug)]
+pub struct Info {
+    pub opset: i64,
+    pub producer: String,
+    /// Inputs that are not initializers, and outputs: name, type, shape
+    /// (symbolic dimensions by name).
+    pub inputs: Vec<(String, String, Option<Vec<String>>)>,
+    pub outputs: Vec<(String, String, Option<Vec<String>>)>,
+    /// Initializers and their total number of elements.
+    pub initializers: (usize, usize),
+    /// Operator type to node count.
+    pub ops: BTreeMap<String, usize>,
+    /// Operator types no importer handles.
+    pub unsupported: Vec<String>,
+}
+
+pub fn info(path: &Path) -> Result<Info, String> {
+    let loaded = load::load(path)?;
+    let m = &loaded.model;
+    let g = m.graph.as_ref().ok_or("the model has no graph")?;
+    let port = |v: &ValueInfoProto| {
+        let t = v.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
+        let dtype = t
+            .and_then(|t| t.elem_type)
+            .and_then(load::dtype)
+            .map_or_else(|| "?".to_string(), |d| d.name().to_string());
+        let dims = t.and_then(|t| t.shape.as_ref()).map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match (d.dim_value, d.dim_param.as_deref()) {
+                    (Some(v), _) => v.to_string(),
+                    (None, Some(p)) if !p.is_empty() => p.to_string(),
+                    _ => "?".to_string(),
+                })
+                .collect()
+        });
+        (v.name.clone().unwrap_or_default(), dtype, dims)
+    };
+    let init: std::collections::HashSet<&str> = g
+        .initializer
+        .iter()
+        .filter_map(|t| t.name.as_deref())
+        .collect();
+    let mut ops = BTreeMap::new();
+    for n in &g.node {
+        *ops.entry(n.op_type.clone().unwrap_or_default())
+            .or_insert(0) += 1;
+    }
+    let unsupported = ops
+        .keys()
+        .filter(|op| !crate::SUPPORTED.contains(&op.as_str()))
+        .cloned()
+        .collect();
+    Ok(Info {
+        opset: loaded.opset,
+        producer: m.producer_name.clone().unwrap_or_default(),
+        inputs: g
+            .input
+            .iter()
+            .filter(|v| !init.contains(v.name.as_deref().unwrap_or("")))
+            .map(port)
+            .collect(),
+        outputs: g.output.iter().map(port).collect(),
+        initializers: (
+            g.initializer.len(),
+            g.initializer
+                .iter()
+                .map(|t| t.dims.iter().product::<i64>().max(0) as usize)
+                .sum(),
+        ),
+        ops,
+        unsupported,
+    })
+}
+
+/// The summary as `tessera info` prints it.
+pub fn print_info(i: &Info) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "opset {}{}",
+        i.opset,
+        if i.producer.is_empty() {
+            String::new()
+        } else {
+            format!(", produced by {}", i.producer)
+        }
+    );
+    for (title, ports) in [("inputs", &i.inputs), ("outputs", &i.outputs)] {
+        let _ = writeln!(s, "{title}:");
+        for (name, dtype, dims) in ports {
+            match dims {
+                Some(d) => writeln!(s, "  {name}: {dtype}[{}]", d.join(", ")),
+                None => writeln!(s, "  {name}: {dtype}, shape not given"),
+            }
+            .unwrap_or(());
+        }
+    }
+    let _ = writeln!(
+        s,
+        "initializers: {} ({} values)",
+        i.initializers.0, i.initializers.1
+    );
+    let _ = writeln!(s, "operators ({} nodes):", i.ops.values().sum::<usize>());
+    for (op, count) in &i.ops {
+        let _ = writeln!(s, "  {op:<24} {count}");
+    }
+    if i.unsupported.is_empty() {
+        let _ = writeln!(s, "every operator is supported");
+    } else {
+        let _ = writeln!(s, "unsupported operators: {}", i.unsupported.join(", "));
+    }
+    s
+}

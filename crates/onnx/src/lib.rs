@@ -1,0 +1,20 @@
+//! tessera's ONNX importer: an `.onnx` model becomes a TC program, the
+//! operator prelude plus one def, `model`, whose statements call prelude
+//! defs with the nodes' attributes as arguments.
+//!
+//! `load` reads and checks the file, `import` sorts and imports the graph
+//! (`ops/` has one importer per operator family), `build` holds the def
+//! being written. Shapes are concrete: symbolic input dimensions are bound
+//! by the caller.
+
+mod build;
+mod import;
+mod info;
+mod load;
+mod ops;
+mod proto;
+
+pub use import::{import, Model, Port, MODEL_DEF, PRELUDE};
+pub use info::{info, print_info, Info};
+pub use load::OPSETS;
+pub use ops::SUPPORTED;

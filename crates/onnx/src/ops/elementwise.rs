@@ -1,0 +1,222 @@
+//! Elementwise operators: `Relu`, `Sigmoid`, `Tanh`, `Exp`, `Log`, `Sqrt`,
+//! `Neg`, `Abs`, `Erf`, and `Add`, `Sub`, `Mul`, `Div`, `Pow` with ONNX
+//! (numpy) broadcasting: shapes aligned at the right, a dimension of 1
+//! stretched. Equal shapes call `op_rK`; a rank-0 second operand
+//! `op_rK_scalar`; anything else brings both operands to one rank (a
+//! constant reshaped at import, a variable by a reshape call) and calls
+//! `op_bcast_rK`. Operators on constants are folded (shape arithmetic).
+
+use interp::Tensor;
+use ir::DType;
+
+use super::rank;
+use crate::build::{int, Node, Value, Var};
+use crate::import::Importer;
+
+pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    float_only(n, &x)?;
+    let r = rank(n, &x.shape, "an input")?;
+    let base = match n.op {
+        "Relu" => "relu",
+        "Sigmoid" => "sigmoid",
+        "Tanh" => "tanh",
+        "Exp" => "exp",
+        "Log" => "log",
+        "Sqrt" => "sqrt",
+        "Neg" => "neg",
+        "Abs" => "abs",
+        _ => "erf",
+    };
+    let y = im.b.call(
+        &format!("{base}_r{r}"),
+        &[&x],
+        &[],
+        x.dtype,
+        x.shape.clone(),
+    );
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+fn float_only(n: &Node, v: &Var) -> Result<(), String> {
+    if v.dtype != DType::F32 {
+        return Err(n.error(format!(
+            "{} inputs are supported only as float32, not {}",
+            n.op, v.dtype
+        )));
+    }
+    Ok(())
+}
+
+/// The broadcast shape of two shapes, or `None` if they do not broadcast.
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let r = a.len().max(b.len());
+    let at = |s: &[usize], k: usize| {
+        let pad = r - s.len();
+        if k < pad {
+            1
+        } else {
+            s[k - pad]
+        }
+    };
+    (0..r)
+        .map(|k| match (at(a, k), at(b, k)) {
+            (x, y) if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (a, b) = (im.value(n, 0)?, im.value(n, 1)?);
+    if a.dtype() != b.dtype() {
+        return Err(n.error(format!(
+            "operands of types {} and {} (ONNX requires one type)",
+            a.dtype(),
+            b.dtype()
+        )));
+    }
+    let shape = broadcast(a.shape(), b.shape()).ok_or_else(|| {
+        n.error(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape(),
+            b.shape()
+        ))
+    })?;
+    if let (Value::Const(x), Value::Const(y)) = (&a, &b) {
+        let t = fold(n, x, y, &shape)?;
+        im.set(n, 0, Value::Const(t));
+        return Ok(());
+    }
+    let base = n.op.to_lowercase();
+    let r = rank(n, &shape, "a result")?;
+    let commutative = matches!(n.op, "Add" | "Mul");
+    // A scalar first operand of a commutative operator goes second.
+    let (a, b) = if commutative && a.shape().is_empty() && !b.shape().is_empty() {
+        (b, a)
+    } else {
+        (a, b)
+    };
+    let y = if a.shape() == b.shape() {
+        let (x, y) = (operand(im, n, &a, 0)?, operand(im, n, &b, 1)?);
+        im.b.call(&format!("{base}_r{r}"), &[&x, &y], &[], DType::F32, shape)
+    } else if b.shape().is_empty() && a.shape() == shape.as_slice() {
+        let (x, y) = (operand(im, n, &a, 0)?, operand(im, n, &b, 1)?);
+        im.b.call(
+            &format!("{base}_r{r}_scalar"),
+            &[&x, &y],
+            &[],
+            DType::F32,
+            shape,
+        )
+    } else {
+        let x = to_rank(im, n, &a, 0, r)?;
+        let y = to_rank(im, n, &b, 1, r)?;
+        im.b.call(
+            &format!("{base}_bcast_r{r}"),
+            &[&x, &y],
+            &[],
+            DType::F32,
+            shape,
+        )
+    };
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// Operand `k` as a float32 tensor of the model def.
+fn operand(im: &mut Importer, n: &Node, v: &Value, k: usize) -> Result<Var, String> {
+    let var = match v {
+        Value::Var(v) => v.clone(),
+        Value::Const(t) => im.b.weight(n.input(k).unwrap_or_default(), t),
+    };
+    float_only(n, &var)?;
+    Ok(var)
+}
+
+/// Operand `k` with ones prepended to rank `r`.
+fn to_rank(im: &mut Importer, n: &Node, v: &Value, k: usize, r: usize) -> Result<Var, String> {
+    let pad = r - v.shape().len();
+    let mut shape = vec![1; pad];
+    shape.extend(v.shape());
+    match v {
+        Value::Const(t) => {
+            let mut t = t.clone();
+            t.shape = shape;
+            let key = format!("{}#r{r}", n.input(k).unwrap_or_default());
+            Ok(im.b.weight(&key, &t))
+        }
+        Value::Var(x) if pad == 0 => {
+            float_only(n, x)?;
+            Ok(x.clone())
+        }
+        Value::Var(x) => {
+            float_only(n, x)?;
+            if x.shape.is_empty() {
+                return Err(n.error("a rank-0 operand broadcast against a tensor is not supported"));
+            }
+            let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
+            let def = format!("reshape_r{}_r{r}", x.shape.len());
+            Ok(im.b.call(&def, &[x], &dims, DType::F32, shape))
+        }
+    }
+}
+
+/// `a op b` on constants, broadcast to `shape`.
+fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, String> {
+    let count: usize = shape.iter().product();
+    let index = |t: &Tensor, flat: usize| {
+        // Right-aligned broadcasting: walk the result's dimensions from the
+        // last, a dimension of 1 in `t` staying at 0.
+        let (mut rest, mut off, mut stride) = (flat, 0, 1);
+        for k in (0..shape.len()).rev() {
+            let i = rest % shape[k];
+            rest /= shape[k];
+            let pad = shape.len() - t.shape.len();
+            if k >= pad {
+                let d = t.shape[k - pad];
+                off += if d == 1 { 0 } else { i } * stride;
+                stride *= d;
+            }
+        }
+        off
+    };
+    if a.dtype.is_float() {
+        let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+        let v = (0..count)
+            .map(|f| {
+                let (p, q) = (x[index(a, f)], y[index(b, f)]);
+                let r = match n.op {
+                    "Add" => p + q,
+                    "Sub" => p - q,
+                    "Mul" => p * q,
+                    "Div" => p / q,
+                    _ => p.powf(q),
+                };
+                ir::arith::round(a.dtype, r)
+            })
+            .collect();
+        return Ok(Tensor::from_f64(a.dtype, shape, v));
+    }
+    let (x, y) = (super::ints(a), super::ints(b));
+    let mut v = Vec::with_capacity(count);
+    for f in 0..count {
+        let (p, q) = (x[index(a, f)], y[index(b, f)]);
+        v.push(match n.op {
+            "Add" => p.wrapping_add(q),
+            "Sub" => p.wrapping_sub(q),
+            "Mul" => p.wrapping_mul(q),
+            // ONNX integer division truncates, as C does.
+            "Div" => p
+                .checked_div(q)
+                .ok_or_else(|| n.error("integer division by zero in a constant"))?,
+            _ => p.pow(u32::try_from(q).map_err(|_| n.error("negative integer power"))?),
+        });
+    }
+    Ok(Tensor::from_i64(a.dtype, shape, v))
+}

@@ -1,0 +1,162 @@
+//! Operators on constants, folded at import: `Constant`, `Shape`,
+//! `Gather` (of constants), `Cast`, and the pass-throughs `Identity` and
+//! `Dropout` (inference). These are what the shape subgraphs PyTorch
+//! exports are made of (`Shape -> Gather -> Unsqueeze -> Concat ->
+//! Reshape`): the shapes are known at import, so the whole chain folds and
+//! the `Reshape` receives a constant.
+
+use interp::Tensor;
+use ir::DType;
+
+use super::{axis, ints};
+use crate::build::{Node, Value};
+use crate::import::Importer;
+use crate::load;
+
+pub fn constant(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let t = if let Some(t) = n.tensor("value")? {
+        load::tensor(t, im.dir, &n.label)?
+    } else if let Some(x) = n.float("value_float")? {
+        Tensor::from_f64(DType::F32, &[], vec![f64::from(x)])
+    } else if let Some(x) = n.int("value_int")? {
+        Tensor::from_i64(DType::I64, &[], vec![x])
+    } else if let Some(v) = n.floats("value_floats")? {
+        Tensor::from_f64(
+            DType::F32,
+            &[v.len()],
+            v.iter().map(|&x| f64::from(x)).collect(),
+        )
+    } else if let Some(v) = n.ints("value_ints")? {
+        Tensor::from_i64(DType::I64, &[v.len()], v)
+    } else {
+        return Err(n.error(
+            "no value (`value`, `value_float`, `value_int`, `value_floats` or `value_ints`)",
+        ));
+    };
+    im.set(n, 0, Value::Const(t));
+    Ok(())
+}
+
+pub fn identity(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    if n.op == "Dropout" {
+        // Inference: the ratio does nothing; training mode is refused.
+        let _ = n.float("ratio")?;
+        let _ = n.int("seed")?;
+        if let Some(k) = n.input(2) {
+            let t = im.constant(n, 2, "training_mode")?;
+            if ints(&t).first().copied().unwrap_or(0) != 0 {
+                return Err(n.error(format!("training mode (`{k}` true) is not supported")));
+            }
+        }
+    }
+    let x = im.value(n, 0)?;
+    im.set(n, 0, x);
+    Ok(())
+}
+
+pub fn shape(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.value(n, 0)?;
+    let dims: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    let r = dims.len() as i64;
+    // `start` and `end` (opset 15) slice the shape, clamped like Python's.
+    let clamp = |v: i64| if v < 0 { (v + r).max(0) } else { v.min(r) };
+    let start = clamp(n.int("start")?.unwrap_or(0)) as usize;
+    let end = clamp(n.int("end")?.unwrap_or(r)) as usize;
+    let dims = if start < end {
+        dims[start..end].to_vec()
+    } else {
+        Vec::new()
+    };
+    im.set(
+        n,
+        0,
+        Value::Const(Tensor::from_i64(DType::I64, &[dims.len()], dims)),
+    );
+    Ok(())
+}
+
+pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let data = im.constant(n, 0, "the data (only constants are gathered so far)")?;
+    let indices = im.constant(n, 1, "the indices")?;
+    let r = data.shape.len();
+    if r == 0 {
+        return Err(n.error("gathering from a rank-0 tensor"));
+    }
+    let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
+    let dim = data.shape[a] as i64;
+    let outer: usize = data.shape[..a].iter().product();
+    let inner: usize = data.shape[a + 1..].iter().product();
+    let mut shape = data.shape[..a].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&data.shape[a + 1..]);
+    let mut source = Vec::new();
+    let picks = ints(&indices);
+    for o in 0..outer {
+        for &i in &picks {
+            let i = if i < 0 { i + dim } else { i };
+            if i < 0 || i >= dim {
+                return Err(n.error(format!(
+                    "index {i} is out of range for axis {a} of size {dim}"
+                )));
+            }
+            for k in 0..inner {
+                source.push((o * data.shape[a] + i as usize) * inner + k);
+            }
+        }
+    }
+    im.set(
+        n,
+        0,
+        Value::Const(super::layout::gather(&data, &shape, &source)),
+    );
+    Ok(())
+}
+
+pub fn cast(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let code = n
+        .int("to")?
+        .ok_or_else(|| n.error("attribute `to` is required"))?;
+    let to = load::dtype(code as i32)
+        .ok_or_else(|| n.error(format!("cast to type code {code} is not supported")))?;
+    if im.opset >= 19 {
+        let _ = n.int("saturate")?;
+    }
+    let y = match im.value(n, 0)? {
+        Value::Const(t) => Value::Const(convert(&t, to)),
+        Value::Var(v) if v.dtype == to => Value::Var(v),
+        Value::Var(v) => {
+            return Err(n.error(format!(
+                "a cast of a computed {} tensor to {to} is not supported",
+                v.dtype
+            )))
+        }
+    };
+    im.set(n, 0, y);
+    Ok(())
+}
+
+/// A constant converted as `Cast` does (floats to integers truncate).
+fn convert(t: &Tensor, to: DType) -> Tensor {
+    if to.is_float() {
+        Tensor::from_f64(
+            to,
+            &t.shape,
+            t.to_f64_vec()
+                .into_iter()
+                .map(|x| ir::arith::round(to, x))
+                .collect(),
+        )
+    } else {
+        let v = t
+            .to_f64_vec()
+            .into_iter()
+            .map(|x| ir::arith::float_to_int(to, x.trunc()))
+            .collect();
+        Tensor::from_i64(to, &t.shape, v)
+    }
+}

@@ -1,0 +1,177 @@
+//! `MatMul`, `Gemm`, `BatchNormalization` (inference) and `Softmax`.
+
+use interp::Tensor;
+use ir::DType;
+
+use super::axis;
+use crate::build::{float, Node, Value, Var};
+use crate::import::Importer;
+
+pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
+    let (sa, sb) = (&a.shape, &b.shape);
+    let mismatch = || n.error(format!("shapes {sa:?} and {sb:?} do not multiply"));
+    let (def, shape) = match (sa.len(), sb.len()) {
+        (2, 2) if sa[1] == sb[0] => ("matmul", vec![sa[0], sb[1]]),
+        (3, 2) if sa[2] == sb[0] => ("matmul_r3_r2", vec![sa[0], sa[1], sb[1]]),
+        (3, 3) if sa[0] == sb[0] && sa[2] == sb[1] => ("batch_matmul", vec![sa[0], sa[1], sb[2]]),
+        (4, 4) if sa[..2] == sb[..2] && sa[3] == sb[2] => {
+            ("batch_matmul_r4", vec![sa[0], sa[1], sa[2], sb[3]])
+        }
+        (2..=4, 2..=4) if sa.len() >= sb.len() => return Err(mismatch()),
+        _ => {
+            return Err(n.error(format!(
+                "MatMul of ranks {} and {} is not supported",
+                sa.len(),
+                sb.len()
+            )))
+        }
+    };
+    let y = im.b.call(def, &[&a, &b], &[], DType::F32, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
+    let alpha = f64::from(n.float("alpha")?.unwrap_or(1.0));
+    let mut beta = f64::from(n.float("beta")?.unwrap_or(1.0));
+    let ta = n.int("transA")?.unwrap_or(0) != 0;
+    let tb = n.int("transB")?.unwrap_or(0) != 0;
+    if a.shape.len() != 2 || b.shape.len() != 2 {
+        return Err(n.error(format!(
+            "A {:?} and B {:?} must be matrices",
+            a.shape, b.shape
+        )));
+    }
+    let (m, k) = if ta {
+        (a.shape[1], a.shape[0])
+    } else {
+        (a.shape[0], a.shape[1])
+    };
+    let (k2, nn) = if tb {
+        (b.shape[1], b.shape[0])
+    } else {
+        (b.shape[0], b.shape[1])
+    };
+    if k != k2 {
+        return Err(n.error(format!(
+            "A {:?} and B {:?} do not multiply (transA = {}, transB = {})",
+            a.shape,
+            b.shape,
+            u8::from(ta),
+            u8::from(tb)
+        )));
+    }
+    let key = format!("{}#gemm", n.input(2).unwrap_or("zero"));
+    // C as a row of N (broadcast over rows) or a full M x N matrix.
+    let (c, full): (Var, bool) = match n.input(2) {
+        None => {
+            beta = 0.0;
+            (im.b.weight(&key, &Tensor::zeros(DType::F32, &[nn])), false)
+        }
+        Some(_) => match im.value(n, 2)? {
+            Value::Const(t)
+                if t.shape != [m, nn]
+                    && (t.len() == 1 || t.shape.last() == Some(&nn) && t.len() == nn) =>
+            {
+                // A row of N, or one value for every element.
+                let v = t.to_f64_vec();
+                let row =
+                    Tensor::from_f64(DType::F32, &[nn], (0..nn).map(|j| v[j % v.len()]).collect());
+                (im.b.weight(&key, &row), false)
+            }
+            Value::Const(t) if t.shape == [m, nn] => (im.b.weight(&key, &t), true),
+            Value::Var(v) if v.shape == [nn] => (v, false),
+            Value::Var(v) if v.shape == [m, nn] => (v, true),
+            other => {
+                return Err(n.error(format!(
+                    "C of shape {:?} is not supported (a row of {nn} or an {m} x {nn} matrix is)",
+                    other.shape()
+                )))
+            }
+        },
+    };
+    let def = match (full, ta, tb) {
+        (false, false, false) => "gemm",
+        (false, true, false) => "gemm_ta",
+        (false, false, true) => "gemm_tb",
+        (false, true, true) => "gemm_tab",
+        (true, false, false) => "gemm_full",
+        (true, ..) => return Err(n.error("a full C with transposed A or B is not supported")),
+    };
+    let y = im.b.call(
+        def,
+        &[&a, &b, &c],
+        &[float(alpha), float(beta)],
+        DType::F32,
+        vec![m, nn],
+    );
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    if n.int("training_mode")?.unwrap_or(0) != 0 {
+        return Err(n.error("training_mode = 1 is not supported (inference only)"));
+    }
+    let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
+    // The running statistics' momentum matters in training only.
+    let _ = n.float("momentum")?;
+    if im.opset < 9 {
+        let _ = n.int("spatial")?;
+    }
+    let x = im.var(n, 0)?;
+    let c = *x
+        .shape
+        .get(1)
+        .ok_or_else(|| n.error("input has no channel axis"))?;
+    let mut params = Vec::new();
+    for (k, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
+        let v = im.var(n, k)?;
+        if v.shape != [c] {
+            return Err(n.error(format!("{what} has shape {:?}, not [{c}]", v.shape)));
+        }
+        params.push(v);
+    }
+    let r = x.shape.len();
+    if !(2..=4).contains(&r) {
+        return Err(n.error(format!("input of rank {r} is not supported (2 to 4 are)")));
+    }
+    let y = im.b.call(
+        &format!("batchnorm_r{r}"),
+        &[&x, &params[0], &params[1], &params[2], &params[3]],
+        &[float(eps)],
+        DType::F32,
+        x.shape.clone(),
+    );
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let r = x.shape.len();
+    // Before opset 13 the default axis is 1 and the input is coerced to 2-D
+    // there; that is the last axis exactly when the axis is the last.
+    let default = if im.opset >= 13 { -1 } else { 1 };
+    let a = axis(n, n.int("axis")?.unwrap_or(default), r)?;
+    if a + 1 != r || !(2..=4).contains(&r) {
+        return Err(n.error(format!(
+            "softmax over axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to 4 is)"
+        )));
+    }
+    let y = im.b.call(
+        &format!("softmax_r{r}"),
+        &[&x],
+        &[],
+        DType::F32,
+        x.shape.clone(),
+    );
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! Operator importers: one function per ONNX operator (or family), each
+//! reading the node's inputs and attributes, checking them against the
+//! operator's specification, and either adding a call of the prelude def
+//! that computes it or, when every input is a constant, folding it.
+//!
+//! An operator, attribute or attribute value outside what tessera supports
+//! is an error naming the node; `build::Node::finish` catches attributes
+//! an importer did not read.
+
+mod conv;
+mod elementwise;
+mod fold;
+mod layout;
+mod linear;
+
+use interp::Tensor;
+
+use crate::build::{Node, Value, Var};
+use crate::import::Importer;
+
+/// The operators tessera imports.
+pub const SUPPORTED: &[&str] = &[
+    "Abs",
+    "Add",
+    "AveragePool",
+    "BatchNormalization",
+    "Cast",
+    "Concat",
+    "Constant",
+    "Conv",
+    "Div",
+    "Dropout",
+    "Erf",
+    "Exp",
+    "Flatten",
+    "Gather",
+    "Gemm",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "Identity",
+    "Log",
+    "MatMul",
+    "MaxPool",
+    "Mul",
+    "Neg",
+    "Pow",
+    "Relu",
+    "Reshape",
+    "Shape",
+    "Sigmoid",
+    "Softmax",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Tanh",
+    "Transpose",
+    "Unsqueeze",
+];
+
+/// Imports one node.
+pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let domain = n.proto.domain.as_deref().unwrap_or("");
+    if !matches!(domain, "" | "ai.onnx") {
+        return Err(n.error(format!("the operator domain `{domain}` is not supported")));
+    }
+    match n.op {
+        "Conv" => conv::conv(im, n),
+        "MaxPool" | "AveragePool" => conv::pool(im, n),
+        "GlobalAveragePool" | "GlobalMaxPool" => conv::global_pool(im, n),
+        "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Erf" => {
+            elementwise::unary(im, n)
+        }
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" => elementwise::binary(im, n),
+        "MatMul" => linear::matmul(im, n),
+        "Gemm" => linear::gemm(im, n),
+        "BatchNormalization" => linear::batchnorm(im, n),
+        "Softmax" => linear::softmax(im, n),
+        "Flatten" => layout::flatten(im, n),
+        "Reshape" => layout::reshape(im, n),
+        "Transpose" => layout::transpose(im, n),
+        "Concat" => layout::concat(im, n),
+        "Squeeze" | "Unsqueeze" => layout::squeeze(im, n),
+        "Constant" => fold::constant(im, n),
+        "Identity" | "Dropout" => fold::identity(im, n),
+        "Shape" => fold::shape(im, n),
+        "Gather" => fold::gather(im, n),
+        "Cast" => fold::cast(im, n),
+        other => Err(n.error(format!("operator `{other}` is not supported"))),
+    }
+}
+
+impl Importer<'_> {
+    /// Input `k` of `n`, which must be present.
+    pub(crate) fn value(&self, n: &Node, k: usize) -> Result<Value, String> {
+        let name = n
+            .input(k)
+            .ok_or_else(|| n.error(format!("input {} is missing", k + 1)))?;
+        self.values
+            .get(name)
+            .cloned()
+            .ok_or_else(|| n.error(format!("input `{name}` has no value")))
+    }
+
+    /// Input `k` as a tensor of the model def (a constant becomes a
+    /// parameter).
+    pub(crate) fn var(&mut self, n: &Node, k: usize) -> Result<Var, String> {
+        match self.value(n, k)? {
+            Value::Var(v) => Ok(v),
+            Value::Const(t) => {
+                let key = n.input(k).unwrap_or_default().to_string();
+                Ok(self.b.weight(&key, &t))
+            }
+        }
+    }
+
+    /// Input `k`, which must be a constant (known at import).
+    pub(crate) fn constant(&self, n: &Node, k: usize, what: &str) -> Result<Tensor, String> {
+        match self.value(n, k)? {
+            Value::Const(t) => Ok(t),
+            Value::Var(_) => Err(n.error(format!(
+                "input {} ({what}) must be a constant, but it is computed by the model",
+                k + 1
+            ))),
+        }
+    }
+
+    /// Binds output `k` of `n`.
+    pub(crate) fn set(&mut self, n: &Node, k: usize, v: Value) {
+        if let Some(name) = n.proto.output.get(k).filter(|s| !s.is_empty()) {
+            self.values.insert(name.clone(), v);
+        }
+    }
+
+    /// Fails when the node asks for more outputs than the importer gives.
+    pub(crate) fn outputs(&self, n: &Node, most: usize) -> Result<(), String> {
+        if n.outputs() > most {
+            return Err(n.error(format!(
+                "output {} is not supported (tessera computes the first {most})",
+                most + 1
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A normalized axis (`-1` is the last) of a rank-`rank` tensor.
+pub(crate) fn axis(n: &Node, a: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    if a < -r || a >= r {
+        return Err(n.error(format!("axis {a} is out of range for rank {rank}")));
+    }
+    Ok(if a < 0 { (a + r) as usize } else { a as usize })
+}
+
+/// The values of an integer constant (shapes, axes, pads).
+pub(crate) fn ints(t: &Tensor) -> Vec<i64> {
+    t.values()
+        .into_iter()
+        .map(|v| match v {
+            ir::Value::Int(i) => i,
+            ir::Value::Float(x) => x as i64,
+            ir::Value::Bool(b) => i64::from(b),
+        })
+        .collect()
+}
+
+/// The rank suffix of a prelude def, for ranks the prelude covers (1-4).
+pub(crate) fn rank(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
+    match shape.len() {
+        1..=4 => Ok(shape.len()),
+        r => Err(n.error(format!(
+            "{what} of rank {r} is not supported (ranks 1 to 4 are)"
+        ))),
+    }
+}

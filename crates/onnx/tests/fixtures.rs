@@ -1,0 +1,132 @@
+//! Every ONNX fixture (`tests/onnx/fixtures/`, written by
+//! `scripts/onnx-fixtures.sh` with ONNX Runtime's outputs) imported and run
+//! by the reference interpreter: each output equals Runtime's within a
+//! relative tolerance of 1e-4 (of the output's largest magnitude, as
+//! summation order differs). And every malformed model
+//! (`tests/onnx/malformed/`, plus a truncated file) is rejected with an
+//! error that names what is wrong.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use interp::{Arg, Mode};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/onnx")
+}
+
+fn folders(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs one fixture; `Err` says what differs.
+fn check(dir: &Path) -> Result<(), String> {
+    let model = onnx::import(&dir.join("model.onnx"), &HashMap::new())?;
+    let mut args = HashMap::new();
+    for p in &model.inputs {
+        let t = npy::read(&dir.join("inputs").join(format!("{}.npy", p.onnx)))?;
+        args.insert(p.tc.clone(), Arg::Tensor(t));
+    }
+    for (name, t) in &model.weights {
+        args.insert(name.clone(), Arg::Tensor(t.clone()));
+    }
+    let outs = interp::run(
+        &model.program,
+        onnx::MODEL_DEF,
+        &args,
+        &HashMap::new(),
+        Mode::Real,
+    )
+    .map_err(|e| format!("run: {}", e.message))?;
+    for (p, (_, got)) in model.outputs.iter().zip(&outs) {
+        let want = npy::read(&dir.join("outputs").join(format!("{}.npy", p.onnx)))?;
+        if got.shape != want.shape {
+            return Err(format!(
+                "`{}`: shape {:?}, Runtime's {:?}",
+                p.onnx, got.shape, want.shape
+            ));
+        }
+        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+        let scale = w.iter().fold(1e-6f64, |m, x| m.max(x.abs()));
+        for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+            if (a - b).abs() > 1e-4 * scale.max(b.abs()) {
+                return Err(format!("`{}` element {k}: {a}, Runtime's {b}", p.onnx));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_fixture_matches_onnx_runtime() {
+    let dirs = folders(&root().join("fixtures"));
+    let failures: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| {
+            check(d)
+                .err()
+                .map(|e| format!("{}: {e}", d.file_name().unwrap().to_string_lossy()))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures fail:\n{}",
+        failures.len(),
+        dirs.len(),
+        failures.join("\n")
+    );
+    assert!(dirs.len() >= 50, "only {} fixtures", dirs.len());
+}
+
+#[test]
+fn malformed_models_are_rejected_with_their_reason() {
+    let expect = [
+        ("unknown_opset", "operator set version 9"),
+        ("cycle", "has a cycle"),
+        (
+            "missing_initializer",
+            "input `weights` is not a graph input",
+        ),
+        (
+            "unsupported_operator",
+            "node `lstm` (LSTM): operator `LSTM` is not supported",
+        ),
+        (
+            "unsupported_attribute_value",
+            "node `conv` (Conv): auto_pad `SOMETIMES` is not supported",
+        ),
+        (
+            "unknown_attribute",
+            "node `relu` (Relu): attribute `alpha` is not supported",
+        ),
+        ("shape_mismatch", "node `mm` (MatMul): "),
+        ("type_mismatch", "node `add` (Add): "),
+    ];
+    let dir = root().join("malformed");
+    assert_eq!(
+        folders(&dir).len(),
+        expect.len(),
+        "every malformed model has an expectation"
+    );
+    for (name, fragment) in expect {
+        match onnx::import(&dir.join(format!("{name}.onnx")), &HashMap::new()) {
+            Ok(_) => panic!("{name}: imported"),
+            Err(e) => assert!(
+                e.contains(fragment),
+                "{name}: `{e}` does not say `{fragment}`"
+            ),
+        }
+    }
+    // A truncated file.
+    let bytes = std::fs::read(root().join("fixtures/resnet_basic_block/model.onnx")).unwrap();
+    let path = std::env::temp_dir().join(format!("tessera-truncated-{}.onnx", std::process::id()));
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let e = onnx::import(&path, &HashMap::new()).unwrap_err();
+    let _ = std::fs::remove_file(&path);
+    assert!(e.contains("is not a valid ONNX model"), "{e}");
+}

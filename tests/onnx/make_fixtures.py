@@ -1,0 +1,226 @@
+"""Writes tessera's ONNX test fixtures.
+
+Each fixture is a folder tests/onnx/fixtures/NAME/ with model.onnx, one
+inputs/INPUT.npy per graph input (seeded random float32) and one
+outputs/OUTPUT.npy per graph output, computed by ONNX Runtime: the
+reference tessera's outputs are compared with (crates/onnx/tests).
+tests/onnx/malformed/ gets models that must be rejected with a clear error.
+
+Run through scripts/onnx-fixtures.sh, which installs the pinned packages.
+"""
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "fixtures")
+MALFORMED = os.path.join(ROOT, "malformed")
+F32 = TensorProto.FLOAT
+
+
+class Model:
+    """A graph under construction: inputs, initializers, nodes."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.inputs, self.outputs, self.inits, self.nodes = [], [], [], []
+        self.feeds = {}
+        self.count = 0
+
+    def input(self, name, shape):
+        self.inputs.append(helper.make_tensor_value_info(name, F32, shape))
+        self.feeds[name] = self.rng.standard_normal(shape).astype(np.float32)
+        return name
+
+    def weight(self, name, shape, scale=0.5):
+        value = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def const(self, name, array):
+        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def node(self, op, inputs, outputs=1, **attrs):
+        self.count += 1
+        names = [f"{op.lower()}{self.count}_{k}" for k in range(outputs)]
+        self.nodes.append(helper.make_node(op, inputs, names, name=f"{op}_{self.count}", **attrs))
+        return names[0] if outputs == 1 else names
+
+    def output(self, name):
+        self.outputs.append(helper.make_tensor_value_info(name, F32, None))
+
+    def model(self, opset):
+        graph = helper.make_graph(self.nodes, "g", self.inputs, self.outputs, self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        return m
+
+
+def save(name, m, build_opset=17):
+    model = m.model(build_opset)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = session.run(None, m.feeds)
+    # The outputs' shapes, as Runtime computed them, complete the model.
+    names = [o.name for o in model.graph.output]
+    del model.graph.output[:]
+    for out, r in zip(names, results):
+        model.graph.output.append(helper.make_tensor_value_info(out, F32, list(r.shape)))
+    onnx.checker.check_model(model)
+    folder = os.path.join(FIXTURES, name)
+    os.makedirs(os.path.join(folder, "inputs"))
+    os.makedirs(os.path.join(folder, "outputs"))
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    for k, v in m.feeds.items():
+        np.save(os.path.join(folder, "inputs", f"{k}.npy"), v)
+    for out, v in zip(session.get_outputs(), results):
+        np.save(os.path.join(folder, "outputs", f"{out.name}.npy"), v)
+
+
+def single(name, op, shapes, weights=(), consts=(), opset=17, **attrs):
+    """One node: graph inputs of `shapes`, then weights, then constants."""
+    m = Model(sum(map(ord, name)))
+    ins = [m.input(f"x{k}", s) for k, s in enumerate(shapes)]
+    ins += [m.weight(f"w{k}", s) if s is not None else "" for k, s in enumerate(weights)]
+    ins += [m.const(f"c{k}", c) for k, c in enumerate(consts)]
+    m.output(m.node(op, ins, **attrs))
+    save(name, m, opset)
+
+
+def fixtures():
+    # Convolutions: strides, pads (asymmetric too), dilations, groups, auto_pad, bias, 1-D and 3-D.
+    single("conv_pad1_bias", "Conv", [[1, 3, 7, 7]], [[4, 3, 3, 3], [4]], pads=[1, 1, 1, 1])
+    single("conv_stride2_asym_pads", "Conv", [[2, 3, 8, 9]], [[5, 3, 3, 3]], strides=[2, 2], pads=[0, 1, 2, 0])
+    single("conv_dilated_grouped", "Conv", [[1, 4, 9, 9]], [[6, 2, 3, 3], [6]], dilations=[2, 2], group=2, pads=[2, 2, 2, 2])
+    single("conv_depthwise", "Conv", [[1, 4, 6, 6]], [[4, 1, 3, 3]], group=4, pads=[1, 1, 1, 1])
+    single("conv_same_upper", "Conv", [[1, 2, 7, 8]], [[3, 2, 4, 4]], strides=[2, 2], auto_pad="SAME_UPPER")
+    single("conv_same_lower", "Conv", [[1, 2, 7, 8]], [[3, 2, 4, 4]], strides=[2, 2], auto_pad="SAME_LOWER")
+    single("conv_valid", "Conv", [[1, 2, 7, 8]], [[3, 2, 3, 2]], auto_pad="VALID")
+    single("conv_k1x7", "Conv", [[1, 3, 6, 10]], [[2, 3, 1, 7]], pads=[0, 3, 0, 3])
+    single("conv1d", "Conv", [[2, 3, 11]], [[4, 3, 3], [4]], strides=[2], pads=[1, 1])
+    single("conv3d", "Conv", [[1, 2, 4, 5, 5]], [[3, 2, 3, 3, 3], [3]], pads=[1, 1, 1, 1, 1, 1])
+    # Pooling.
+    single("maxpool_k3_s2_p1", "MaxPool", [[1, 3, 9, 9]], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    single("maxpool_k2", "MaxPool", [[2, 2, 6, 7]], kernel_shape=[2, 2], strides=[2, 2])
+    single("avgpool_exclude_pad", "AveragePool", [[1, 2, 7, 7]], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    single("avgpool_include_pad", "AveragePool", [[1, 2, 7, 7]], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    single("global_avgpool", "GlobalAveragePool", [[2, 3, 5, 4]])
+    single("global_maxpool", "GlobalMaxPool", [[2, 3, 5, 4]])
+    # Matrix products.
+    single("gemm_transb_alpha_beta", "Gemm", [[3, 5]], [[4, 5], [4]], transB=1, alpha=0.5, beta=2.0)
+    single("gemm_transa", "Gemm", [[5, 3]], [[5, 4], [4]], transA=1)
+    single("gemm_full_c", "Gemm", [[3, 5]], [[5, 4], [3, 4]])
+    single("gemm_no_c", "Gemm", [[3, 5]], [[4, 5]], transB=1)
+    single("matmul_2d", "MatMul", [[3, 5], [5, 4]])
+    single("matmul_3d_2d", "MatMul", [[2, 3, 5]], [[5, 4]])
+    single("matmul_batched", "MatMul", [[2, 3, 5], [2, 5, 4]])
+    single("matmul_4d", "MatMul", [[1, 2, 3, 5], [1, 2, 5, 4]])
+    # Normalization, activations, softmax.
+    m = Model(7)
+    x = m.input("x", [2, 3, 4, 5])
+    ins = [x, m.weight("scale", [3]), m.weight("bias", [3]), m.weight("mean", [3])]
+    m.inits.append(numpy_helper.from_array((m.rng.random(3) + 0.5).astype(np.float32), "var"))
+    m.output(m.node("BatchNormalization", ins + ["var"], epsilon=1e-3))
+    save("batchnorm", m)
+    for op in ["Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf"]:
+        single(op.lower(), op, [[2, 3, 4]])
+    single("softmax_last", "Softmax", [[2, 3, 5]])
+    single("softmax_negative_axis", "Softmax", [[2, 5]], axis=-1)
+    single("softmax_opset11_axis1", "Softmax", [[3, 6]], opset=11, axis=1)
+    # Broadcasting arithmetic.
+    single("add_same", "Add", [[2, 3, 4], [2, 3, 4]])
+    single("add_channel_bias", "Add", [[1, 4, 3, 3]], [[4, 1, 1]])
+    single("mul_row", "Mul", [[3, 5]], [[5]])
+    single("sub_bcast_both", "Sub", [[3, 1, 4], [1, 5, 1]])
+    single("div_scalar", "Div", [[2, 3]], consts=[np.array(4.0, dtype=np.float32)])
+    single("mul_rank_mismatch_var", "Mul", [[2, 3, 4], [3, 4]])
+    # Layout.
+    single("flatten_axis1", "Flatten", [[2, 3, 2, 2]])
+    single("flatten_axis2", "Flatten", [[2, 3, 2, 2]], axis=2)
+    single("reshape_infer", "Reshape", [[2, 3, 4]], consts=[np.array([0, -1, 2], dtype=np.int64)])
+    single("transpose_0231", "Transpose", [[2, 3, 4, 5]], perm=[0, 2, 3, 1])
+    single("transpose_default", "Transpose", [[3, 4]])
+    single("concat_axis1", "Concat", [[2, 3, 4], [2, 2, 4], [2, 1, 4]], axis=1)
+    single("concat_negative_axis", "Concat", [[2, 3], [2, 4]], axis=-1)
+    single("unsqueeze_squeeze", "Unsqueeze", [[3, 4]], consts=[np.array([0, 3], dtype=np.int64)])
+    single("squeeze_opset11", "Squeeze", [[3, 1, 4, 1]], opset=11, axes=[1, 3])
+    # PyTorch's shape subgraph: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, folded at import.
+    m = Model(11)
+    x = m.input("x", [2, 3, 4])
+    shape = m.node("Shape", [x])
+    batch = m.node("Gather", [shape, m.const("zero", np.array(0, dtype=np.int64))], axis=0)
+    batch = m.node("Unsqueeze", [batch, m.const("axes", np.array([0], dtype=np.int64))])
+    target = m.node("Concat", [batch, m.const("rest", np.array([-1], dtype=np.int64))], axis=0)
+    m.output(m.node("Reshape", [x, target]))
+    save("shape_chain_reshape", m)
+    # A ResNet basic block: conv-bn-relu-conv-bn, the identity added, relu.
+    m = Model(21)
+    x = m.input("x", [1, 4, 8, 8])
+
+    def conv_bn(inp, name):
+        y = m.node("Conv", [inp, m.weight(f"{name}_w", [4, 4, 3, 3], 0.3)], pads=[1, 1, 1, 1])
+        stats = [m.weight(f"{name}_{p}", [4]) for p in ["scale", "bias", "mean"]]
+        m.inits.append(numpy_helper.from_array((m.rng.random(4) + 0.5).astype(np.float32), f"{name}_var"))
+        return m.node("BatchNormalization", [y] + stats + [f"{name}_var"])
+
+    y = m.node("Relu", [conv_bn(x, "a")])
+    y = m.node("Add", [conv_bn(y, "b"), x])
+    m.output(m.node("Relu", [y]))
+    save("resnet_basic_block", m)
+    # A classifier head: global pooling, flatten, Gemm, softmax.
+    m = Model(31)
+    x = m.input("x", [2, 8, 3, 3])
+    y = m.node("GlobalAveragePool", [x])
+    y = m.node("Flatten", [y])
+    y = m.node("Gemm", [y, m.weight("fc_w", [5, 8]), m.weight("fc_b", [5])], transB=1)
+    m.output(m.node("Softmax", [y], axis=1))
+    save("classifier_head", m)
+
+
+def malformed():
+    def write(name, model):
+        onnx.save(model, os.path.join(MALFORMED, f"{name}.onnx"))
+
+    def graph(nodes, inits=(), opset=17):
+        x = helper.make_tensor_value_info("x", F32, [1, 2, 3, 3])
+        y = helper.make_tensor_value_info("y", F32, None)
+        g = helper.make_graph(nodes, "g", [x], [y], list(inits))
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+    relu = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    write("unknown_opset", graph([relu], opset=9))
+    write("cycle", graph([
+        helper.make_node("Add", ["x", "b"], ["a"], name="first"),
+        helper.make_node("Relu", ["a"], ["b"], name="second"),
+        helper.make_node("Relu", ["a"], ["y"], name="third"),
+    ]))
+    write("missing_initializer", graph([helper.make_node("Conv", ["x", "weights"], ["y"], name="conv")]))
+    write("unsupported_operator", graph([helper.make_node("LSTM", ["x"], ["y"], name="lstm")]))
+    w = numpy_helper.from_array(np.ones([2, 2, 3, 3], dtype=np.float32), "w")
+    write("unsupported_attribute_value", graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SOMETIMES")], [w]))
+    write("unknown_attribute", graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)]))
+    bad = numpy_helper.from_array(np.ones([3, 3], dtype=np.float32), "w")
+    write("shape_mismatch", graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [bad]))
+    ints = numpy_helper.from_array(np.ones([1, 2, 3, 3], dtype=np.int64), "k")
+    write("type_mismatch", graph([helper.make_node("Add", ["x", "k"], ["y"], name="add")], [ints]))
+
+
+def main():
+    for d in [FIXTURES, MALFORMED]:
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    fixtures()
+    malformed()
+    print(f"wrote {len(os.listdir(FIXTURES))} fixtures and {len(os.listdir(MALFORMED))} malformed models")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

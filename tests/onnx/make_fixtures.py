@@ -38,6 +38,11 @@ class Model:
         self.feeds[name] = self.rng.standard_normal(shape).astype(np.float32)
         return name
 
+    def int_input(self, name, shape, high):
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, shape))
+        self.feeds[name] = self.rng.integers(0, high, shape).astype(np.int64)
+        return name
+
     def weight(self, name, shape, scale=0.5):
         value = (self.rng.standard_normal(shape) * scale).astype(np.float32)
         self.inits.append(numpy_helper.from_array(value, name))
@@ -84,11 +89,12 @@ def save(name, m, build_opset=17):
 
 
 def single(name, op, shapes, weights=(), consts=(), opset=17, **attrs):
-    """One node: graph inputs of `shapes`, then weights, then constants."""
+    """One node: graph inputs of `shapes`, then weights, then constants
+    (integer constants as int64)."""
     m = Model(sum(map(ord, name)))
     ins = [m.input(f"x{k}", s) for k, s in enumerate(shapes)]
     ins += [m.weight(f"w{k}", s) if s is not None else "" for k, s in enumerate(weights)]
-    ins += [m.const(f"c{k}", c) for k, c in enumerate(consts)]
+    ins += [m.const(f"c{k}", c.astype(np.int64) if c.dtype.kind == "i" else c) for k, c in enumerate(map(np.asarray, consts))]
     m.output(m.node(op, ins, **attrs))
     save(name, m, opset)
 
@@ -181,6 +187,77 @@ def fixtures():
     y = m.node("Gemm", [y, m.weight("fc_w", [5, 8]), m.weight("fc_b", [5])], transB=1)
     m.output(m.node("Softmax", [y], axis=1))
     save("classifier_head", m)
+    more_fixtures()
+
+
+def more_fixtures():
+    # Transposed convolutions (DCGAN/InfoGAN generators).
+    single("conv_transpose_s2_p1", "ConvTranspose", [[1, 3, 4, 4]], [[3, 2, 4, 4], [2]], strides=[2, 2], pads=[1, 1, 1, 1])
+    single("conv_transpose_outpad_grouped", "ConvTranspose", [[1, 4, 3, 3]], [[4, 1, 3, 3]], strides=[2, 2], pads=[1, 0, 1, 0], output_padding=[1, 1], group=2)
+    single("conv_transpose_dilated", "ConvTranspose", [[2, 2, 3, 4]], [[2, 3, 2, 2]], dilations=[2, 2])
+    # Activations with parameters.
+    single("leaky_relu", "LeakyRelu", [[2, 3, 4]], alpha=0.2)
+    single("clip_inputs", "Clip", [[3, 5]], consts=[np.array(-0.5, dtype=np.float32), np.array(0.7, dtype=np.float32)])
+    single("gelu_opset20", "Gelu", [[2, 6]], opset=20)
+    single("prelu_channel", "PRelu", [[1, 3, 2, 2]], [[3, 1, 1]])
+    # Normalization and reductions.
+    single("layernorm_last_axis", "LayerNormalization", [[2, 3, 6]], [[6], [6]], epsilon=1e-5)
+    single("reduce_mean_keep", "ReduceMean", [[2, 3, 5]], axes=[-1])
+    single("reduce_mean_no_keep", "ReduceMean", [[2, 3, 4, 5]], axes=[2, 3], keepdims=0)
+    single("reduce_sum_axes_input", "ReduceSum", [[2, 3, 4]], consts=[np.array([1], dtype=np.int64)])
+    single("reduce_max_keep", "ReduceMax", [[3, 4]], axes=[1])
+    # Slicing, padding, splitting.
+    single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
+    single("slice_axes_steps", "Slice", [[4, 7, 5]], consts=[np.array([1, 6]), np.array([100, 0]), np.array([1, -1]), np.array([2, -2])])
+    single("slice_negative_starts", "Slice", [[3, 8]], consts=[np.array([-5]), np.array([-1]), np.array([1])])
+    single("pad_constant", "Pad", [[1, 2, 3, 3]], consts=[np.array([0, 0, 1, 2, 0, 0, 2, 1]), np.array(0.5, dtype=np.float32)])
+    m = Model(41)
+    x = m.input("x", [2, 6, 3])
+    parts = m.node("Split", [x, m.const("sizes", np.array([1, 3, 2]))], outputs=3, axis=1)
+    for p in parts:
+        m.output(p)
+    save("split_three", m)
+    # Embedding lookup: a constant table, indices given.
+    m = Model(43)
+    ids = m.int_input("ids", [2, 3], 10)
+    m.output(m.node("Gather", [m.weight("table", [10, 4]), ids], axis=0))
+    save("gather_embedding", m)
+    # A BERT encoder layer with 2 heads (hidden 8, sequence 4), GELU as its erf form.
+    m = Model(51)
+    x = m.input("x", [1, 4, 8])
+
+    def dense(inp, name, k, n):
+        y = m.node("MatMul", [inp, m.weight(f"{name}_w", [k, n], 0.3)])
+        return m.node("Add", [y, m.weight(f"{name}_b", [n])])
+
+    def heads(inp):
+        y = m.node("Reshape", [inp, m.const(f"hshape{m.count}", np.array([1, 4, 2, 4]))])
+        return m.node("Transpose", [y], perm=[0, 2, 1, 3])
+
+    q, k, v = (heads(dense(x, p, 8, 8)) for p in ["q", "k", "v"])
+    kt = m.node("Transpose", [k], perm=[0, 1, 3, 2])
+    scores = m.node("Div", [m.node("MatMul", [q, kt]), m.const("sqrt_d", np.array(2.0, dtype=np.float32))])
+    ctx = m.node("MatMul", [m.node("Softmax", [scores], axis=-1), v])
+    ctx = m.node("Reshape", [m.node("Transpose", [ctx], perm=[0, 2, 1, 3]), m.const("back", np.array([1, 4, 8]))])
+    h = m.node("Add", [dense(ctx, "o", 8, 8), x])
+    h = m.node("LayerNormalization", [h, m.weight("ln1_s", [8]), m.weight("ln1_b", [8])], axis=-1)
+    f = dense(h, "i", 8, 16)
+    erf = m.node("Erf", [m.node("Div", [f, m.const("sqrt2", np.array(1.4142135, dtype=np.float32))])])
+    gelu = m.node("Mul", [m.node("Mul", [f, m.const("half", np.array(0.5, dtype=np.float32))]),
+                          m.node("Add", [erf, m.const("one", np.array(1.0, dtype=np.float32))])])
+    f = m.node("Add", [dense(gelu, "f", 16, 8), h])
+    m.output(m.node("LayerNormalization", [f, m.weight("ln2_s", [8]), m.weight("ln2_b", [8])], axis=-1))
+    save("bert_layer_2_heads", m)
+    # A DCGAN generator block: ConvTranspose, BatchNormalization, Relu, then ConvTranspose and Tanh.
+    m = Model(61)
+    z = m.input("z", [2, 8, 1, 1])
+    y = m.node("ConvTranspose", [z, m.weight("g1_w", [8, 4, 4, 4], 0.3)])
+    stats = [m.weight(f"g1_{p}", [4]) for p in ["scale", "bias", "mean"]]
+    m.inits.append(numpy_helper.from_array((m.rng.random(4) + 0.5).astype(np.float32), "g1_var"))
+    y = m.node("Relu", [m.node("BatchNormalization", [y] + stats + ["g1_var"])])
+    y = m.node("ConvTranspose", [y, m.weight("g2_w", [4, 3, 4, 4], 0.3)], strides=[2, 2], pads=[1, 1, 1, 1])
+    m.output(m.node("Tanh", [y]))
+    save("dcgan_generator_block", m)
 
 
 def malformed():

@@ -132,6 +132,38 @@ impl Builder {
         v
     }
 
+    /// Adds `(r1, r2, ...) = def(tensors..., scalars...)` for a def with
+    /// several results, whose types and shapes the caller computed.
+    pub fn call_many(
+        &mut self,
+        def: &str,
+        tensors: &[&Var],
+        scalars: &[String],
+        results: Vec<(DType, Vec<usize>)>,
+    ) -> Vec<Var> {
+        let vars: Vec<Var> = results
+            .into_iter()
+            .map(|(dtype, shape)| Var {
+                name: self.fresh("t"),
+                dtype,
+                shape,
+            })
+            .collect();
+        let args: Vec<String> = tensors
+            .iter()
+            .map(|v| v.name.clone())
+            .chain(scalars.iter().cloned())
+            .collect();
+        let names: Vec<&str> = vars.iter().map(|v| v.name.as_str()).collect();
+        self.stmts.push(format!(
+            "({}) = {def}({})",
+            names.join(", "),
+            args.join(", ")
+        ));
+        self.expected.extend(vars.iter().cloned());
+        vars
+    }
+
     /// Adds a comprehension copying `from` into a new tensor (an output that
     /// is an input, a constant, or another output).
     pub fn copy(&mut self, from: &Var) -> Var {

@@ -213,3 +213,112 @@ pub fn global_pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let w = im.var(n, 1)?;
+    if x.shape.len() != 4 || w.shape.len() != 4 {
+        return Err(n.error(format!(
+            "input {:?} and weight {:?}: only 2-D transposed convolutions are supported",
+            x.shape, w.shape
+        )));
+    }
+    if n.ints("output_shape")?.is_some() {
+        return Err(n.error("attribute `output_shape` is not supported (give `pads`)"));
+    }
+    let auto = n
+        .string("auto_pad")?
+        .unwrap_or_else(|| "NOTSET".to_string());
+    if auto != "NOTSET" {
+        return Err(n.error(format!(
+            "auto_pad `{auto}` is not supported for ConvTranspose"
+        )));
+    }
+    let group = n.int("group")?.unwrap_or(1);
+    let c = x.shape[1] as i64;
+    if w.shape[0] as i64 != c || group < 1 || c % group != 0 {
+        return Err(n.error(format!(
+            "weight {:?} does not fit input channels {c} with group {group}",
+            w.shape
+        )));
+    }
+    let kernel = [w.shape[2] as i64, w.shape[3] as i64];
+    if let Some(k) = n.ints("kernel_shape")? {
+        if k != kernel {
+            return Err(n.error(format!(
+                "attribute `kernel_shape` {k:?} differs from the weight's {kernel:?}"
+            )));
+        }
+    }
+    let pair = |name: &str, default: i64, len: usize| -> Result<Vec<i64>, String> {
+        match n.ints(name)? {
+            Some(v) if v.len() == len => Ok(v),
+            Some(v) => Err(n.error(format!(
+                "attribute `{name}` has {} values, not {len}",
+                v.len()
+            ))),
+            None => Ok(vec![default; len]),
+        }
+    };
+    let strides = pair("strides", 1, 2)?;
+    let pads = pair("pads", 0, 4)?;
+    let out_pad = pair("output_padding", 0, 2)?;
+    let dilations = pair("dilations", 1, 2)?;
+    if strides.iter().chain(&dilations).any(|&v| v < 1)
+        || pads.iter().chain(&out_pad).any(|&v| v < 0)
+    {
+        return Err(n.error(
+            "strides and dilations must be positive, pads and output padding not negative",
+        ));
+    }
+    let mut shape = vec![x.shape[0], w.shape[1] * group as usize];
+    for k in 0..2 {
+        let o = strides[k] * (x.shape[2 + k] as i64 - 1)
+            + dilations[k] * (kernel[k] - 1)
+            + 1
+            + out_pad[k]
+            - pads[k]
+            - pads[2 + k];
+        if o < 1 {
+            return Err(n.error(format!(
+                "the output would have size {o} along spatial dimension {k}"
+            )));
+        }
+        shape.push(o as usize);
+    }
+    let mut scalars: Vec<String> = strides.iter().map(|&s| int(s)).collect();
+    scalars.extend(pads.iter().map(|&p| int(p)));
+    scalars.extend(out_pad.iter().map(|&p| int(p)));
+    scalars.extend(dilations.iter().map(|&p| int(p)));
+    scalars.push(int(group));
+    let f = shape[1];
+    let mut y = im.b.call(
+        "conv_transpose2d",
+        &[&x, &w],
+        &scalars,
+        DType::F32,
+        shape.clone(),
+    );
+    if n.input(2).is_some() {
+        // The bias per output channel, as [F, 1, 1] for `add_r4_c11`.
+        let bias = match im.value(n, 2)? {
+            Value::Const(mut t) if t.len() == f => {
+                t.shape = vec![f, 1, 1];
+                im.b.weight(&format!("{}#c11", n.input(2).unwrap_or_default()), &t)
+            }
+            Value::Var(v) if v.shape == [f] => im.b.call(
+                "reshape_r1_r3",
+                &[&v],
+                &[int(f as i64), int(1), int(1)],
+                DType::F32,
+                vec![f, 1, 1],
+            ),
+            other => return Err(n.error(format!("bias {:?} should be [{f}]", other.shape()))),
+        };
+        y =
+            im.b.call("add_r4_c11", &[&y, &bias], &[], DType::F32, shape);
+    }
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

@@ -220,3 +220,92 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
     }
     Ok(Tensor::from_i64(a.dtype, shape, v))
 }
+
+/// `LeakyRelu`, `Clip`, `Gelu`, `PRelu`: activations with parameters.
+pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    float_only(n, &x)?;
+    let r = rank(n, &x.shape, "an input")?;
+    let (def, tensors, scalars) = match n.op {
+        "LeakyRelu" => {
+            let alpha = f64::from(n.float("alpha")?.unwrap_or(0.01));
+            (
+                format!("leaky_relu_r{r}"),
+                vec![],
+                vec![crate::build::float(alpha)],
+            )
+        }
+        "Clip" => {
+            // From opset 11 the bounds are optional constant inputs.
+            let bound = |im: &mut Importer, k: usize, default: f64| -> Result<f64, String> {
+                match n.input(k) {
+                    Some(_) => {
+                        let t = im.constant(n, k, "a bound")?;
+                        t.to_f64_vec()
+                            .first()
+                            .copied()
+                            .ok_or_else(|| n.error("an empty bound"))
+                    }
+                    None => Ok(default),
+                }
+            };
+            let (lo, hi) = if im.opset >= 11 {
+                (
+                    bound(im, 1, f64::from(f32::MIN))?,
+                    bound(im, 2, f64::from(f32::MAX))?,
+                )
+            } else {
+                (
+                    f64::from(n.float("min")?.unwrap_or(f32::MIN)),
+                    f64::from(n.float("max")?.unwrap_or(f32::MAX)),
+                )
+            };
+            (
+                format!("clip_r{r}"),
+                vec![],
+                vec![crate::build::float(lo), crate::build::float(hi)],
+            )
+        }
+        "Gelu" => {
+            let approx = n
+                .string("approximate")?
+                .unwrap_or_else(|| "none".to_string());
+            if approx != "none" {
+                return Err(n.error(format!("approximate = `{approx}` is not supported")));
+            }
+            (format!("gelu_r{r}"), vec![], vec![])
+        }
+        _ => {
+            // PRelu: one slope per channel (axis 1), as a constant [C],
+            // [C, 1, 1] or a tensor of the model of shape [C].
+            let c = *x
+                .shape
+                .get(1)
+                .ok_or_else(|| n.error("input has no channel axis"))?;
+            let slope = match im.value(n, 1)? {
+                Value::Const(t) if t.len() == c => {
+                    let mut t = t.clone();
+                    t.shape = vec![c];
+                    im.b.weight(&format!("{}#c", n.input(1).unwrap_or_default()), &t)
+                }
+                Value::Var(v) if v.shape == [c] => v,
+                other => {
+                    return Err(n.error(format!(
+                        "a slope of shape {:?} is not supported (one per channel is)",
+                        other.shape()
+                    )))
+                }
+            };
+            if !(2..=4).contains(&r) {
+                return Err(n.error(format!("PRelu of rank {r} is not supported")));
+            }
+            (format!("prelu_r{r}"), vec![slope], vec![])
+        }
+    };
+    let mut all = vec![&x];
+    all.extend(tensors.iter());
+    let y = im.b.call(&def, &all, &scalars, x.dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

@@ -80,8 +80,10 @@ pub fn shape(im: &mut Importer, n: &Node) -> Result<(), String> {
 
 pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let data = im.constant(n, 0, "the data (only constants are gathered so far)")?;
-    let indices = im.constant(n, 1, "the indices")?;
+    let (data, indices) = match (im.value(n, 0)?, im.value(n, 1)?) {
+        (Value::Const(d), Value::Const(i)) => (d, i),
+        _ => return gather_rows(im, n),
+    };
     let r = data.shape.len();
     if r == 0 {
         return Err(n.error("gathering from a rank-0 tensor"));
@@ -159,4 +161,42 @@ fn convert(t: &Tensor, to: DType) -> Tensor {
             .collect();
         Tensor::from_i64(to, &t.shape, v)
     }
+}
+
+/// `Gather` along axis 0 of a float table by indices the model computes
+/// (an embedding lookup): `gather_r1_i1`, `gather_r2_i1`, `gather_r2_i2`.
+fn gather_rows(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let table = im.var(n, 0)?;
+    let r = table.shape.len();
+    let a = axis(n, n.int("axis")?.unwrap_or(0), r.max(1))?;
+    let indices = match im.value(n, 1)? {
+        Value::Const(t) => {
+            // Constant indices of any integer type, as int64.
+            let t = Tensor::from_i64(DType::I64, &t.shape, ints(&t));
+            im.b.weight(&format!("{}#i64", n.input(1).unwrap_or_default()), &t)
+        }
+        Value::Var(v) => v,
+    };
+    if indices.dtype != DType::I64 {
+        return Err(n.error(format!(
+            "indices of type {} are not supported (int64 are)",
+            indices.dtype
+        )));
+    }
+    let def = match (a, r, indices.shape.len()) {
+        (0, 1, 1) => "gather_r1_i1",
+        (0, 2, 1) => "gather_r2_i1",
+        (0, 2, 2) => "gather_r2_i2",
+        _ => {
+            return Err(n.error(format!(
+                "gathering along axis {a} of a rank-{r} tensor by rank-{} indices is not supported",
+                indices.shape.len()
+            )))
+        }
+    };
+    let mut shape = indices.shape.clone();
+    shape.extend(&table.shape[1..]);
+    let y = im.b.call(def, &[&table, &indices], &[], table.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
 }

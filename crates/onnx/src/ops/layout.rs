@@ -281,3 +281,178 @@ fn concat_consts(ts: &[Tensor], a: usize) -> Tensor {
         Tensor::from_i64(ts[0].dtype, &shape, i)
     }
 }
+
+pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.value(n, 0)?;
+    let dims = x.shape().to_vec();
+    let r = dims.len();
+    let starts = ints(&im.constant(n, 1, "the starts")?);
+    let ends = ints(&im.constant(n, 2, "the ends")?);
+    let axes: Vec<usize> = match n.input(3) {
+        Some(_) => ints(&im.constant(n, 3, "the axes")?)
+            .iter()
+            .map(|&a| axis(n, a, r))
+            .collect::<Result<_, _>>()?,
+        None => (0..starts.len()).collect(),
+    };
+    let steps = match n.input(4) {
+        Some(_) => ints(&im.constant(n, 4, "the steps")?),
+        None => vec![1; starts.len()],
+    };
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err(n.error("starts, ends, axes and steps differ in length"));
+    }
+    let (mut b, mut e, mut s): (Vec<i64>, Vec<i64>, Vec<i64>) = (
+        vec![0; r],
+        dims.iter().map(|&d| d as i64).collect(),
+        vec![1; r],
+    );
+    for k in 0..starts.len() {
+        let (a, d, st) = (axes[k], dims[axes[k]] as i64, steps[k]);
+        if st == 0 {
+            return Err(n.error("a step of 0"));
+        }
+        let norm = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        // ONNX clamps starts to [0, d] (stepping forward) or [0, d - 1]
+        // (backward), ends to [0, d] or [-1, d - 1].
+        let (lo, hi) = if st > 0 { (0, d) } else { (-1, d - 1) };
+        b[a] = norm(starts[k]).clamp(0, if st > 0 { d } else { d - 1 });
+        e[a] = norm(ends[k]).clamp(lo, hi);
+        s[a] = st;
+    }
+    let mut shape = Vec::with_capacity(r);
+    for k in 0..r {
+        // ceil((e - b) / s), as floor division: the prelude's formula.
+        let len = ir::floor_div(e[k] - b[k] + s[k] - s[k].signum(), s[k]);
+        if len <= 0 {
+            return Err(n.error(format!(
+                "the slice of axis {k} is empty, which tessera does not support"
+            )));
+        }
+        shape.push(len as usize);
+    }
+    let y = match x {
+        Value::Const(t) => {
+            let st = strides(&t.shape);
+            let count: usize = shape.iter().product();
+            let source: Vec<usize> = (0..count)
+                .map(|flat| {
+                    let (mut rest, mut off) = (flat, 0i64);
+                    for k in (0..r).rev() {
+                        let i = (rest % shape[k]) as i64;
+                        rest /= shape[k];
+                        off += (b[k] + i * s[k]) * st[k] as i64;
+                    }
+                    off as usize
+                })
+                .collect();
+            Value::Const(gather(&t, &shape, &source))
+        }
+        Value::Var(v) => {
+            let r = rank(n, &v.shape, "an input")?;
+            let mut scalars = Vec::new();
+            for k in 0..r {
+                scalars.extend([int(b[k]), int(e[k]), int(s[k])]);
+            }
+            Value::Var(im.b.call(&format!("slice_r{r}"), &[&v], &scalars, v.dtype, shape))
+        }
+    };
+    im.set(n, 0, y);
+    Ok(())
+}
+
+pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let mode = n.string("mode")?.unwrap_or_else(|| "constant".to_string());
+    if mode != "constant" {
+        return Err(n.error(format!("mode `{mode}` is not supported (constant is)")));
+    }
+    let x = im.var(n, 0)?;
+    let r = rank(n, &x.shape, "an input")?;
+    let given = ints(&im.constant(n, 1, "the pads")?);
+    let axes: Vec<usize> = match n.input(3) {
+        Some(_) => ints(&im.constant(n, 3, "the axes")?)
+            .iter()
+            .map(|&a| axis(n, a, r))
+            .collect::<Result<_, _>>()?,
+        None => (0..r).collect(),
+    };
+    if given.len() != 2 * axes.len() {
+        return Err(n.error(format!("{} pads for {} axes", given.len(), axes.len())));
+    }
+    let mut pads = vec![0i64; 2 * r];
+    for (k, &a) in axes.iter().enumerate() {
+        pads[a] = given[k];
+        pads[r + a] = given[axes.len() + k];
+    }
+    if let Some(p) = pads.iter().find(|&&p| p < 0) {
+        return Err(n.error(format!("negative pads ({p}) are not supported")));
+    }
+    let value = match n.input(2) {
+        Some(_) => im
+            .constant(n, 2, "the constant value")?
+            .to_f64_vec()
+            .first()
+            .copied()
+            .unwrap_or(0.0),
+        None => 0.0,
+    };
+    let shape: Vec<usize> = (0..r)
+        .map(|k| x.shape[k] + (pads[k] + pads[r + k]) as usize)
+        .collect();
+    let mut scalars: Vec<String> = pads.iter().map(|&p| int(p)).collect();
+    scalars.push(crate::build::float(value));
+    let y =
+        im.b.call(&format!("pad_r{r}"), &[&x], &scalars, x.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+pub fn split(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let x = im.var(n, 0)?;
+    let r = rank(n, &x.shape, "an input")?;
+    let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
+    let count = n.proto.output.len();
+    let sizes: Vec<usize> = if im.opset >= 13 && n.input(1).is_some() {
+        ints(&im.constant(n, 1, "the split sizes")?)
+            .iter()
+            .map(|&s| s.max(0) as usize)
+            .collect()
+    } else if let Some(s) = n.ints("split")? {
+        s.iter().map(|&s| s.max(0) as usize).collect()
+    } else {
+        let parts = n.int("num_outputs")?.map_or(count, |p| p.max(1) as usize);
+        let each = x.shape[a].div_ceil(parts);
+        (0..parts)
+            .map(|k| each.min(x.shape[a].saturating_sub(k * each)))
+            .collect()
+    };
+    if sizes.len() != count || sizes.iter().sum::<usize>() != x.shape[a] || sizes.contains(&0) {
+        return Err(n.error(format!(
+            "split sizes {sizes:?} do not divide axis {a} of {:?} into {count} parts",
+            x.shape
+        )));
+    }
+    // A chain of two-way splits: the first part, then the rest.
+    let mut rest = x;
+    for (k, &size) in sizes.iter().enumerate() {
+        if k + 1 == count {
+            im.set(n, k, Value::Var(rest.clone()));
+            break;
+        }
+        let mut first = rest.shape.clone();
+        first[a] = size;
+        let mut second = rest.shape.clone();
+        second[a] -= size;
+        let parts = im.b.call_many(
+            &format!("split_r{r}_a{a}"),
+            &[&rest],
+            &[int(size as i64)],
+            vec![(rest.dtype, first), (rest.dtype, second)],
+        );
+        im.set(n, k, Value::Var(parts[0].clone()));
+        rest = parts[1].clone();
+    }
+    Ok(())
+}

@@ -12,6 +12,7 @@ mod elementwise;
 mod fold;
 mod layout;
 mod linear;
+mod reduce;
 
 use interp::Tensor;
 
@@ -25,30 +26,42 @@ pub const SUPPORTED: &[&str] = &[
     "AveragePool",
     "BatchNormalization",
     "Cast",
+    "Clip",
     "Concat",
     "Constant",
     "Conv",
+    "ConvTranspose",
     "Div",
     "Dropout",
     "Erf",
     "Exp",
     "Flatten",
     "Gather",
+    "Gelu",
     "Gemm",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Identity",
+    "LayerNormalization",
+    "LeakyRelu",
     "Log",
     "MatMul",
     "MaxPool",
     "Mul",
     "Neg",
+    "PRelu",
+    "Pad",
     "Pow",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceSum",
     "Relu",
     "Reshape",
     "Shape",
     "Sigmoid",
+    "Slice",
     "Softmax",
+    "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
@@ -65,6 +78,13 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     match n.op {
         "Conv" => conv::conv(im, n),
+        "ConvTranspose" => conv::conv_transpose(im, n),
+        "LeakyRelu" | "Clip" | "Gelu" | "PRelu" => elementwise::activation(im, n),
+        "LayerNormalization" => reduce::layernorm(im, n),
+        "ReduceMean" | "ReduceSum" | "ReduceMax" => reduce::reduce(im, n),
+        "Slice" => layout::slice(im, n),
+        "Pad" => layout::pad(im, n),
+        "Split" => layout::split(im, n),
         "MaxPool" | "AveragePool" => conv::pool(im, n),
         "GlobalAveragePool" | "GlobalMaxPool" => conv::global_pool(im, n),
         "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Erf" => {

@@ -7,14 +7,5 @@
 # private virtual environment under target/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=target/onnx-venv
-requirements=tests/onnx/requirements.txt
-stamp=$venv/.requirements-installed
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-if [ ! -f "$stamp" ] || [ "$requirements" -nt "$stamp" ]; then
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  touch "$stamp"
-fi
-exec "$venv/bin/python" tests/onnx/make_fixtures.py "$@"
+python=$(scripts/python-venv.sh target/onnx-venv tests/onnx/requirements.txt)
+exec "$python" tests/onnx/make_fixtures.py "$@"

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// The TC file.
+    /// The TC file, or an `.onnx` model.
     pub file: PathBuf,
     /// The def to measure (may be left out when the file has one def).
     #[arg(long)]
@@ -42,13 +42,30 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: &BenchArgs) -> Result<String, String> {
-    let (name, text) = crate::load::read_source(&a.file)?;
-    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+    // An ONNX model runs as its imported `model` def, with its weights.
+    let (checked, name, inputs, preset) = if a.file.extension().is_some_and(|e| e == "onnx") {
+        let m = crate::run::OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
+        (m.checked, m.name, m.inputs, m.weights)
+    } else {
+        let (name, text) = crate::load::read_source(&a.file)?;
+        let checked =
+            tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+        (
+            checked,
+            name,
+            a.inputs.clone(),
+            std::collections::HashMap::new(),
+        )
+    };
     let program = &checked.program;
-    let def = crate::run::pick_def(program, a.def.as_deref(), &name)?;
+    let want = if a.file.extension().is_some_and(|e| e == "onnx") {
+        Some(onnx::MODEL_DEF)
+    } else {
+        a.def.as_deref()
+    };
+    let def = crate::run::pick_def(program, want, &name)?;
     let given = crate::load::parse_sizes(&a.sizes)?;
-    let (args, sizes) =
-        crate::run::prepare_args(def, &a.inputs, &given, 0, std::collections::HashMap::new())?;
+    let (args, sizes) = crate::run::prepare_args(def, &inputs, &given, 0, preset)?;
     let started = Instant::now();
     let exe = crate::compiled::build(&a.compile, program, def, &sizes)
         .map_err(crate::compiled::Built::message)?;

@@ -66,54 +66,19 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
 /// the graph inputs and the weights; inputs are named as in the model, and
 /// so are the outputs.
 fn run_onnx(a: &RunArgs) -> Result<String, String> {
-    if a.def.is_some() {
-        return Err("error: `--def` does not apply to an ONNX model".to_string());
-    }
-    let given = crate::load::parse_sizes(&a.sizes)?;
-    let model = onnx::import(&a.file, &given).map_err(|e| format!("error: {e}"))?;
-    // The model's inputs by ONNX name, passed on by their TC names.
-    let mut inputs = Vec::new();
-    for it in &a.inputs {
-        let (k, v) = it
-            .split_once('=')
-            .ok_or_else(|| format!("error: `--input {it}` is not of the form NAME=FILE.npy"))?;
-        let port = model
-            .inputs
-            .iter()
-            .find(|p| p.onnx == k.trim())
-            .ok_or_else(|| {
-                let names: Vec<String> = model
-                    .inputs
-                    .iter()
-                    .map(|p| format!("`{}`", p.onnx))
-                    .collect();
-                format!(
-                    "error: the model has no input `{}`\n  = help: its inputs are {}",
-                    k.trim(),
-                    names.join(", ")
-                )
-            })?;
-        inputs.push(format!("{}={v}", port.tc));
-    }
-    let weights: HashMap<String, Arg> = model
-        .weights
-        .iter()
-        .map(|(n, t)| (n.clone(), Arg::Tensor(t.clone())))
-        .collect();
-    let text = format!("{}\n{}", onnx::PRELUDE, model.source);
-    let name = a.file.display().to_string();
-    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-    let def = pick_def(&checked.program, Some(onnx::MODEL_DEF), &name)?;
+    let m = OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
+    let def = pick_def(&m.checked.program, Some(onnx::MODEL_DEF), &m.name)?;
     let source = Source {
-        checked: &checked,
-        name: &name,
-        text: &text,
+        checked: &m.checked,
+        name: &m.name,
+        text: &m.text,
     };
-    let (outputs, profile) = execute(a, &source, def, &inputs, weights)?;
+    let (outputs, profile) = execute(a, &source, def, &m.inputs, m.weights.clone())?;
     let renamed: Vec<(String, Tensor)> = outputs
         .into_iter()
         .map(|(tc, t)| {
-            let onnx = model
+            let onnx = m
+                .model
                 .outputs
                 .iter()
                 .find(|p| p.tc == tc)
@@ -122,6 +87,73 @@ fn run_onnx(a: &RunArgs) -> Result<String, String> {
         })
         .collect();
     print_outputs(a, &renamed, &profile)
+}
+
+/// An ONNX model imported and checked, with its `--input` items renamed
+/// to the model def's parameters and its weights as arguments.
+pub struct OnnxProgram {
+    pub model: onnx::Model,
+    pub checked: tc::Checked,
+    pub name: String,
+    pub text: String,
+    /// `--input` items with the model def's parameter names.
+    pub inputs: Vec<String>,
+    pub weights: HashMap<String, Arg>,
+}
+
+impl OnnxProgram {
+    pub fn load(
+        file: &std::path::Path,
+        def: Option<&str>,
+        sizes: &[String],
+        items: &[String],
+    ) -> Result<OnnxProgram, String> {
+        if def.is_some() {
+            return Err("error: `--def` does not apply to an ONNX model".to_string());
+        }
+        let given = crate::load::parse_sizes(sizes)?;
+        let model = onnx::import(file, &given).map_err(|e| format!("error: {e}"))?;
+        let mut inputs = Vec::new();
+        for it in items {
+            let (k, v) = it
+                .split_once('=')
+                .ok_or_else(|| format!("error: `--input {it}` is not of the form NAME=FILE.npy"))?;
+            let port = model
+                .inputs
+                .iter()
+                .find(|p| p.onnx == k.trim())
+                .ok_or_else(|| {
+                    let names: Vec<String> = model
+                        .inputs
+                        .iter()
+                        .map(|p| format!("`{}`", p.onnx))
+                        .collect();
+                    format!(
+                        "error: the model has no input `{}`\n  = help: its inputs are {}",
+                        k.trim(),
+                        names.join(", ")
+                    )
+                })?;
+            inputs.push(format!("{}={v}", port.tc));
+        }
+        let weights = model
+            .weights
+            .iter()
+            .map(|(n, t)| (n.clone(), Arg::Tensor(t.clone())))
+            .collect();
+        let text = format!("{}\n{}", onnx::PRELUDE, model.source);
+        let name = file.display().to_string();
+        let checked =
+            tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+        Ok(OnnxProgram {
+            model,
+            checked,
+            name,
+            text,
+            inputs,
+            weights,
+        })
+    }
 }
 
 /// A checked program and the source it came from, for messages.

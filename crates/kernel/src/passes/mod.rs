@@ -4,6 +4,7 @@ pub mod autotile;
 pub mod boundary;
 pub mod dce;
 pub mod fuse;
+pub mod inline;
 pub mod interchange;
 pub mod localize;
 pub mod parallelize;
@@ -17,6 +18,7 @@ use crate::Pass;
 /// Every pass; pipelines name them.
 pub fn all() -> Vec<Box<dyn Pass>> {
     vec![
+        Box::new(inline::Inline),
         Box::new(prune::Prune),
         Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),

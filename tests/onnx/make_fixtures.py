@@ -248,6 +248,20 @@ def more_fixtures():
     f = m.node("Add", [dense(gelu, "f", 16, 8), h])
     m.output(m.node("LayerNormalization", [f, m.weight("ln2_s", [8]), m.weight("ln2_b", [8])], axis=-1))
     save("bert_layer_2_heads", m)
+    # Einsum matrix products (Longformer's attention is written with them).
+    single("einsum_batched", "Einsum", [[2, 3, 4], [2, 4, 5]], equation="bij,bjk->bik")
+    single("einsum_attention_scores", "Einsum", [[1, 2, 4, 3], [1, 2, 5, 3]], equation="bhid,bhjd->bhij")
+    single("einsum_transposed_b", "Einsum", [[3, 4], [5, 4]], equation="ij,kj->ik")
+    # ConstantOfShape and Range fold at import.
+    m = Model(71)
+    x = m.input("x", [2, 5])
+    ones = m.node("ConstantOfShape", [m.const("shape", np.array([2, 5], dtype=np.int64))],
+                  value=numpy_helper.from_array(np.array([1.5], dtype=np.float32)))
+    steps = m.node("Range", [m.const("start", np.array(0.0, dtype=np.float32)),
+                             m.const("limit", np.array(2.5, dtype=np.float32)),
+                             m.const("delta", np.array(0.5, dtype=np.float32))])
+    m.output(m.node("Add", [m.node("Mul", [x, ones]), steps]))
+    save("constant_of_shape_range", m)
     # A DCGAN generator block: ConvTranspose, BatchNormalization, Relu, then ConvTranspose and Tanh.
     m = Model(61)
     z = m.input("z", [2, 8, 1, 1])

@@ -101,10 +101,13 @@ fn hoist(root: &mut Block, call: &Block) -> Option<Vec<Statement>> {
         }
     }
     if !plain.is_empty() {
-        steps.insert(0, Statement {
-            kind: StmtKind::Block(Box::new(setup(call, &plain, &names))),
-            tags: Default::default(),
-        });
+        steps.insert(
+            0,
+            Statement {
+                kind: StmtKind::Block(Box::new(setup(call, &plain, &names))),
+                tags: Default::default(),
+            },
+        );
     }
     Some(steps)
 }
@@ -115,7 +118,9 @@ fn setup(call: &Block, plain: &[Statement], names: &HashMap<String, String>) -> 
     let mut b = Block::new(&format!("{}_args", call.name));
     b.comment = format!("the scalar arguments of {}", call.name);
     let view = |name: &str, dir: RefDir, b: &mut Block| {
-        let Some(r) = call.refinement(name) else { return };
+        let Some(r) = call.refinement(name) else {
+            return;
+        };
         if let Some(v) = b.refs.iter_mut().find(|v| v.into == name) {
             if v.dir != dir {
                 v.dir = RefDir::InOut;

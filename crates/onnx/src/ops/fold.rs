@@ -200,3 +200,60 @@ fn gather_rows(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+pub fn constant_of_shape(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let dims = ints(&im.constant(n, 0, "the shape")?);
+    let shape: Vec<usize> = dims
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| n.error(format!("dimension {d}"))))
+        .collect::<Result<_, _>>()?;
+    // The fill value: a one-element tensor, float32 zero by default.
+    let fill = match n.tensor("value")? {
+        Some(t) => load::tensor(t, im.dir, &n.label)?,
+        None => Tensor::from_f64(DType::F32, &[1], vec![0.0]),
+    };
+    if fill.len() != 1 {
+        return Err(n.error("attribute `value` must hold one element"));
+    }
+    let count: usize = shape.iter().product();
+    let t = if fill.dtype.is_float() {
+        Tensor::from_f64(fill.dtype, &shape, vec![fill.to_f64_vec()[0]; count])
+    } else {
+        Tensor::from_i64(fill.dtype, &shape, vec![ints(&fill)[0]; count])
+    };
+    im.set(n, 0, Value::Const(t));
+    Ok(())
+}
+
+pub fn range(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let [start, limit, delta] = [0, 1, 2].map(|k| im.constant(n, k, "a bound"));
+    let (start, limit, delta) = (start?, limit?, delta?);
+    let dtype = start.dtype;
+    let scalar = |t: &Tensor| t.to_f64_vec().first().copied().unwrap_or(0.0);
+    let (s, l, d) = (scalar(&start), scalar(&limit), scalar(&delta));
+    if d == 0.0 {
+        return Err(n.error("a delta of 0"));
+    }
+    // ONNX: max(ceil((limit - start) / delta), 0) elements.
+    let count = ((l - s) / d).ceil().max(0.0) as usize;
+    let t = if dtype.is_float() {
+        Tensor::from_f64(
+            dtype,
+            &[count],
+            (0..count)
+                .map(|k| ir::arith::round(dtype, s + k as f64 * d))
+                .collect(),
+        )
+    } else {
+        let (s, d) = (ints(&start)[0], ints(&delta)[0]);
+        Tensor::from_i64(
+            dtype,
+            &[count],
+            (0..count as i64).map(|k| s + k * d).collect(),
+        )
+    };
+    im.set(n, 0, Value::Const(t));
+    Ok(())
+}

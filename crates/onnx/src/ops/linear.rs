@@ -175,3 +175,109 @@ pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+/// `Einsum` equations that are matrix products: each letter of the two
+/// operands is a batch index (in both and in the result), a row index (in
+/// the first and the result), a column index (in the second and the
+/// result) or a summed index (in both, not in the result); one of each
+/// besides up to two batch indices, in any operand layout the prelude's
+/// matmul defs read (`_ta`, `_tb`).
+pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let eq = n
+        .string("equation")?
+        .ok_or_else(|| n.error("attribute `equation` is required"))?
+        .replace(' ', "");
+    let unsupported = || {
+        n.error(format!(
+            "the equation `{eq}` is not supported (matrix products are)"
+        ))
+    };
+    let (lhs, out) = eq.split_once("->").ok_or_else(unsupported)?;
+    let (a_ix, b_ix) = lhs.split_once(',').ok_or_else(unsupported)?;
+    if n.proto.input.len() != 2 || a_ix.contains('.') || b_ix.contains('.') {
+        return Err(unsupported());
+    }
+    let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
+    let (ac, bc, oc): (Vec<char>, Vec<char>, Vec<char>) = (
+        a_ix.chars().collect(),
+        b_ix.chars().collect(),
+        out.chars().collect(),
+    );
+    if ac.len() != a.shape.len() || bc.len() != b.shape.len() {
+        return Err(n.error(format!(
+            "`{eq}` does not fit operands of ranks {} and {}",
+            a.shape.len(),
+            b.shape.len()
+        )));
+    }
+    let batch: Vec<char> = oc
+        .iter()
+        .copied()
+        .filter(|c| ac.contains(c) && bc.contains(c))
+        .collect();
+    let m: Vec<char> = oc
+        .iter()
+        .copied()
+        .filter(|c| ac.contains(c) && !bc.contains(c))
+        .collect();
+    let nn: Vec<char> = oc
+        .iter()
+        .copied()
+        .filter(|c| bc.contains(c) && !ac.contains(c))
+        .collect();
+    let k: Vec<char> = ac
+        .iter()
+        .copied()
+        .filter(|c| bc.contains(c) && !oc.contains(c))
+        .collect();
+    if m.len() != 1 || nn.len() != 1 || k.len() != 1 || batch.len() > 2 {
+        return Err(unsupported());
+    }
+    let (m, nn, k) = (m[0], nn[0], k[0]);
+    let with = |rest: [char; 2]| -> Vec<char> { batch.iter().copied().chain(rest).collect() };
+    if oc != with([m, nn]) {
+        return Err(unsupported());
+    }
+    let ta = if ac == with([m, k]) {
+        false
+    } else if ac == with([k, m]) {
+        true
+    } else {
+        return Err(unsupported());
+    };
+    let tb = if bc == with([k, nn]) {
+        false
+    } else if bc == with([nn, k]) {
+        true
+    } else {
+        return Err(unsupported());
+    };
+    let def = match (batch.len(), ta, tb) {
+        (0, false, false) => "matmul",
+        (0, true, false) => "matmul_ta",
+        (0, false, true) => "matmul_tb",
+        (0, true, true) => "matmul_tab",
+        (1, false, false) => "batch_matmul",
+        (1, false, true) => "batch_matmul_tb",
+        (2, false, false) => "batch_matmul_r4",
+        (2, false, true) => "batch_matmul_r4_tb",
+        _ => return Err(unsupported()),
+    };
+    let size = |c: char| -> Result<usize, String> {
+        let da = ac.iter().position(|&x| x == c).map(|p| a.shape[p]);
+        let db = bc.iter().position(|&x| x == c).map(|p| b.shape[p]);
+        match (da, db) {
+            (Some(x), Some(y)) if x != y => Err(n.error(format!(
+                "index `{c}` is {x} in one operand and {y} in the other"
+            ))),
+            (Some(x), _) | (None, Some(x)) => Ok(x),
+            (None, None) => Err(unsupported()),
+        }
+    };
+    size(k)?;
+    let shape = oc.iter().map(|&c| size(c)).collect::<Result<Vec<_>, _>>()?;
+    let y = im.b.call(def, &[&a, &b], &[], DType::F32, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

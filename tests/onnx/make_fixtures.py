@@ -252,6 +252,14 @@ def more_fixtures():
     single("einsum_batched", "Einsum", [[2, 3, 4], [2, 4, 5]], equation="bij,bjk->bik")
     single("einsum_attention_scores", "Einsum", [[1, 2, 4, 3], [1, 2, 5, 3]], equation="bhid,bhjd->bhij")
     single("einsum_transposed_b", "Einsum", [[3, 4], [5, 4]], equation="ij,kj->ik")
+    # Where (an attention mask) and Expand, broadcasting.
+    m = Model(81)
+    scores = m.input("scores", [2, 3, 4])
+    mask = numpy_helper.from_array(m.rng.random([1, 4]) > 0.4, "mask")
+    m.inits.append(mask)
+    m.output(m.node("Where", ["mask", scores, m.const("neg", np.array(-1e4, dtype=np.float32))]))
+    save("where_mask", m)
+    single("expand_rank_up", "Expand", [[3, 1]], consts=[np.array([2, 3, 5])])
     # ConstantOfShape and Range fold at import.
     m = Model(71)
     x = m.input("x", [2, 5])

@@ -303,7 +303,7 @@ fn tested_defs() -> BTreeSet<String> {
             names.insert(format!("{op}_bcast_r{r}"));
             names.insert(format!("{op}_r{r}_scalar"));
         }
-        for op in ["slice", "pad"] {
+        for op in ["slice", "pad", "where_bcast", "expand"] {
             names.insert(format!("{op}_r{r}"));
         }
         for a in 0..r {
@@ -917,6 +917,43 @@ fn binary_elementwise() {
                 &[&r::broadcast(&a, &b, f)],
             );
         }
+    }
+}
+
+#[test]
+fn where_and_expand() {
+    // Shapes of C, A, B by rank: stretched axes on every side.
+    let cases: [(Vec<usize>, Vec<usize>, Vec<usize>); 4] = [
+        (vec![5], vec![1], vec![5]),
+        (vec![3, 1], vec![1, 4], vec![3, 4]),
+        (vec![2, 1, 4], vec![1, 3, 1], vec![2, 3, 4]),
+        (vec![1, 3, 1, 5], vec![2, 1, 4, 1], vec![1, 1, 1, 1]),
+    ];
+    for (k, (sc, sa, sb)) in cases.iter().enumerate() {
+        let rank = k + 1;
+        let c = rand(sc, 2100 + k as u64).map(|x| f64::from(u8::from(x > 0.0)));
+        let (a, b) = (rand(sa, 2110 + k as u64), rand(sb, 2120 + k as u64));
+        let cond = Tensor::from_i64(
+            DType::Bool,
+            &c.shape,
+            c.data.iter().map(|&x| x as i64).collect(),
+        );
+        check(
+            &format!("where_bcast_r{rank}"),
+            vec![("C".to_string(), Arg::Tensor(cond)), t("A", &a), t("B", &b)],
+            &[&r::select(&c, &a, &b)],
+        );
+        // Expand A to the shape of the three broadcast together.
+        let out = r::select(&c, &a, &b).shape;
+        let mut args = vec![t("X", &a)];
+        for (j, &o) in out.iter().enumerate() {
+            args.push((format!("O{j}"), Arg::Scalar(Value::Int(o as i64))));
+        }
+        check(
+            &format!("expand_r{rank}"),
+            args,
+            &[&r::broadcast(&a, &r::tabulate(&out, |_| 0.0), |x, _| x)],
+        );
     }
 }
 

@@ -391,6 +391,30 @@ pub fn prelu(x: &Nd, slope: &Nd) -> Nd {
     })
 }
 
+/// ONNX Where: `a` where `c` is non-zero, else `b`, the three broadcast
+/// numpy-style.
+pub fn select(c: &Nd, a: &Nd, b: &Nd) -> Nd {
+    let r = c.shape.len().max(a.shape.len()).max(b.shape.len());
+    let padded = |s: &[usize]| [vec![1; r - s.len()], s.to_vec()].concat();
+    let (pc, pa, pb) = (padded(&c.shape), padded(&a.shape), padded(&b.shape));
+    let shape: Vec<usize> = (0..r).map(|k| pc[k].max(pa[k]).max(pb[k])).collect();
+    let at = |x: &Nd, p: &[usize], ix: &[usize]| {
+        let i: Vec<usize> = p
+            .iter()
+            .zip(ix)
+            .map(|(&d, &i)| if d == 1 { 0 } else { i })
+            .collect();
+        x.at(&i[r - x.shape.len()..])
+    };
+    tabulate(&shape, |ix| {
+        if at(c, &pc, ix) != 0.0 {
+            at(a, &pa, ix)
+        } else {
+            at(b, &pb, ix)
+        }
+    })
+}
+
 /// A binary operator with numpy broadcasting: shapes aligned at the last axis,
 /// missing leading axes and axes of size 1 stretched.
 pub fn broadcast(a: &Nd, b: &Nd, f: impl Fn(f64, f64) -> f64) -> Nd {

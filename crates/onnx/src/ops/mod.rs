@@ -37,6 +37,7 @@ pub const SUPPORTED: &[&str] = &[
     "Einsum",
     "Erf",
     "Exp",
+    "Expand",
     "Flatten",
     "Gather",
     "Gelu",
@@ -71,6 +72,7 @@ pub const SUPPORTED: &[&str] = &[
     "Tanh",
     "Transpose",
     "Unsqueeze",
+    "Where",
 ];
 
 /// Imports one node.
@@ -111,6 +113,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "ConstantOfShape" => fold::constant_of_shape(im, n),
         "Range" => fold::range(im, n),
         "Einsum" => linear::einsum(im, n),
+        "Where" | "Expand" => elementwise::where_expand(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
 }

@@ -317,8 +317,31 @@ fn compiled(
         .map_err(Fallback::Failed)?;
     if a.profile {
         profile_text.push_str(&crate::compiled::profile_table(&steps));
+        profile_text.push_str(&memory_line(exe.plan.total_bytes()));
     }
     crate::compiled::outputs(&exe, &state, def, sizes).map_err(Fallback::Error)
+}
+
+/// The memory a run used: the buffers' slots (temporaries share slots when
+/// their lifetimes do not overlap) and the process's peak resident size.
+fn memory_line(slot_bytes: usize) -> String {
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    // Linux reports the peak resident set as `VmHWM: N kB`.
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or_else(
+            || "unknown".to_string(),
+            |kb| format!("{:.1} MiB", mib(kb * 1024.0)),
+        );
+    format!(
+        "memory: {:.1} MiB of buffers (inputs, weights, outputs, temporaries sharing slots by liveness); peak resident {peak}\n",
+        mib(slot_bytes as f64)
+    )
 }
 
 fn interpret(

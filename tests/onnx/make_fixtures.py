@@ -259,6 +259,15 @@ def more_fixtures():
     m.inits.append(mask)
     m.output(m.node("Where", ["mask", scores, m.const("neg", np.array(-1e4, dtype=np.float32))]))
     save("where_mask", m)
+    # An attention mask given as int64, cast to float as BERT's exports do.
+    m = Model(83)
+    x = m.input("x", [2, 5])
+    mask = m.int_input("mask", [2, 5], 2)
+    bias = m.node("Mul", [m.node("Sub", [m.const("one_f", np.array(1.0, dtype=np.float32)),
+                                         m.node("Cast", [mask], to=TensorProto.FLOAT)]),
+                          m.const("big", np.array(-1e4, dtype=np.float32))])
+    m.output(m.node("Add", [x, bias]))
+    save("cast_mask", m)
     single("expand_rank_up", "Expand", [[3, 1]], consts=[np.array([2, 3, 5])])
     # ConstantOfShape and Range fold at import.
     m = Model(71)

@@ -136,10 +136,11 @@ impl OnnxProgram {
                 })?;
             inputs.push(format!("{}={v}", port.tc));
         }
-        let weights = model
-            .weights
-            .iter()
-            .map(|(n, t)| (n.clone(), Arg::Tensor(t.clone())))
+        // The weights move into the arguments: one copy of them, not two.
+        let mut model = model;
+        let weights = std::mem::take(&mut model.weights)
+            .into_iter()
+            .map(|(n, t)| (n, Arg::Tensor(t)))
             .collect();
         let text = format!("{}\n{}", onnx::PRELUDE, model.source);
         let name = file.display().to_string();

@@ -303,7 +303,15 @@ fn tested_defs() -> BTreeSet<String> {
             names.insert(format!("{op}_bcast_r{r}"));
             names.insert(format!("{op}_r{r}_scalar"));
         }
-        for op in ["slice", "pad", "where_bcast", "expand"] {
+        for op in [
+            "slice",
+            "pad",
+            "where_bcast",
+            "expand",
+            "cast_i64_f32",
+            "cast_bool_f32",
+            "cast_f32_i64",
+        ] {
             names.insert(format!("{op}_r{r}"));
         }
         for a in 0..r {
@@ -917,6 +925,37 @@ fn binary_elementwise() {
                 &[&r::broadcast(&a, &b, f)],
             );
         }
+    }
+}
+
+#[test]
+fn casts() {
+    for rank in 1..=4 {
+        let shape = elementwise_shape(rank);
+        let n: usize = shape.iter().product();
+        // Integers beyond float32's 24 bits round to the nearest float32.
+        let ints: Vec<i64> = (0..n as i64)
+            .map(|k| (k - 7) * 3 + (k % 3) * (1 << 25))
+            .collect();
+        let x = Tensor::from_i64(DType::I64, &shape, ints.clone());
+        let want = Nd::new(&shape, ints.iter().map(|&v| v as f32 as f64).collect());
+        check(
+            &format!("cast_i64_f32_r{rank}"),
+            vec![("X".to_string(), Arg::Tensor(x))],
+            &[&want],
+        );
+        let bits: Vec<i64> = (0..n as i64).map(|k| k % 2).collect();
+        let x = Tensor::from_i64(DType::Bool, &shape, bits.clone());
+        let want = Nd::new(&shape, bits.iter().map(|&v| v as f64).collect());
+        check(
+            &format!("cast_bool_f32_r{rank}"),
+            vec![("X".to_string(), Arg::Tensor(x))],
+            &[&want],
+        );
+        // Floats truncate toward zero.
+        let x = rand_with(&shape, 2200 + rank as u64, |v| v * 100.0);
+        let want = x.map(f64::trunc);
+        check(&format!("cast_f32_i64_r{rank}"), vec![t("X", &x)], &[&want]);
     }
 }
 

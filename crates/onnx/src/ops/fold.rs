@@ -132,10 +132,20 @@ pub fn cast(im: &mut Importer, n: &Node) -> Result<(), String> {
         Value::Const(t) => Value::Const(convert(&t, to)),
         Value::Var(v) if v.dtype == to => Value::Var(v),
         Value::Var(v) => {
-            return Err(n.error(format!(
-                "a cast of a computed {} tensor to {to} is not supported",
-                v.dtype
-            )))
+            let pair = match (v.dtype, to) {
+                (DType::I64, DType::F32) => "i64_f32",
+                (DType::Bool, DType::F32) => "bool_f32",
+                (DType::F32, DType::I64) => "f32_i64",
+                _ => {
+                    return Err(n.error(format!(
+                        "a cast of a computed {} tensor to {to} is not supported",
+                        v.dtype
+                    )))
+                }
+            };
+            let r = super::rank(n, &v.shape, "an input")?;
+            let def = format!("cast_{pair}_r{r}");
+            Value::Var(im.b.call(&def, &[&v], &[], to, v.shape.clone()))
         }
     };
     im.set(n, 0, y);

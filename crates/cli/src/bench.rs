@@ -43,26 +43,29 @@ pub struct BenchArgs {
 
 pub fn run(a: &BenchArgs) -> Result<String, String> {
     // An ONNX model runs as its imported `model` def, with its weights.
-    let (checked, name, inputs, preset) = if a.file.extension().is_some_and(|e| e == "onnx") {
+    let (checked, name, want, inputs, preset) = if a.file.extension().is_some_and(|e| e == "onnx") {
         let m = crate::run::OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
-        (m.checked, m.name, m.inputs, m.weights)
+        (
+            m.checked,
+            m.name,
+            Some(onnx::MODEL_DEF),
+            m.inputs,
+            m.weights,
+        )
     } else {
         let (name, text) = crate::load::read_source(&a.file)?;
         let checked =
             tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
+        let inputs = a.inputs.clone();
         (
             checked,
             name,
-            a.inputs.clone(),
+            a.def.as_deref(),
+            inputs,
             std::collections::HashMap::new(),
         )
     };
     let program = &checked.program;
-    let want = if a.file.extension().is_some_and(|e| e == "onnx") {
-        Some(onnx::MODEL_DEF)
-    } else {
-        a.def.as_deref()
-    };
     let def = crate::run::pick_def(program, want, &name)?;
     let given = crate::load::parse_sizes(&a.sizes)?;
     let (args, sizes) = crate::run::prepare_args(def, &inputs, &given, 0, preset)?;

@@ -31,7 +31,7 @@ pub use bind::{bind_sizes, param_shape};
 pub use error::RunError;
 pub use residue::P;
 pub use run::run;
-pub use tensor::{Data, Tensor};
+pub use tensor::{strides, Data, Tensor};
 
 /// An argument of a def: a tensor or a scalar.
 #[derive(Clone, Debug, PartialEq)]

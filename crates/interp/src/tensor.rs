@@ -53,7 +53,7 @@ pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
 }
 
 /// The row-major strides of `shape`, in elements.
-pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+pub fn strides(shape: &[usize]) -> Vec<usize> {
     let mut out = vec![0; shape.len()];
     let mut s = 1usize;
     for (o, d) in out.iter_mut().zip(shape).rev() {

@@ -5,6 +5,8 @@
 //! `op_rK_scalar`; anything else brings both operands to one rank (a
 //! constant reshaped at import, a variable by a reshape call) and calls
 //! `op_bcast_rK`. Operators on constants are folded (shape arithmetic).
+//! The activations with parameters (`LeakyRelu`, `Clip`, `Gelu`, `PRelu`),
+//! `Where` and `Expand` broadcast the same way.
 
 use interp::Tensor;
 use ir::DType;
@@ -310,27 +312,30 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-/// `Where` (`C ? A : B`) and `Expand`, with ONNX broadcasting: every
-/// operand is brought to the result's rank, then `where_bcast_rK` or
-/// `expand_rK` stretches its axes of size 1.
-pub fn where_expand(im: &mut Importer, n: &Node) -> Result<(), String> {
+/// `Expand` with ONNX broadcasting: the input is brought to the result's
+/// rank, then `expand_rK` stretches its axes of size 1.
+pub fn expand(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    if n.op == "Expand" {
-        let x = im.value(n, 0)?;
-        let target: Vec<usize> = super::ints(&im.constant(n, 1, "the shape")?)
-            .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| n.error(format!("dimension {d}"))))
-            .collect::<Result<_, _>>()?;
-        let shape = broadcast(x.shape(), &target)
-            .ok_or_else(|| n.error(format!("{:?} does not expand to {target:?}", x.shape())))?;
-        let r = rank(n, &shape, "a result")?;
-        let x = to_rank(im, n, &x, 0, r)?;
-        let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
-        let y =
-            im.b.call(&format!("expand_r{r}"), &[&x], &dims, DType::F32, shape);
-        im.set(n, 0, Value::Var(y));
-        return Ok(());
-    }
+    let x = im.value(n, 0)?;
+    let target: Vec<usize> = super::ints(&im.constant(n, 1, "the shape")?)
+        .iter()
+        .map(|&d| usize::try_from(d).map_err(|_| n.error(format!("dimension {d}"))))
+        .collect::<Result<_, _>>()?;
+    let shape = broadcast(x.shape(), &target)
+        .ok_or_else(|| n.error(format!("{:?} does not expand to {target:?}", x.shape())))?;
+    let r = rank(n, &shape, "a result")?;
+    let x = to_rank(im, n, &x, 0, r)?;
+    let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
+    let y =
+        im.b.call(&format!("expand_r{r}"), &[&x], &dims, DType::F32, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `Where` (`C ? A : B`) with ONNX broadcasting: every operand is brought
+/// to the result's rank, then `where_bcast_rK` stretches axes of size 1.
+pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
     let (c, a, b) = (im.value(n, 0)?, im.value(n, 1)?, im.value(n, 2)?);
     if c.dtype() != DType::Bool {
         return Err(n.error(format!("the condition is {}, not bool", c.dtype())));
@@ -346,18 +351,15 @@ pub fn where_expand(im: &mut Importer, n: &Node) -> Result<(), String> {
             ))
         })?;
     let r = rank(n, &shape, "a result")?;
+    // A computed bool condition is used as it is: reshapes are float only.
     let cond = match &c {
-        Value::Const(t) => {
-            let mut t = t.clone();
-            t.shape = [vec![1; r - t.shape.len()], t.shape.clone()].concat();
-            im.b.weight(&format!("{}#r{r}", n.input(0).unwrap_or_default()), &t)
-        }
         Value::Var(v) if v.shape.len() == r => v.clone(),
         Value::Var(_) => {
             return Err(
                 n.error("a computed condition of a lower rank than the result is not supported")
             )
         }
+        Value::Const(_) => to_rank(im, n, &c, 0, r)?,
     };
     let (x, y) = (to_rank(im, n, &a, 1, r)?, to_rank(im, n, &b, 2, r)?);
     let out = im.b.call(

@@ -171,7 +171,7 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// A constant with its axes permuted.
 fn permute(t: &Tensor, perm: &[usize]) -> Tensor {
     let shape: Vec<usize> = perm.iter().map(|&p| t.shape[p]).collect();
-    let strides = strides(&t.shape);
+    let strides = interp::strides(&t.shape);
     let count: usize = shape.iter().product();
     let source: Vec<usize> = (0..count)
         .map(|flat| {
@@ -184,14 +184,6 @@ fn permute(t: &Tensor, perm: &[usize]) -> Tensor {
         })
         .collect();
     gather(t, &shape, &source)
-}
-
-fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * shape[k + 1];
-    }
-    s
 }
 
 /// The tensor of shape `shape` whose element `i` is `t`'s element
@@ -334,7 +326,7 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let y = match x {
         Value::Const(t) => {
-            let st = strides(&t.shape);
+            let st = interp::strides(&t.shape);
             let count: usize = shape.iter().product();
             let source: Vec<usize> = (0..count)
                 .map(|flat| {

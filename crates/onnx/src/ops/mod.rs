@@ -113,7 +113,8 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "ConstantOfShape" => fold::constant_of_shape(im, n),
         "Range" => fold::range(im, n),
         "Einsum" => linear::einsum(im, n),
-        "Where" | "Expand" => elementwise::where_expand(im, n),
+        "Where" => elementwise::select(im, n),
+        "Expand" => elementwise::expand(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
 }

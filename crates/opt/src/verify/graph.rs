@@ -150,13 +150,9 @@ pub(crate) fn show(shape: &[usize]) -> String {
 
 impl Graph {
     fn push(&mut self, shape: Vec<usize>, kind: NodeKind, degree: u32) -> usize {
-        let mut strides = vec![1; shape.len()];
-        for k in (0..shape.len().saturating_sub(1)).rev() {
-            strides[k] = strides[k + 1] * shape[k + 1];
-        }
         self.nodes.push(Node {
+            strides: interp::strides(&shape),
             shape,
-            strides,
             kind,
             degree,
         });

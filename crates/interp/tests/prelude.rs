@@ -111,9 +111,19 @@ fn shape_of_rank(dims: &[usize], r: usize) -> Vec<usize> {
     dims[..r].to_vec()
 }
 
-/// Odd sizes used for elementwise tests, by rank 1-4.
+/// The highest rank of the rank families (`_rK` defs).
+const MAX_RANK: usize = 5;
+
+/// Odd sizes used for elementwise tests, by rank 1-5.
 fn elementwise_shape(r: usize) -> Vec<usize> {
-    [vec![7], vec![3, 5], vec![2, 3, 4], vec![2, 3, 2, 5]][r - 1].clone()
+    [
+        vec![7],
+        vec![3, 5],
+        vec![2, 3, 4],
+        vec![2, 3, 2, 5],
+        vec![2, 1, 3, 2, 3],
+    ][r - 1]
+        .clone()
 }
 
 // ---------------------------------------------------------------------------
@@ -131,6 +141,8 @@ const SINGLE_DEFS: &[&str] = &[
     "batch_matmul_tb",
     "batch_matmul_r4",
     "batch_matmul_r4_tb",
+    "batch_matmul_r5",
+    "batch_matmul_r5_tb",
     "gemm",
     "gemm_ta",
     "gemm_tb",
@@ -143,13 +155,20 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_bias",
     "conv3d_bias",
     "conv_transpose2d",
+    "insert_zeros2d",
     "maxpool2d",
     "avgpool2d",
     "avgpool2d_incpad",
     "global_avgpool2d",
     "global_maxpool2d",
+    "maxpool3d",
+    "avgpool3d",
+    "avgpool3d_incpad",
+    "global_avgpool3d",
+    "global_maxpool3d",
     "flatten_r3",
     "flatten_r4",
+    "flatten_r5",
     "gather_r1_i1",
     "gather_r2_i1",
     "gather_r2_i2",
@@ -272,6 +291,14 @@ const REDUCTIONS: &[(usize, &[usize])] = &[
     (4, &[3]),
     (4, &[2, 3]),
     (4, &[1, 2, 3]),
+    (5, &[0]),
+    (5, &[1]),
+    (5, &[2]),
+    (5, &[3]),
+    (5, &[4]),
+    (5, &[3, 4]),
+    (5, &[2, 3, 4]),
+    (5, &[1, 2, 3, 4]),
 ];
 
 const REDUCE_OPS: &[(&str, Reduce)] = &[
@@ -291,7 +318,7 @@ fn reduce_name(op: &str, rank: usize, axes: &[usize], keep: bool) -> String {
 /// Every def the tests below exercise.
 fn tested_defs() -> BTreeSet<String> {
     let mut names: BTreeSet<String> = SINGLE_DEFS.iter().map(|s| s.to_string()).collect();
-    for r in 1..=4 {
+    for r in 1..=MAX_RANK {
         for (op, ..) in unary_ops() {
             names.insert(format!("{op}_r{r}"));
         }
@@ -318,13 +345,29 @@ fn tested_defs() -> BTreeSet<String> {
             names.insert(format!("concat_r{r}_a{a}"));
             names.insert(format!("split_r{r}_a{a}"));
         }
-        for b in 1..=4 {
+        for b in 1..=MAX_RANK {
             if (r, b) != (1, 1) {
-                names.insert(format!("reshape_r{r}_r{b}"));
+                for prefix in ["", "i64_", "bool_"] {
+                    names.insert(format!("reshape_{prefix}r{r}_r{b}"));
+                }
             }
         }
+        for (op, _) in COMPARISONS {
+            names.insert(format!("{op}_f32_bcast_r{r}"));
+            names.insert(format!("{op}_i64_bcast_r{r}"));
+        }
+        for op in [
+            "and_bcast",
+            "or_bcast",
+            "not",
+            "cast_f32_bool",
+            "cast_i64_bool",
+            "cast_bool_i64",
+        ] {
+            names.insert(format!("{op}_r{r}"));
+        }
     }
-    for r in 2..=4 {
+    for r in 2..=MAX_RANK {
         for op in ["batchnorm", "layernorm", "softmax", "prelu"] {
             names.insert(format!("{op}_r{r}"));
         }
@@ -406,6 +449,14 @@ fn matrix_products() {
     check(
         "batch_matmul_r4_tb",
         vec![t("A", &a4), t("B", &r::transpose(&b4, &[0, 1, 3, 2]))],
+        &[&want],
+    );
+    let (a5, b5) = (rand(&[2, 2, 3, 4, 5], 7), rand(&[2, 2, 3, 5, 3], 8));
+    let want = r::batch_matmul(&a5, &b5);
+    check("batch_matmul_r5", vec![t("A", &a5), t("B", &b5)], &[&want]);
+    check(
+        "batch_matmul_r5_tb",
+        vec![t("A", &a5), t("B", &r::transpose(&b5, &[0, 1, 2, 4, 3]))],
         &[&want],
     );
 }
@@ -691,65 +742,131 @@ fn conv_transpose2d() {
     }
 }
 
+#[test]
+fn insert_zeros2d() {
+    for (k, (size, strides)) in [([3, 4], [2, 2]), ([2, 3], [3, 1]), ([1, 2], [1, 4])]
+        .into_iter()
+        .enumerate()
+    {
+        let x = rand(&[2, 3, size[0], size[1]], 450 + k as u64);
+        let out = [
+            2,
+            3,
+            strides[0] * (size[0] - 1) + 1,
+            strides[1] * (size[1] - 1) + 1,
+        ];
+        let want = r::tabulate(&out, |o| {
+            if o[2] % strides[0] == 0 && o[3] % strides[1] == 0 {
+                x.at(&[o[0], o[1], o[2] / strides[0], o[3] / strides[1]])
+            } else {
+                0.0
+            }
+        });
+        check(
+            "insert_zeros2d",
+            vec![t("X", &x), int("sh", strides[0]), int("sw", strides[1])],
+            &[&want],
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Pooling.
 
+/// A pooling case: input size, kernel, strides, pads (every begin, then
+/// every end).
+type PoolCase = (
+    &'static [usize],
+    &'static [usize],
+    &'static [usize],
+    &'static [usize],
+);
+
 #[test]
 fn pooling() {
-    // (input size, kernel, strides, pads h0 w0 h1 w1)
-    let cases = [
+    // (input size, kernel, strides, pads: every begin, then every end)
+    let cases: [PoolCase; 6] = [
         // ResNet's stem pooling on an odd size.
-        ([7, 7], [3, 3], [2, 2], [1, 1, 1, 1]),
+        (&[7, 7], &[3, 3], &[2, 2], &[1, 1, 1, 1]),
         // No padding; the last column does not fit a window.
-        ([6, 5], [2, 2], [2, 2], [0, 0, 0, 0]),
+        (&[6, 5], &[2, 2], &[2, 2], &[0, 0, 0, 0]),
         // Windows hanging over the edge by two rows, one in-bounds point left.
-        ([5, 6], [3, 2], [1, 2], [2, 0, 1, 1]),
+        (&[5, 6], &[3, 2], &[1, 2], &[2, 0, 1, 1]),
         // Uneven pads and strides larger than one.
-        ([8, 9], [4, 4], [3, 3], [1, 2, 2, 1]),
+        (&[8, 9], &[4, 4], &[3, 3], &[1, 2, 2, 1]),
+        // ResNet3D's stem pooling.
+        (&[5, 7, 6], &[3, 3, 3], &[2, 2, 2], &[1, 1, 1, 1, 1, 1]),
+        // Uneven 3-D windows, strides and pads.
+        (&[4, 6, 5], &[2, 3, 2], &[1, 2, 2], &[0, 2, 1, 1, 0, 1]),
     ];
+    let names = ["D", "H", "W"];
     for (k, (size, kernel, strides, pads)) in cases.into_iter().enumerate() {
-        let shape = [2, 3, size[0], size[1]];
+        let d = size.len();
+        let dims = &names[3 - d..];
+        let mut shape = vec![2, 3];
+        shape.extend(size);
         let x = rand(&shape, 500 + k as u64);
         // All values below zero: a padded point taken as 0 would win the max.
         let negative = rand_with(&shape, 520 + k as u64, |v| v - 1.5);
         let pool_args = |x: &Nd| {
-            vec![
-                t("X", x),
-                int("KH", kernel[0]),
-                int("KW", kernel[1]),
-                int("sh", strides[0]),
-                int("sw", strides[1]),
-                int("ph0", pads[0]),
-                int("pw0", pads[1]),
-                int("ph1", pads[2]),
-                int("pw1", pads[3]),
-            ]
+            let mut args = vec![t("X", x)];
+            let lower: Vec<String> = dims.iter().map(|n| n.to_lowercase()).collect();
+            args.extend(
+                dims.iter()
+                    .zip(kernel)
+                    .map(|(n, &v)| int(&format!("K{n}"), v)),
+            );
+            args.extend(
+                lower
+                    .iter()
+                    .zip(strides.iter())
+                    .map(|(n, &v)| int(&format!("s{n}"), v)),
+            );
+            args.extend(
+                lower
+                    .iter()
+                    .zip(&pads[..d])
+                    .map(|(n, &v)| int(&format!("p{n}0"), v)),
+            );
+            args.extend(
+                lower
+                    .iter()
+                    .zip(&pads[d..])
+                    .map(|(n, &v)| int(&format!("p{n}1"), v)),
+            );
+            args
         };
-        let want = r::pool2d(&negative, kernel, strides, pads, Pool::Max);
-        check("maxpool2d", pool_args(&negative), &[&want]);
+        let def = |base: &str| base.replace("2d", &format!("{d}d"));
+        let want = r::pool(&negative, kernel, strides, pads, Pool::Max);
+        check(&def("maxpool2d"), pool_args(&negative), &[&want]);
         for (name, mode) in [
             ("maxpool2d", Pool::Max),
             ("avgpool2d", Pool::AvgExcludePad),
             ("avgpool2d_incpad", Pool::AvgIncludePad),
         ] {
             check(
-                name,
+                &def(name),
                 pool_args(&x),
-                &[&r::pool2d(&x, kernel, strides, pads, mode)],
+                &[&r::pool(&x, kernel, strides, pads, mode)],
             );
         }
     }
-    let x = rand(&[2, 3, 4, 5], 510);
-    check(
-        "global_avgpool2d",
-        vec![t("X", &x)],
-        &[&r::reduce(&x, &[2, 3], true, Reduce::Mean)],
-    );
-    check(
-        "global_maxpool2d",
-        vec![t("X", &x)],
-        &[&r::reduce(&x, &[2, 3], true, Reduce::Max)],
-    );
+    for (shape, axes, rank) in [
+        (vec![2, 3, 4, 5], vec![2, 3], 2),
+        (vec![2, 3, 3, 4, 2], vec![2, 3, 4], 3),
+    ] {
+        let x = rand(&shape, 510);
+        check(
+            &format!("global_avgpool{rank}d"),
+            vec![t("X", &x)],
+            &[&r::reduce(&x, &axes, true, Reduce::Mean)],
+        );
+        check(
+            &format!("global_maxpool{rank}d"),
+            vec![t("X", &x)],
+            &[&r::reduce(&x, &axes, true, Reduce::Max)],
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -757,7 +874,12 @@ fn pooling() {
 
 #[test]
 fn batchnorm() {
-    for (rank, shape) in [(2, vec![3, 4]), (3, vec![2, 4, 5]), (4, vec![2, 3, 4, 5])] {
+    for (rank, shape) in [
+        (2, vec![3, 4]),
+        (3, vec![2, 4, 5]),
+        (4, vec![2, 3, 4, 5]),
+        (5, vec![2, 3, 2, 3, 2]),
+    ] {
         let seed = 600 + 10 * rank as u64;
         let ch = shape[1];
         let x = rand_with(&shape, seed, |v| 3.0 * v);
@@ -783,7 +905,12 @@ fn batchnorm() {
 
 #[test]
 fn layernorm() {
-    for (rank, shape) in [(2, vec![4, 7]), (3, vec![2, 3, 8]), (4, vec![2, 2, 3, 5])] {
+    for (rank, shape) in [
+        (2, vec![4, 7]),
+        (3, vec![2, 3, 8]),
+        (4, vec![2, 2, 3, 5]),
+        (5, vec![2, 1, 2, 3, 5]),
+    ] {
         let seed = 700 + 10 * rank as u64;
         let d = shape[rank - 1];
         // Rows with a mean far from zero, as after a residual connection.
@@ -806,7 +933,12 @@ fn layernorm() {
 
 #[test]
 fn softmax() {
-    for (rank, shape) in [(2, vec![4, 7]), (3, vec![2, 3, 8]), (4, vec![2, 2, 3, 5])] {
+    for (rank, shape) in [
+        (2, vec![4, 7]),
+        (3, vec![2, 3, 8]),
+        (4, vec![2, 2, 3, 5]),
+        (5, vec![2, 1, 2, 3, 5]),
+    ] {
         let seed = 800 + 10 * rank as u64;
         let name = format!("softmax_r{rank}");
         let x = rand_with(&shape, seed, |v| 3.0 * v);
@@ -826,7 +958,7 @@ fn softmax() {
 #[test]
 fn unary_elementwise() {
     for (op, f, domain) in unary_ops() {
-        for rank in 1..=4 {
+        for rank in 1..=MAX_RANK {
             let x = domain.sample(&elementwise_shape(rank), 900 + rank as u64);
             check(&format!("{op}_r{rank}"), vec![t("X", &x)], &[&x.map(f)]);
         }
@@ -835,7 +967,7 @@ fn unary_elementwise() {
 
 #[test]
 fn unary_elementwise_with_attributes() {
-    for rank in 1..=4 {
+    for rank in 1..=MAX_RANK {
         let shape = elementwise_shape(rank);
         let x = rand_with(&shape, 950 + rank as u64, |v| 2.0 * v);
         let alpha = 0.125;
@@ -853,7 +985,7 @@ fn unary_elementwise_with_attributes() {
             &[&clipped],
         );
     }
-    for rank in 2..=4 {
+    for rank in 2..=MAX_RANK {
         let shape = elementwise_shape(rank);
         let x = rand(&shape, 960 + rank as u64);
         let slope = rand(&[shape[1]], 970 + rank as u64);
@@ -869,7 +1001,7 @@ fn unary_elementwise_with_attributes() {
 fn binary_elementwise() {
     // Operand shapes for the general broadcasting form, by rank: stretched
     // axes on either side, and an operand of all 1s on the left.
-    let bcast_cases: [Vec<(Vec<usize>, Vec<usize>)>; 4] = [
+    let bcast_cases: [Vec<(Vec<usize>, Vec<usize>)>; MAX_RANK] = [
         vec![(vec![5], vec![1]), (vec![1], vec![4]), (vec![3], vec![3])],
         vec![
             (vec![3, 1], vec![1, 4]),
@@ -884,10 +1016,14 @@ fn binary_elementwise() {
             (vec![2, 3, 1, 5], vec![1, 3, 4, 1]),
             (vec![1, 1, 1, 1], vec![2, 3, 4, 5]),
         ],
+        vec![
+            (vec![2, 1, 3, 1, 2], vec![1, 2, 1, 4, 2]),
+            (vec![2, 2, 3, 1, 2], vec![1, 1, 1, 1, 1]),
+        ],
     ];
     for (k, (op, f, da, db)) in binary_ops().into_iter().enumerate() {
         let seed = 1000 + 100 * k as u64;
-        for rank in 1..=4 {
+        for rank in 1..=MAX_RANK {
             let shape = elementwise_shape(rank);
             let (a, b) = (
                 da.sample(&shape, seed + rank as u64),
@@ -930,7 +1066,7 @@ fn binary_elementwise() {
 
 #[test]
 fn casts() {
-    for rank in 1..=4 {
+    for rank in 1..=MAX_RANK {
         let shape = elementwise_shape(rank);
         let n: usize = shape.iter().product();
         // Integers beyond float32's 24 bits round to the nearest float32.
@@ -962,11 +1098,16 @@ fn casts() {
 #[test]
 fn where_and_expand() {
     // Shapes of C, A, B by rank: stretched axes on every side.
-    let cases: [(Vec<usize>, Vec<usize>, Vec<usize>); 4] = [
+    let cases: [(Vec<usize>, Vec<usize>, Vec<usize>); MAX_RANK] = [
         (vec![5], vec![1], vec![5]),
         (vec![3, 1], vec![1, 4], vec![3, 4]),
         (vec![2, 1, 4], vec![1, 3, 1], vec![2, 3, 4]),
         (vec![1, 3, 1, 5], vec![2, 1, 4, 1], vec![1, 1, 1, 1]),
+        (
+            vec![2, 1, 3, 1, 2],
+            vec![1, 2, 1, 3, 1],
+            vec![2, 2, 1, 1, 2],
+        ),
     ];
     for (k, (sc, sa, sb)) in cases.iter().enumerate() {
         let rank = k + 1;
@@ -1010,10 +1151,22 @@ fn transpose() {
 #[test]
 fn reshape() {
     // Shapes of 24 elements, by rank.
-    let from = [vec![24], vec![4, 6], vec![2, 3, 4], vec![2, 3, 2, 2]];
-    let to = [vec![24], vec![6, 4], vec![4, 3, 2], vec![3, 2, 2, 2]];
-    for a in 1..=4 {
-        for b in 1..=4 {
+    let from = [
+        vec![24],
+        vec![4, 6],
+        vec![2, 3, 4],
+        vec![2, 3, 2, 2],
+        vec![2, 1, 3, 2, 2],
+    ];
+    let to = [
+        vec![24],
+        vec![6, 4],
+        vec![4, 3, 2],
+        vec![3, 2, 2, 2],
+        vec![3, 2, 1, 2, 2],
+    ];
+    for a in 1..=MAX_RANK {
+        for b in 1..=MAX_RANK {
             if (a, b) == (1, 1) {
                 continue;
             }
@@ -1042,12 +1195,18 @@ fn reshape() {
         vec![t("X", &x4)],
         &[&r::reshape(&x4, &[2, 60])],
     );
+    let x5 = rand(&[2, 3, 2, 4, 3], 1752);
+    check(
+        "flatten_r5",
+        vec![t("X", &x5)],
+        &[&r::reshape(&x5, &[2, 72])],
+    );
 }
 
 #[test]
 fn concat_and_split() {
-    let base = [3, 2, 4, 3];
-    for rank in 1..=4 {
+    let base = [3, 2, 4, 3, 2];
+    for rank in 1..=MAX_RANK {
         for axis in 0..rank {
             let seed = 1800 + 10 * rank as u64 + axis as u64;
             let mut sa = shape_of_rank(&base, rank);
@@ -1112,6 +1271,10 @@ fn slice() {
                 vec![3, 4, 5, 6],
                 vec![(2, -1, -1), (0, 4, 3), (1, 5, 1), (0, 6, 4)],
             ),
+            (
+                vec![2, 3, 4, 5, 3],
+                vec![(1, -1, -1), (0, 3, 2), (3, 0, -2), (1, 5, 1), (0, 3, 1)],
+            ),
         ],
         1900,
     );
@@ -1141,6 +1304,12 @@ fn pad() {
         (vec![3, 4], vec![1, 0], vec![0, 2], -0.5),
         (vec![2, 3, 4], vec![0, 1, 2], vec![1, -1, 0], 0.25),
         (vec![2, 3, 4, 5], vec![0, 0, 1, 2], vec![0, 0, 2, 1], 0.0),
+        (
+            vec![1, 2, 3, 2, 4],
+            vec![0, 1, 0, 1, 2],
+            vec![0, 0, 1, 1, -1],
+            -1.0,
+        ),
     ];
     for (k, (shape, begins, ends, value)) in cases.into_iter().enumerate() {
         let x = rand(&shape, 2000 + k as u64);
@@ -1189,7 +1358,7 @@ fn gather() {
 fn reductions() {
     for (op, kind) in REDUCE_OPS {
         for (k, (rank, axes)) in REDUCTIONS.iter().enumerate() {
-            let x = rand(&shape_of_rank(&[3, 4, 5, 3], *rank), 2200 + k as u64);
+            let x = rand(&shape_of_rank(&[3, 4, 5, 3, 2], *rank), 2200 + k as u64);
             for keep in [false, true] {
                 let want = r::reduce(&x, axes, keep, *kind);
                 check(
@@ -1223,5 +1392,171 @@ fn band_matmuls() {
         );
         let args = vec![t("A", &scores), t("B", &values), int("D", d)];
         check("gbmm", args, &[&r::gbmm(&scores, &values, d)]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Comparisons, logic and casts to and from bool; reshapes of int64 and bool.
+
+/// `check`, after asserting that every result is of `dtype`.
+fn check_as(name: &str, args: Args, expected: &[&Nd], dtype: DType) {
+    let map: HashMap<String, Arg> = args.iter().cloned().collect();
+    let results = interp::run(prelude(), name, &map, &HashMap::new(), Mode::Real)
+        .unwrap_or_else(|e| panic!("{name}: run failed: {e}"));
+    for (res, got) in &results {
+        assert_eq!(got.dtype, dtype, "{name}: type of `{res}`");
+    }
+    check(name, args, expected);
+}
+
+/// A tensor argument of `dtype` holding the integers `x` (rounded).
+fn int_arg(name: &str, dtype: DType, x: &Nd) -> (String, Arg) {
+    let data = x.data.iter().map(|&v| v.round() as i64).collect();
+    (
+        name.to_string(),
+        Arg::Tensor(Tensor::from_i64(dtype, &x.shape, data)),
+    )
+}
+
+/// Small integers in -2..=2, so that comparisons see equal operands.
+fn small_ints(shape: &[usize], seed: u64) -> Nd {
+    rand(shape, seed).map(|v| (2.0 * v).round())
+}
+
+/// Operand shapes by rank for the broadcasting comparison and logic tests.
+fn bool_op_shapes(rank: usize) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let full = elementwise_shape(rank);
+    let mut stretched = full.clone();
+    stretched[0] = 1;
+    let mut other = full.clone();
+    other[rank - 1] = 1;
+    vec![(full.clone(), full), (stretched, other)]
+}
+
+/// A comparison: its name in the prelude and its value on two numbers.
+type Comparison = (&'static str, fn(f64, f64) -> bool);
+
+const COMPARISONS: &[Comparison] = &[
+    ("equal", |a, b| a == b),
+    ("less", |a, b| a < b),
+    ("greater", |a, b| a > b),
+    ("less_equal", |a, b| a <= b),
+    ("greater_equal", |a, b| a >= b),
+];
+
+#[test]
+fn comparisons_and_logic() {
+    let truth = |x: bool| f64::from(u8::from(x));
+    for rank in 1..=MAX_RANK {
+        for (c, (sa, sb)) in bool_op_shapes(rank).into_iter().enumerate() {
+            let seed = 2300 + 10 * rank as u64 + c as u64;
+            let (a, b) = (small_ints(&sa, seed), small_ints(&sb, seed + 100));
+            for (op, f) in COMPARISONS {
+                let want = r::broadcast(&a, &b, |x, y| truth(f(x, y)));
+                // Floats off the integers too, so that `less` and `equal` differ.
+                let af = a.map(|v| v + 0.25 * v.signum());
+                let want_f = r::broadcast(&af, &b, |x, y| truth(f(x, y)));
+                check_as(
+                    &format!("{op}_f32_bcast_r{rank}"),
+                    vec![t("A", &af), t("B", &b)],
+                    &[&want_f],
+                    DType::Bool,
+                );
+                check_as(
+                    &format!("{op}_i64_bcast_r{rank}"),
+                    vec![int_arg("A", DType::I64, &a), int_arg("B", DType::I64, &b)],
+                    &[&want],
+                    DType::Bool,
+                );
+            }
+            let (pa, pb) = (a.map(|v| truth(v > 0.0)), b.map(|v| truth(v > 0.0)));
+            let bools = |name| {
+                (
+                    int_arg(name, DType::Bool, &pa),
+                    int_arg(name, DType::Bool, &pb),
+                )
+            };
+            for (op, f) in [("and", f64::min as fn(f64, f64) -> f64), ("or", f64::max)] {
+                let (ia, _) = bools("A");
+                let (_, ib) = bools("B");
+                check_as(
+                    &format!("{op}_bcast_r{rank}"),
+                    vec![ia, ib],
+                    &[&r::broadcast(&pa, &pb, f)],
+                    DType::Bool,
+                );
+            }
+        }
+        let shape = elementwise_shape(rank);
+        let x = small_ints(&shape, 2400 + rank as u64);
+        let nonzero = x.map(|v| truth(v != 0.0));
+        let bits = x.map(|v| truth(v > 0.0));
+        check_as(
+            &format!("not_r{rank}"),
+            vec![int_arg("X", DType::Bool, &bits)],
+            &[&bits.map(|v| 1.0 - v)],
+            DType::Bool,
+        );
+        check_as(
+            &format!("cast_f32_bool_r{rank}"),
+            vec![t("X", &x.map(|v| 0.5 * v))],
+            &[&nonzero],
+            DType::Bool,
+        );
+        check_as(
+            &format!("cast_i64_bool_r{rank}"),
+            vec![int_arg("X", DType::I64, &x)],
+            &[&nonzero],
+            DType::Bool,
+        );
+        check_as(
+            &format!("cast_bool_i64_r{rank}"),
+            vec![int_arg("X", DType::Bool, &bits)],
+            &[&bits],
+            DType::I64,
+        );
+    }
+}
+
+#[test]
+fn reshape_int_and_bool() {
+    let from = [
+        vec![12],
+        vec![3, 4],
+        vec![2, 3, 2],
+        vec![1, 2, 3, 2],
+        vec![2, 1, 3, 2, 1],
+    ];
+    let to = [
+        vec![12],
+        vec![4, 3],
+        vec![2, 2, 3],
+        vec![3, 1, 2, 2],
+        vec![1, 2, 2, 3, 1],
+    ];
+    for (dtype, tag) in [(DType::I64, "i64"), (DType::Bool, "bool")] {
+        for a in 1..=MAX_RANK {
+            for b in 1..=MAX_RANK {
+                if (a, b) == (1, 1) {
+                    continue;
+                }
+                let x = small_ints(&from[a - 1], 2500 + 10 * a as u64 + b as u64);
+                let x = if dtype == DType::Bool {
+                    x.map(|v| f64::from(u8::from(v > 0.0)))
+                } else {
+                    x
+                };
+                let mut args = vec![int_arg("X", dtype, &x)];
+                for (k, &d) in to[b - 1].iter().enumerate() {
+                    args.push(int(&format!("O{k}"), d));
+                }
+                check_as(
+                    &format!("reshape_{tag}_r{a}_r{b}"),
+                    args,
+                    &[&r::reshape(&x, &to[b - 1])],
+                    dtype,
+                );
+            }
+        }
     }
 }

@@ -264,28 +264,36 @@ pub enum Pool {
     AvgIncludePad,
 }
 
-/// ONNX MaxPool / AveragePool on N x C x H x W, without ceil mode.
+/// ONNX MaxPool / AveragePool on N x C x spatial..., without ceil mode;
+/// `pads` lists every begin, then every end.
 ///
 /// As in PyTorch's kernels, each window is first placed on the padded input,
 /// then clipped to the input.
-pub fn pool2d(x: &Nd, kernel: [usize; 2], strides: [usize; 2], pads: [usize; 4], mode: Pool) -> Nd {
-    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-    let oh = (h + pads[0] + pads[2] - kernel[0]) / strides[0] + 1;
-    let ow = (w + pads[1] + pads[3] - kernel[1]) / strides[1] + 1;
-    tabulate(&[n, c, oh, ow], |o| {
-        let h0 = (o[2] * strides[0]) as i64 - pads[0] as i64;
-        let w0 = (o[3] * strides[1]) as i64 - pads[1] as i64;
-        let (h1, w1) = (
-            (h0 + kernel[0] as i64).min(h as i64),
-            (w0 + kernel[1] as i64).min(w as i64),
-        );
-        let (h0, w0) = (h0.max(0), w0.max(0));
+pub fn pool(x: &Nd, kernel: &[usize], strides: &[usize], pads: &[usize], mode: Pool) -> Nd {
+    let d = kernel.len();
+    let mut out_shape = x.shape[..2].to_vec();
+    for k in 0..d {
+        out_shape.push((x.shape[2 + k] + pads[k] + pads[d + k] - kernel[k]) / strides[k] + 1);
+    }
+    tabulate(&out_shape, |o| {
+        // The window's part inside the input, per spatial dimension.
+        let ranges: Vec<(usize, usize)> = (0..d)
+            .map(|k| {
+                let lo = (o[2 + k] * strides[k]) as i64 - pads[k] as i64;
+                let hi = (lo + kernel[k] as i64).min(x.shape[2 + k] as i64);
+                (lo.max(0) as usize, hi.max(0) as usize)
+            })
+            .collect();
+        let extent: Vec<usize> = ranges
+            .iter()
+            .map(|&(lo, hi)| hi.saturating_sub(lo))
+            .collect();
         let mut vals = Vec::new();
-        for i in h0..h1 {
-            for j in w0..w1 {
-                vals.push(x.at(&[o[0], o[1], i as usize, j as usize]));
-            }
-        }
+        for_each_index(&extent, |w| {
+            let mut ix = o[..2].to_vec();
+            ix.extend(w.iter().zip(&ranges).map(|(&i, &(lo, _))| lo + i));
+            vals.push(x.at(&ix));
+        });
         assert!(
             !vals.is_empty(),
             "a pooling window lies entirely in the padding"
@@ -294,7 +302,7 @@ pub fn pool2d(x: &Nd, kernel: [usize; 2], strides: [usize; 2], pads: [usize; 4],
         match mode {
             Pool::Max => vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             Pool::AvgExcludePad => sum / vals.len() as f64,
-            Pool::AvgIncludePad => sum / (kernel[0] * kernel[1]) as f64,
+            Pool::AvgIncludePad => sum / kernel.iter().product::<usize>() as f64,
         }
     })
 }

@@ -98,18 +98,32 @@ pub fn build(
     cache: &KernelCache,
 ) -> Result<Executable, BuildError> {
     let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
+    // The pipeline's leading `inline` passes run before the library matmuls
+    // are marked, so that a matmul inside a called def (every node of an
+    // imported ONNX model is a call of a prelude def) is a root step that
+    // marking can see.
+    let leading = options
+        .passes
+        .iter()
+        .take_while(|p| p.as_str() == "inline")
+        .count();
+    let (first, rest) = options.passes.split_at(leading);
+    let run = |block: &mut Block, passes: &[String]| {
+        kernel::run_pipeline_verifying(
+            block,
+            passes,
+            &options.target,
+            options.verify,
+            &mut |_, _| {},
+        )
+        .map_err(BuildError::Internal)
+    };
+    run(&mut block, first)?;
     if options.library {
         matmul::mark(&mut block);
         mark_zero_fills(&mut block);
     }
-    kernel::run_pipeline_verifying(
-        &mut block,
-        &options.passes,
-        &options.target,
-        options.verify,
-        &mut |_, _| {},
-    )
-    .map_err(BuildError::Internal)?;
+    run(&mut block, rest)?;
     let c = codegen::emit::emit_c(&block, "tsr")
         .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
     let lib = cache

@@ -279,6 +279,73 @@ def more_fixtures():
                              m.const("delta", np.array(0.5, dtype=np.float32))])
     m.output(m.node("Add", [m.node("Mul", [x, ones]), steps]))
     save("constant_of_shape_range", m)
+    # Pooling with ceil_mode, 3-D pooling.
+    single("maxpool_ceil_mode", "MaxPool", [[1, 2, 8, 8]], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    single("maxpool_ceil_mode_pads", "MaxPool", [[1, 2, 8, 8]], kernel_shape=[3, 3], strides=[2, 2],
+           pads=[1, 1, 1, 1], ceil_mode=1)
+    single("avgpool_ceil_mode", "AveragePool", [[1, 2, 7, 9]], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    single("maxpool3d", "MaxPool", [[1, 2, 5, 6, 7]], kernel_shape=[3, 3, 3], strides=[2, 2, 2],
+           pads=[1, 1, 1, 1, 1, 1])
+    single("avgpool3d_include_pad", "AveragePool", [[1, 2, 4, 6, 5]], kernel_shape=[2, 3, 3], strides=[1, 2, 2],
+           pads=[0, 1, 1, 1, 1, 0], count_include_pad=1)
+    single("global_avgpool3d", "GlobalAveragePool", [[2, 3, 2, 4, 3]])
+    single("global_maxpool3d", "GlobalMaxPool", [[2, 3, 2, 4, 3]])
+    # Rank 5: elementwise, broadcasting, softmax, batched products (Longformer's chunks).
+    single("relu_rank5", "Relu", [[2, 1, 3, 4, 2]])
+    single("add_bcast_rank5", "Add", [[2, 1, 3, 4, 2], [1, 3, 1, 4, 1]])
+    single("softmax_rank5", "Softmax", [[1, 2, 3, 2, 5]], axis=-1)
+    single("einsum_batch3", "Einsum", [[1, 2, 3, 4, 5], [1, 2, 3, 6, 5]], equation="bhcxd,bhcyd->bhcxy")
+    single("matmul_5d", "MatMul", [[1, 2, 3, 4, 5], [1, 2, 3, 5, 2]])
+    # Comparisons and logic: float and int64 operands, broadcasting, a computed
+    # condition of a lower rank than Where's result.
+    m = Model(91)
+    x, y = m.input("x", [2, 3, 4]), m.input("y", [3, 1])
+    m.output(m.node("Where", [m.node("Less", [x, y]), x, y]))
+    save("less_where", m)
+    m = Model(93)
+    ids = m.int_input("ids", [2, 3, 4], 3)
+    x = m.input("x", [2, 3, 4])
+    e = m.node("Equal", [ids, m.const("one", np.array([1, 1, 0, 1], dtype=np.int64))])
+    g = m.node("GreaterOrEqual", [ids, m.const("two", np.array(2, dtype=np.int64))])
+    le = m.node("LessOrEqual", [x, m.const("half", np.array(0.5, dtype=np.float32))])
+    gt = m.node("Greater", [x, m.const("low", np.array(-0.5, dtype=np.float32))])
+    keep = m.node("And", [m.node("Or", [e, m.node("Not", [g])]), m.node("And", [le, gt])])
+    m.output(m.node("Cast", [keep], to=TensorProto.FLOAT))
+    save("comparisons_logic", m)
+    m = Model(95)
+    scores, gate = m.input("scores", [2, 3, 5]), m.input("gate", [5])
+    cond = m.node("Greater", [gate, m.const("zero", np.array(0.0, dtype=np.float32))])
+    m.output(m.node("Where", [cond, scores, m.const("neg", np.array(-1e4, dtype=np.float32))]))
+    save("where_computed_condition", m)
+    # Casts through bool and int64; a padding mask reshaped as int64.
+    m = Model(97)
+    x = m.input("x", [3, 4])
+    b = m.node("Cast", [m.node("Relu", [x])], to=TensorProto.BOOL)
+    i = m.node("Cast", [b], to=TensorProto.INT64)
+    m.output(m.node("Cast", [i], to=TensorProto.FLOAT))
+    save("cast_bool_int64", m)
+    m = Model(99)
+    x, mask = m.input("x", [2, 3, 4, 5]), m.int_input("mask", [2, 5], 2)
+    wide = m.node("Unsqueeze", [mask, m.const("axes", np.array([1, 2], dtype=np.int64))])
+    pad = m.node("Equal", [wide, m.const("zero", np.array(0, dtype=np.int64))])
+    m.output(m.node("Where", [pad, m.const("neg", np.array(-1e4, dtype=np.float32)), x]))
+    save("unsqueeze_int_mask", m)
+    # Pads larger than the kernel's reach (d (K - 1) < p): the direct transposed convolution, not the
+    # zero-inserted one.
+    single("conv_transpose_large_pads", "ConvTranspose", [[1, 2, 5, 5]], [[2, 3, 2, 2]], strides=[2, 2],
+           pads=[2, 1, 2, 2])
+    # Index arithmetic on constants an exporter leaves unfolded: a band |key - query| <= 1 from Range.
+    m = Model(101)
+    x = m.input("x", [2, 4, 4])
+    rows = m.node("Unsqueeze", [m.node("Range", [m.const("r0", np.array(0, dtype=np.int64)),
+                                                 m.const("r1", np.array(4, dtype=np.int64)),
+                                                 m.const("r2", np.array(1, dtype=np.int64))]),
+                                m.const("ax", np.array([1], dtype=np.int64))])
+    cols = m.node("Range", [m.const("c0", np.array(0, dtype=np.int64)), m.const("c1", np.array(4, dtype=np.int64)),
+                            m.const("c2", np.array(1, dtype=np.int64))])
+    band = m.node("LessOrEqual", [m.node("Abs", [m.node("Sub", [cols, rows])]), m.const("one", np.array(1, dtype=np.int64))])
+    m.output(m.node("Where", [band, x, m.const("ninf", np.array(-1e4, dtype=np.float32))]))
+    save("band_from_constants", m)
     # A DCGAN generator block: ConvTranspose, BatchNormalization, Relu, then ConvTranspose and Tanh.
     m = Model(61)
     z = m.input("z", [2, 8, 1, 1])
@@ -319,12 +386,22 @@ def malformed():
     write("shape_mismatch", graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [bad]))
     ints = numpy_helper.from_array(np.ones([1, 2, 3, 3], dtype=np.int64), "k")
     write("type_mismatch", graph([helper.make_node("Add", ["x", "k"], ["y"], name="add")], [ints]))
+    less = helper.make_node("Less", ["x", "k"], ["c"], name="less")
+    write("comparison_type_mismatch", graph([less, helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)],
+                                            [ints]))
+    write("ceil_mode_include_pad", graph([helper.make_node("AveragePool", ["x"], ["y"], name="pool",
+                                                           kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
+                                                           count_include_pad=1)]))
 
 
 def main():
-    for d in [FIXTURES, MALFORMED]:
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
+    # The PyTorch-exported fixtures (torch_*) belong to make_torch_fixtures.py.
+    os.makedirs(FIXTURES, exist_ok=True)
+    for name in os.listdir(FIXTURES):
+        if not name.startswith("torch_"):
+            shutil.rmtree(os.path.join(FIXTURES, name))
+    shutil.rmtree(MALFORMED, ignore_errors=True)
+    os.makedirs(MALFORMED)
     fixtures()
     malformed()
     print(f"wrote {len(os.listdir(FIXTURES))} fixtures and {len(os.listdir(MALFORMED))} malformed models")

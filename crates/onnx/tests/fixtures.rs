@@ -106,6 +106,14 @@ fn malformed_models_are_rejected_with_their_reason() {
         ),
         ("shape_mismatch", "node `mm` (MatMul): "),
         ("type_mismatch", "node `add` (Add): "),
+        (
+            "comparison_type_mismatch",
+            "node `less` (Less): operands of types float32 and int64 are not supported",
+        ),
+        (
+            "ceil_mode_include_pad",
+            "node `pool` (AveragePool): ceil_mode = 1 with count_include_pad = 1 is not supported",
+        ),
     ];
     let dir = root().join("malformed");
     assert_eq!(

@@ -17,6 +17,11 @@ use crate::import::Importer;
 
 pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
+    if let Value::Const(t) = im.value(n, 0)? {
+        let y = fold_unary(n, &t)?;
+        im.set(n, 0, Value::Const(y));
+        return Ok(());
+    }
     let x = im.var(n, 0)?;
     float_only(n, &x)?;
     let r = rank(n, &x.shape, "an input")?;
@@ -42,7 +47,42 @@ pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-fn float_only(n: &Node, v: &Var) -> Result<(), String> {
+/// A unary operator on a constant (index arithmetic such as a band's
+/// `|key - query|` that exporters leave unfolded).
+fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
+    if !t.dtype.is_float() {
+        let f: fn(i64) -> i64 = match n.op {
+            "Abs" => i64::wrapping_abs,
+            "Neg" => i64::wrapping_neg,
+            "Relu" => |v| v.max(0),
+            op => return Err(n.error(format!("{op} of an integer constant is not supported"))),
+        };
+        let v = super::ints(t).into_iter().map(f).collect();
+        return Ok(Tensor::from_i64(t.dtype, &t.shape, v));
+    }
+    // The interpreter's own builtins, so that folding means what the
+    // prelude's defs mean.
+    let builtin = |b| ir::arith::float_unary(b).ok_or_else(|| n.error("no such builtin"));
+    let f: fn(f64) -> f64 = match n.op {
+        "Relu" => |x| x.max(0.0),
+        "Neg" => |x| -x,
+        "Sigmoid" => builtin(ir::Builtin::Sigmoid)?,
+        "Tanh" => builtin(ir::Builtin::Tanh)?,
+        "Exp" => builtin(ir::Builtin::Exp)?,
+        "Log" => builtin(ir::Builtin::Log)?,
+        "Sqrt" => builtin(ir::Builtin::Sqrt)?,
+        "Abs" => builtin(ir::Builtin::Abs)?,
+        _ => builtin(ir::Builtin::Erf)?,
+    };
+    let v = t
+        .to_f64_vec()
+        .into_iter()
+        .map(|x| ir::arith::round(t.dtype, f(x)))
+        .collect();
+    Ok(Tensor::from_f64(t.dtype, &t.shape, v))
+}
+
+pub(crate) fn float_only(n: &Node, v: &Var) -> Result<(), String> {
     if v.dtype != DType::F32 {
         return Err(n.error(format!(
             "{} inputs are supported only as float32, not {}",
@@ -119,6 +159,8 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     } else {
         let x = to_rank(im, n, &a, 0, r)?;
         let y = to_rank(im, n, &b, 1, r)?;
+        float_only(n, &x)?;
+        float_only(n, &y)?;
         im.b.call(
             &format!("{base}_bcast_r{r}"),
             &[&x, &y],
@@ -142,7 +184,13 @@ fn operand(im: &mut Importer, n: &Node, v: &Value, k: usize) -> Result<Var, Stri
 }
 
 /// Operand `k` with ones prepended to rank `r`.
-fn to_rank(im: &mut Importer, n: &Node, v: &Value, k: usize, r: usize) -> Result<Var, String> {
+pub(crate) fn to_rank(
+    im: &mut Importer,
+    n: &Node,
+    v: &Value,
+    k: usize,
+    r: usize,
+) -> Result<Var, String> {
     let pad = r - v.shape().len();
     let mut shape = vec![1; pad];
     shape.extend(v.shape());
@@ -153,41 +201,39 @@ fn to_rank(im: &mut Importer, n: &Node, v: &Value, k: usize, r: usize) -> Result
             let key = format!("{}#r{r}", n.input(k).unwrap_or_default());
             Ok(im.b.weight(&key, &t))
         }
-        Value::Var(x) if pad == 0 => {
-            float_only(n, x)?;
-            Ok(x.clone())
-        }
+        Value::Var(x) if pad == 0 => Ok(x.clone()),
         Value::Var(x) => {
-            float_only(n, x)?;
             if x.shape.is_empty() {
                 return Err(n.error("a rank-0 operand broadcast against a tensor is not supported"));
             }
-            let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
-            let def = format!("reshape_r{}_r{r}", x.shape.len());
-            Ok(im.b.call(&def, &[x], &dims, DType::F32, shape))
+            super::layout::reshape_var(im, n, x, shape)
         }
     }
+}
+
+/// The flat index in `t` of the element that element `flat` of a result
+/// of `shape` reads under ONNX broadcasting.
+pub(crate) fn broadcast_index(t: &Tensor, shape: &[usize], flat: usize) -> usize {
+    // Right-aligned broadcasting: walk the result's dimensions from the
+    // last, a dimension of 1 in `t` staying at 0.
+    let (mut rest, mut off, mut stride) = (flat, 0, 1);
+    for k in (0..shape.len()).rev() {
+        let i = rest % shape[k];
+        rest /= shape[k];
+        let pad = shape.len() - t.shape.len();
+        if k >= pad {
+            let d = t.shape[k - pad];
+            off += if d == 1 { 0 } else { i } * stride;
+            stride *= d;
+        }
+    }
+    off
 }
 
 /// `a op b` on constants, broadcast to `shape`.
 fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, String> {
     let count: usize = shape.iter().product();
-    let index = |t: &Tensor, flat: usize| {
-        // Right-aligned broadcasting: walk the result's dimensions from the
-        // last, a dimension of 1 in `t` staying at 0.
-        let (mut rest, mut off, mut stride) = (flat, 0, 1);
-        for k in (0..shape.len()).rev() {
-            let i = rest % shape[k];
-            rest /= shape[k];
-            let pad = shape.len() - t.shape.len();
-            if k >= pad {
-                let d = t.shape[k - pad];
-                off += if d == 1 { 0 } else { i } * stride;
-                stride *= d;
-            }
-        }
-        off
-    };
+    let index = |t: &Tensor, flat: usize| broadcast_index(t, shape, flat);
     if a.dtype.is_float() {
         let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
         let v = (0..count)
@@ -299,7 +345,7 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
                     )))
                 }
             };
-            if !(2..=4).contains(&r) {
+            if !(2..=super::MAX_RANK).contains(&r) {
                 return Err(n.error(format!("PRelu of rank {r} is not supported")));
             }
             (format!("prelu_r{r}"), vec![slope], vec![])
@@ -325,6 +371,7 @@ pub fn expand(im: &mut Importer, n: &Node) -> Result<(), String> {
         .ok_or_else(|| n.error(format!("{:?} does not expand to {target:?}", x.shape())))?;
     let r = rank(n, &shape, "a result")?;
     let x = to_rank(im, n, &x, 0, r)?;
+    float_only(n, &x)?;
     let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
     let y =
         im.b.call(&format!("expand_r{r}"), &[&x], &dims, DType::F32, shape);
@@ -351,17 +398,10 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
             ))
         })?;
     let r = rank(n, &shape, "a result")?;
-    // A computed bool condition is used as it is: reshapes are float only.
-    let cond = match &c {
-        Value::Var(v) if v.shape.len() == r => v.clone(),
-        Value::Var(_) => {
-            return Err(
-                n.error("a computed condition of a lower rank than the result is not supported")
-            )
-        }
-        Value::Const(_) => to_rank(im, n, &c, 0, r)?,
-    };
+    let cond = to_rank(im, n, &c, 0, r)?;
     let (x, y) = (to_rank(im, n, &a, 1, r)?, to_rank(im, n, &b, 2, r)?);
+    float_only(n, &x)?;
+    float_only(n, &y)?;
     let out = im.b.call(
         &format!("where_bcast_r{r}"),
         &[&cond, &x, &y],

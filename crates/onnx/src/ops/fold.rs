@@ -136,6 +136,9 @@ pub fn cast(im: &mut Importer, n: &Node) -> Result<(), String> {
                 (DType::I64, DType::F32) => "i64_f32",
                 (DType::Bool, DType::F32) => "bool_f32",
                 (DType::F32, DType::I64) => "f32_i64",
+                (DType::F32, DType::Bool) => "f32_bool",
+                (DType::I64, DType::Bool) => "i64_bool",
+                (DType::Bool, DType::I64) => "bool_i64",
                 _ => {
                     return Err(n.error(format!(
                         "a cast of a computed {} tensor to {to} is not supported",
@@ -152,9 +155,17 @@ pub fn cast(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-/// A constant converted as `Cast` does (floats to integers truncate).
+/// A constant converted as `Cast` does (floats to integers truncate; to
+/// bool, nonzero is true).
 fn convert(t: &Tensor, to: DType) -> Tensor {
-    if to.is_float() {
+    if to == DType::Bool {
+        let v = t
+            .to_f64_vec()
+            .into_iter()
+            .map(|x| i64::from(x != 0.0))
+            .collect();
+        Tensor::from_i64(to, &t.shape, v)
+    } else if to.is_float() {
         Tensor::from_f64(
             to,
             &t.shape,

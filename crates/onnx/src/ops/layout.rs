@@ -4,6 +4,7 @@
 //! defs (a reshape to the same shape is no call at all).
 
 use interp::Tensor;
+use ir::DType;
 
 use super::{axis, ints, rank};
 use crate::build::{int, Node, Value, Var};
@@ -16,15 +17,36 @@ fn reshaped(im: &mut Importer, n: &Node, v: Value, shape: Vec<usize>) -> Result<
             t.shape = shape;
             Ok(Value::Const(t))
         }
-        Value::Var(x) if x.shape == shape => Ok(Value::Var(x)),
-        Value::Var(x) => {
-            let (ra, rb) = (rank(n, &x.shape, "an input")?, rank(n, &shape, "a result")?);
-            let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
-            let def = format!("reshape_r{ra}_r{rb}");
-            let y = im.b.call(&def, &[&x], &dims, x.dtype, shape);
-            Ok(Value::Var(y))
-        }
+        Value::Var(x) => reshape_var(im, n, &x, shape).map(Value::Var),
     }
+}
+
+/// A computed tensor as `shape` (of as many elements).
+pub(crate) fn reshape_var(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    shape: Vec<usize>,
+) -> Result<Var, String> {
+    if x.shape == shape {
+        return Ok(x.clone());
+    }
+    let (ra, rb) = (rank(n, &x.shape, "an input")?, rank(n, &shape, "a result")?);
+    let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
+    // Float tensors have `reshape_rA_rB`; int64 and bool ones (ids,
+    // masks) `reshape_i64_rA_rB` and `reshape_bool_rA_rB`.
+    let prefix = match x.dtype {
+        DType::F32 => "",
+        DType::I64 => "i64_",
+        DType::Bool => "bool_",
+        other => {
+            return Err(n.error(format!(
+                "reshaping a computed {other} tensor is not supported"
+            )))
+        }
+    };
+    let def = format!("reshape_{prefix}r{ra}_r{rb}");
+    Ok(im.b.call(&def, &[x], &dims, x.dtype, shape))
 }
 
 pub fn flatten(im: &mut Importer, n: &Node) -> Result<(), String> {

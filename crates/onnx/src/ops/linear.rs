@@ -3,7 +3,7 @@
 use interp::Tensor;
 use ir::DType;
 
-use super::axis;
+use super::{axis, MAX_RANK};
 use crate::build::{float, Node, Value, Var};
 use crate::import::Importer;
 
@@ -19,7 +19,10 @@ pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
         (4, 4) if sa[..2] == sb[..2] && sa[3] == sb[2] => {
             ("batch_matmul_r4", vec![sa[0], sa[1], sa[2], sb[3]])
         }
-        (2..=4, 2..=4) if sa.len() >= sb.len() => return Err(mismatch()),
+        (5, 5) if sa[..3] == sb[..3] && sa[4] == sb[3] => {
+            ("batch_matmul_r5", vec![sa[0], sa[1], sa[2], sa[3], sb[4]])
+        }
+        (2..=5, 2..=5) if sa.len() >= sb.len() => return Err(mismatch()),
         _ => {
             return Err(n.error(format!(
                 "MatMul of ranks {} and {} is not supported",
@@ -138,8 +141,10 @@ pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
         params.push(v);
     }
     let r = x.shape.len();
-    if !(2..=4).contains(&r) {
-        return Err(n.error(format!("input of rank {r} is not supported (2 to 4 are)")));
+    if !(2..=MAX_RANK).contains(&r) {
+        return Err(n.error(format!(
+            "input of rank {r} is not supported (2 to {MAX_RANK} are)"
+        )));
     }
     let y = im.b.call(
         &format!("batchnorm_r{r}"),
@@ -160,9 +165,9 @@ pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
     // there; that is the last axis exactly when the axis is the last.
     let default = if im.opset >= 13 { -1 } else { 1 };
     let a = axis(n, n.int("axis")?.unwrap_or(default), r)?;
-    if a + 1 != r || !(2..=4).contains(&r) {
+    if a + 1 != r || !(2..=MAX_RANK).contains(&r) {
         return Err(n.error(format!(
-            "softmax over axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to 4 is)"
+            "softmax over axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to {MAX_RANK} is)"
         )));
     }
     let y = im.b.call(
@@ -231,7 +236,7 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
         .copied()
         .filter(|c| bc.contains(c) && !oc.contains(c))
         .collect();
-    if m.len() != 1 || nn.len() != 1 || k.len() != 1 || batch.len() > 2 {
+    if m.len() != 1 || nn.len() != 1 || k.len() != 1 || batch.len() > 3 {
         return Err(unsupported());
     }
     let (m, nn, k) = (m[0], nn[0], k[0]);
@@ -262,6 +267,8 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
         (1, false, true) => "batch_matmul_tb",
         (2, false, false) => "batch_matmul_r4",
         (2, false, true) => "batch_matmul_r4_tb",
+        (3, false, false) => "batch_matmul_r5",
+        (3, false, true) => "batch_matmul_r5_tb",
         _ => return Err(unsupported()),
     };
     let size = |c: char| -> Result<usize, String> {

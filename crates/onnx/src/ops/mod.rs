@@ -7,6 +7,7 @@
 //! is an error naming the node; `build::Node::finish` catches attributes
 //! an importer did not read.
 
+mod compare;
 mod conv;
 mod elementwise;
 mod fold;
@@ -23,6 +24,7 @@ use crate::import::Importer;
 pub const SUPPORTED: &[&str] = &[
     "Abs",
     "Add",
+    "And",
     "AveragePool",
     "BatchNormalization",
     "Cast",
@@ -35,6 +37,7 @@ pub const SUPPORTED: &[&str] = &[
     "Div",
     "Dropout",
     "Einsum",
+    "Equal",
     "Erf",
     "Exp",
     "Expand",
@@ -44,14 +47,20 @@ pub const SUPPORTED: &[&str] = &[
     "Gemm",
     "GlobalAveragePool",
     "GlobalMaxPool",
+    "Greater",
+    "GreaterOrEqual",
     "Identity",
     "LayerNormalization",
     "LeakyRelu",
+    "Less",
+    "LessOrEqual",
     "Log",
     "MatMul",
     "MaxPool",
     "Mul",
     "Neg",
+    "Not",
+    "Or",
     "PRelu",
     "Pad",
     "Pow",
@@ -114,6 +123,10 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Range" => fold::range(im, n),
         "Einsum" => linear::einsum(im, n),
         "Where" => elementwise::select(im, n),
+        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" => {
+            compare::binary(im, n)
+        }
+        "Not" => compare::not(im, n),
         "Expand" => elementwise::expand(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
@@ -194,12 +207,16 @@ pub(crate) fn ints(t: &Tensor) -> Vec<i64> {
         .collect()
 }
 
-/// The rank suffix of a prelude def, for ranks the prelude covers (1-4).
+/// The highest rank of the prelude's rank families (`_rK` defs).
+pub(crate) const MAX_RANK: usize = 5;
+
+/// The rank suffix of a prelude def, for ranks the prelude covers (1 to
+/// `MAX_RANK`).
 pub(crate) fn rank(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
     match shape.len() {
-        1..=4 => Ok(shape.len()),
+        r @ 1..=MAX_RANK => Ok(r),
         r => Err(n.error(format!(
-            "{what} of rank {r} is not supported (ranks 1 to 4 are)"
+            "{what} of rank {r} is not supported (ranks 1 to {MAX_RANK} are)"
         ))),
     }
 }

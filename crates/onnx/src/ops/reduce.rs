@@ -4,7 +4,7 @@
 
 use ir::DType;
 
-use super::{axis, ints};
+use super::{axis, ints, MAX_RANK};
 use crate::build::{float, Node, Value};
 use crate::import::{Importer, PRELUDE};
 
@@ -17,9 +17,9 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.int("stash_type")?.unwrap_or(1) != 1 {
         return Err(n.error("stash_type other than 1 (float32) is not supported"));
     }
-    if a + 1 != r || !(2..=4).contains(&r) {
+    if a + 1 != r || !(2..=MAX_RANK).contains(&r) {
         return Err(n.error(format!(
-            "normalizing from axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to 4 is)"
+            "normalizing from axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to {MAX_RANK} is)"
         )));
     }
     let d = x.shape[r - 1];

@@ -68,7 +68,7 @@ class Model:
         return m
 
 
-def save(name, m, build_opset=17):
+def save(name, m, build_opset=17, external=False):
     model = m.model(build_opset)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     results = session.run(None, m.feeds)
@@ -81,7 +81,12 @@ def save(name, m, build_opset=17):
     folder = os.path.join(FIXTURES, name)
     os.makedirs(os.path.join(folder, "inputs"))
     os.makedirs(os.path.join(folder, "outputs"))
-    onnx.save(model, os.path.join(folder, "model.onnx"))
+    if external:
+        # Every initializer in one file beside the model, at its own offset.
+        onnx.save_model(model, os.path.join(folder, "model.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    else:
+        onnx.save(model, os.path.join(folder, "model.onnx"))
     for k, v in m.feeds.items():
         np.save(os.path.join(folder, "inputs", f"{k}.npy"), v)
     for out, v in zip(session.get_outputs(), results):
@@ -346,6 +351,12 @@ def more_fixtures():
     band = m.node("LessOrEqual", [m.node("Abs", [m.node("Sub", [cols, rows])]), m.const("one", np.array(1, dtype=np.int64))])
     m.output(m.node("Where", [band, x, m.const("ninf", np.array(-1e4, dtype=np.float32))]))
     save("band_from_constants", m)
+    # Weights in an external data file (offsets into one file, as exporters write large models).
+    m = Model(103)
+    x = m.input("x", [1, 3, 6, 6])
+    y = m.node("Relu", [m.node("Conv", [x, m.weight("w1", [4, 3, 3, 3]), m.weight("b1", [4])], pads=[1, 1, 1, 1])])
+    m.output(m.node("Conv", [y, m.weight("w2", [2, 4, 1, 1]), m.weight("b2", [2])]))
+    save("external_data_weights", m, external=True)
     # A DCGAN generator block: ConvTranspose, BatchNormalization, Relu, then ConvTranspose and Tanh.
     m = Model(61)
     z = m.input("z", [2, 8, 1, 1])
@@ -389,6 +400,13 @@ def malformed():
     less = helper.make_node("Less", ["x", "k"], ["c"], name="less")
     write("comparison_type_mismatch", graph([less, helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)],
                                             [ints]))
+    external = numpy_helper.from_array(np.ones([2, 2, 1, 1], dtype=np.float32), "w")
+    external.data_location = TensorProto.EXTERNAL
+    external.ClearField("raw_data")
+    for key, value in [("location", "missing.bin"), ("offset", "0"), ("length", "16")]:
+        entry = external.external_data.add()
+        entry.key, entry.value = key, value
+    write("external_data_missing", graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [external]))
     write("ceil_mode_include_pad", graph([helper.make_node("AveragePool", ["x"], ["y"], name="pool",
                                                            kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
                                                            count_include_pad=1)]))

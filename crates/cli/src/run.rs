@@ -66,14 +66,16 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
 /// the graph inputs and the weights; inputs are named as in the model, and
 /// so are the outputs.
 fn run_onnx(a: &RunArgs) -> Result<String, String> {
-    let m = OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
+    let mut m = OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
+    // The weights move into the run: one copy of them, not two.
+    let weights = std::mem::take(&mut m.weights);
     let def = pick_def(&m.checked.program, Some(onnx::MODEL_DEF), &m.name)?;
     let source = Source {
         checked: &m.checked,
         name: &m.name,
         text: &m.text,
     };
-    let (outputs, profile) = execute(a, &source, def, &m.inputs, m.weights.clone())?;
+    let (outputs, profile) = execute(a, &source, def, &m.inputs, weights)?;
     let renamed: Vec<(String, Tensor)> = outputs
         .into_iter()
         .map(|(tc, t)| {

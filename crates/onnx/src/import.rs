@@ -58,25 +58,28 @@ pub struct Importer<'a> {
 /// Imports the model at `path`; `sizes` binds symbolic input dimensions
 /// (`dim_param` names).
 pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String> {
-    let loaded = load::load(path)?;
-    import_loaded(&loaded, sizes)
+    import_loaded(load::load(path)?, sizes)
 }
 
-pub fn import_loaded(loaded: &Loaded, sizes: &HashMap<String, i64>) -> Result<Model, String> {
+pub fn import_loaded(mut loaded: Loaded, sizes: &HashMap<String, i64>) -> Result<Model, String> {
     let graph = loaded
         .model
         .graph
-        .as_ref()
+        .as_mut()
         .ok_or("the model has no graph")?;
+    // Each initializer's protobuf (its raw bytes) is dropped as soon as it
+    // is converted, so that the weights are held once, not twice.
+    let initializers = std::mem::take(&mut graph.initializer);
+    let graph = &*graph;
     let mut im = Importer {
         dir: &loaded.dir,
         opset: loaded.opset,
         values: HashMap::new(),
         b: Builder::default(),
     };
-    for t in &graph.initializer {
+    for t in initializers {
         let name = t.name.clone().unwrap_or_default();
-        let tensor = load::tensor(t, &loaded.dir, &format!("initializer `{name}`"))?;
+        let tensor = load::tensor(&t, &loaded.dir, &format!("initializer `{name}`"))?;
         im.values.insert(name, Value::Const(tensor));
     }
     let mut inputs = Vec::new();
@@ -99,7 +102,8 @@ pub fn import_loaded(loaded: &Loaded, sizes: &HashMap<String, i64>) -> Result<Mo
             shape,
         });
     }
-    for (k, node) in order(graph)?.into_iter().enumerate() {
+    let constants: std::collections::HashSet<String> = im.values.keys().cloned().collect();
+    for (k, node) in order(graph, &constants)?.into_iter().enumerate() {
         let node = Node::new(node, k);
         crate::ops::import_node(&mut im, &node)?;
         node.finish()?;
@@ -239,9 +243,13 @@ fn tc_name(onnx: &str, k: usize, used: &mut std::collections::HashSet<String>) -
 }
 
 /// The nodes in an order where every node follows the producers of its
-/// inputs (Kahn's algorithm, stable in file order); a cycle or an input
-/// nothing produces is an error naming the node.
-fn order(graph: &GraphProto) -> Result<Vec<&crate::proto::NodeProto>, String> {
+/// inputs (Kahn's algorithm, stable in file order), given the graph's
+/// `constants` (initializers); a cycle or an input nothing produces is an
+/// error naming the node.
+fn order<'g>(
+    graph: &'g GraphProto,
+    constants: &std::collections::HashSet<String>,
+) -> Result<Vec<&'g crate::proto::NodeProto>, String> {
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (k, n) in graph.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
@@ -257,7 +265,7 @@ fn order(graph: &GraphProto) -> Result<Vec<&crate::proto::NodeProto>, String> {
         .input
         .iter()
         .filter_map(|v| v.name.as_deref())
-        .chain(graph.initializer.iter().filter_map(|t| t.name.as_deref()))
+        .chain(constants.iter().map(String::as_str))
         .collect();
     let mut waiting: Vec<usize> = vec![0; graph.node.len()];
     let mut users: BTreeMap<usize, Vec<usize>> = BTreeMap::new();

@@ -7,6 +7,7 @@
 //! names the file and what is wrong (a truncated file, an unknown opset, a
 //! tensor whose data does not match its shape).
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use interp::Tensor;
@@ -214,9 +215,8 @@ fn read_external(t: &TensorProto, dir: &Path, what: &str) -> Result<Vec<u8>, Str
         ));
     }
     let path = dir.join(rel);
-    let bytes = std::fs::read(&path)
-        .map_err(|e| format!("{what}: cannot read `{}`: {e}", path.display()))?;
-    let number = |key: &str| -> Result<Option<usize>, String> {
+    let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
+    let number = |key: &str| -> Result<Option<u64>, String> {
         get(key)
             .map(|v| {
                 v.parse()
@@ -224,16 +224,21 @@ fn read_external(t: &TensorProto, dir: &Path, what: &str) -> Result<Vec<u8>, Str
             })
             .transpose()
     };
+    // Only the tensor's own bytes are read: exporters put every weight in
+    // one file, which reading whole per tensor would load once per weight.
+    let mut file = std::fs::File::open(&path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
     let offset = number("offset")?.unwrap_or(0);
-    let length = number("length")?.unwrap_or(bytes.len().saturating_sub(offset));
-    bytes
-        .get(offset..offset.saturating_add(length))
-        .map(<[u8]>::to_vec)
-        .ok_or_else(|| {
-            format!(
-                "{what}: `{}` has {} bytes, fewer than offset {offset} plus length {length}",
-                path.display(),
-                bytes.len()
-            )
-        })
+    let length = number("length")?.unwrap_or(size.saturating_sub(offset));
+    if offset.saturating_add(length) > size {
+        return Err(format!(
+            "{what}: `{}` has {size} bytes, fewer than offset {offset} plus length {length}",
+            path.display()
+        ));
+    }
+    let length = usize::try_from(length).map_err(|_| format!("{what}: length {length}"))?;
+    let mut bytes = vec![0; length];
+    file.seek(SeekFrom::Start(offset)).map_err(cannot)?;
+    file.read_exact(&mut bytes).map_err(cannot)?;
+    Ok(bytes)
 }

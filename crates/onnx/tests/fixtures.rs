@@ -110,6 +110,7 @@ fn malformed_models_are_rejected_with_their_reason() {
             "comparison_type_mismatch",
             "node `less` (Less): operands of types float32 and int64 are not supported",
         ),
+        ("external_data_missing", "initializer `w`: cannot read `"),
         (
             "ceil_mode_include_pad",
             "node `pool` (AveragePool): ceil_mode = 1 with count_include_pad = 1 is not supported",

@@ -357,6 +357,15 @@ def more_fixtures():
     y = m.node("Relu", [m.node("Conv", [x, m.weight("w1", [4, 3, 3, 3]), m.weight("b1", [4])], pads=[1, 1, 1, 1])])
     m.output(m.node("Conv", [y, m.weight("w2", [2, 4, 1, 1]), m.weight("b2", [2])]))
     save("external_data_weights", m, external=True)
+    # Gemms and LayerNormalizations without their optional inputs at two sizes (VGG's classifier as
+    # PyTorch exports it): the zeros standing for them must be of each one's size.
+    m = Model(105)
+    x = m.input("x", [2, 6])
+    h = m.node("Gemm", [x, m.weight("w1", [5, 6])], transB=1)
+    h = m.node("LayerNormalization", [h, m.weight("s1", [5])])
+    h = m.node("Gemm", [h, m.weight("w2", [3, 5])], transB=1)
+    m.output(m.node("LayerNormalization", [h, m.weight("s2", [3])]))
+    save("gemm_layernorm_without_bias", m)
     # A DCGAN generator block: ConvTranspose, BatchNormalization, Relu, then ConvTranspose and Tanh.
     m = Model(61)
     z = m.input("z", [2, 8, 1, 1])

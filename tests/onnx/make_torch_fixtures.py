@@ -17,7 +17,16 @@ import torch_models as tm  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
+# Models exported by the TorchScript exporter with symbolic dimensions:
+# the fixture's inputs give them their sizes.
+DYNAMIC = {
+    "torch_legacy_bert_dynamic": {"hidden_states": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}},
+    "torch_legacy_infogan_dynamic": {"z": {0: "batch"}},
+}
+
 CASES = {
+    "torch_legacy_bert_dynamic": lambda: tm.build_bert_layer(2, 12, 32, 2, 64),
+    "torch_legacy_infogan_dynamic": lambda: tm.build_infogan(3, hidden=64, channels=16),
     "torch_resnet18_narrow": lambda: tm.build_resnet18(1, 32, width=8),
     "torch_infogan_generator": lambda: tm.build_infogan(2, hidden=64, channels=16),
     "torch_csrnet_backend": lambda: tm.build_csrnet_backend(1, 12, scale=16),
@@ -40,7 +49,7 @@ def main():
         os.makedirs(os.path.join(folder, "inputs"))
         os.makedirs(os.path.join(folder, "outputs"))
         path = os.path.join(folder, "model.onnx")
-        expected = tm.export(model, inputs, path)
+        expected = tm.export(model, inputs, path, legacy_dynamic_axes=DYNAMIC.get(name))
         onnx.checker.check_model(onnx.load(path))
         feeds = {k: v.numpy() for k, v in inputs.items()}
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])

@@ -298,13 +298,20 @@ def build_resnet3d(batch=1, frames=8, size=32, width=8):
 # Export.
 
 
-def export(model, inputs, path, opset=18):
+def export(model, inputs, path, opset=18, legacy_dynamic_axes=None):
     """Exports with torch.onnx's default (dynamo) exporter, as a user would,
-    weights inside the file; returns the reference outputs as numpy."""
+    weights inside the file; or, given `legacy_dynamic_axes`, with the
+    TorchScript exporter and those axes symbolic (its Shape -> Gather ->
+    Unsqueeze -> Concat -> Reshape chains). Returns the reference outputs as
+    numpy."""
     names = list(inputs)
     args = tuple(inputs[n] for n in names)
-    torch.onnx.export(model, args, path, input_names=names, output_names=["output"], dynamo=True, opset_version=opset,
-                      external_data=False, verbose=False)
+    if legacy_dynamic_axes is None:
+        torch.onnx.export(model, args, path, input_names=names, output_names=["output"], dynamo=True,
+                          opset_version=opset, external_data=False, verbose=False)
+    else:
+        torch.onnx.export(model, args, path, input_names=names, output_names=["output"], dynamo=False,
+                          opset_version=min(opset, 17), dynamic_axes=legacy_dynamic_axes)
     with torch.no_grad():
         out = model(*args)
     return out.numpy()

@@ -43,7 +43,8 @@ pub struct BenchArgs {
 
 pub fn run(a: &BenchArgs) -> Result<String, String> {
     // An ONNX model runs as its imported `model` def, with its weights.
-    let (checked, name, want, inputs, preset) = if a.file.extension().is_some_and(|e| e == "onnx") {
+    let onnx = a.file.extension().is_some_and(|e| e == "onnx");
+    let (checked, name, want, inputs, preset) = if onnx {
         let m = crate::run::OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
         (
             m.checked,
@@ -67,7 +68,8 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     };
     let program = &checked.program;
     let def = crate::run::pick_def(program, want, &name)?;
-    let given = crate::load::parse_sizes(&a.sizes)?;
+    // An ONNX model's sizes went into its import: its def has no size symbols.
+    let given = crate::load::parse_sizes(if onnx { &[] } else { &a.sizes })?;
     let (args, sizes) = crate::run::prepare_args(def, &inputs, &given, 0, preset)?;
     let started = Instant::now();
     let exe = crate::compiled::build(&a.compile, program, def, &sizes)

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use interp::{Arg, Data, Tensor};
 use ir::{DType, Def, Param, Value};
@@ -23,7 +23,7 @@ pub struct RunArgs {
     /// `NAME=FILE.npy` for a tensor, `NAME=NUMBER` for a scalar (repeatable).
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
-    /// Bind a size symbol: `--size N=128` (repeatable).
+    /// Bind a size symbol: `--size N=128` (repeatable); for an ONNX model, a symbolic input dimension (else read off the input files)
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
     /// Seed for the random values of inputs not given.
@@ -58,7 +58,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
         name: &name,
         text: &text,
     };
-    let outputs = execute(a, &source, def, &a.inputs, HashMap::new())?;
+    let outputs = execute(a, &source, def, &a.inputs, &a.sizes, HashMap::new())?;
     print_outputs(a, &outputs.0, &outputs.1)
 }
 
@@ -75,7 +75,8 @@ fn run_onnx(a: &RunArgs) -> Result<String, String> {
         name: &m.name,
         text: &m.text,
     };
-    let (outputs, profile) = execute(a, &source, def, &m.inputs, weights)?;
+    // The sizes went into the import: the model def has no size symbols.
+    let (outputs, profile) = execute(a, &source, def, &m.inputs, &[], weights)?;
     let renamed: Vec<(String, Tensor)> = outputs
         .into_iter()
         .map(|(tc, t)| {
@@ -105,7 +106,7 @@ pub struct OnnxProgram {
 
 impl OnnxProgram {
     pub fn load(
-        file: &std::path::Path,
+        file: &Path,
         def: Option<&str>,
         sizes: &[String],
         items: &[String],
@@ -114,7 +115,19 @@ impl OnnxProgram {
             return Err("error: `--def` does not apply to an ONNX model".to_string());
         }
         let given = crate::load::parse_sizes(sizes)?;
-        let model = onnx::import(file, &given).map_err(|e| format!("error: {e}"))?;
+        // Symbolic input dimensions not given with `--size` are read off the
+        // shapes of the input files.
+        let mut shapes = HashMap::new();
+        for it in items {
+            if let Some((k, v)) = it.split_once('=') {
+                if v.trim().ends_with(".npy") {
+                    shapes.insert(k.trim().to_string(), npy::shape(Path::new(v.trim()))?);
+                }
+            }
+        }
+        let model = onnx::load(file)
+            .and_then(|loaded| onnx::import_loaded(loaded, &given, &shapes))
+            .map_err(|e| format!("error: {e}"))?;
         let mut inputs = Vec::new();
         for it in items {
             let (k, v) = it
@@ -173,6 +186,7 @@ fn execute(
     source: &Source,
     def: &Def,
     inputs: &[String],
+    sizes: &[String],
     preset: HashMap<String, Arg>,
 ) -> Result<(Vec<(String, Tensor)>, String), String> {
     let program = &source.checked.program;
@@ -187,7 +201,7 @@ fn execute(
             ))
         }
     };
-    let given = crate::load::parse_sizes(&a.sizes)?;
+    let given = crate::load::parse_sizes(sizes)?;
     let (args, sizes) = prepare_args(def, inputs, &given, a.seed, preset)?;
     let mut profile_text = String::new();
     if !a.interp {
@@ -284,7 +298,7 @@ fn compiled(
     def: &Def,
     sizes: &HashMap<String, i64>,
     args: &HashMap<String, Arg>,
-    emit_dir: Option<&std::path::Path>,
+    emit_dir: Option<&Path>,
     profile_text: &mut String,
 ) -> Result<Vec<(String, Tensor)>, Fallback> {
     let exe = crate::compiled::build(&a.compile, program, def, sizes).map_err(|e| match e {
@@ -452,7 +466,7 @@ fn read_inputs(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, Stri
             match param {
                 Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
                 Param::Tensor(t) => {
-                    let tensor = npy::read(std::path::Path::new(v))?;
+                    let tensor = npy::read(Path::new(v))?;
                     let decl = def
                         .tensor(t)
                         .ok_or_else(|| format!("error: no declaration for `{t}`"))?;

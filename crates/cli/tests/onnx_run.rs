@@ -118,3 +118,44 @@ fn malformed_models_exit_1_with_an_error() {
         }
     }
 }
+
+/// Input files that contradict the model's dimensions, or each other on a
+/// symbolic one, are errors naming the input and the dimension, exit 1.
+#[test]
+fn inputs_that_contradict_the_model_are_rejected() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/onnx/fixtures");
+    let bert = dir.join("torch_legacy_bert_dynamic");
+    let tmp = std::env::temp_dir().join(format!("tessera-onnx-dims-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    // A mask of 3 rows while the hidden states have 2: `batch` twice.
+    let mask = tmp.join("mask.npy");
+    let three = interp::Tensor::from_i64(ir::DType::I64, &[3, 12], vec![1; 36]);
+    npy::write(&mask, &three).unwrap();
+    // A rank-2 tensor for the rank-3 hidden states.
+    let flat = tmp.join("flat.npy");
+    let two = interp::Tensor::from_f64(ir::DType::F32, &[2, 12], vec![0.5; 24]);
+    npy::write(&flat, &two).unwrap();
+    let hidden = bert.join("inputs/hidden_states.npy");
+    let cases = [
+        (
+            vec![format!("hidden_states={}", hidden.display()), format!("attention_mask={}", mask.display())],
+            "`batch` is 2 from input `hidden_states`, but 3 from input `attention_mask` (dimension 0)",
+        ),
+        (
+            vec![format!("hidden_states={}", flat.display())],
+            "input `hidden_states` is of rank 3 in the model, but the tensor given for it is [2, 12]",
+        ),
+    ];
+    for (inputs, want) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("run").arg(bert.join("model.onnx"));
+        for i in &inputs {
+            cmd.arg("--input").arg(i);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(want), "`{stderr}` does not say `{want}`");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

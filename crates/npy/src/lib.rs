@@ -13,6 +13,17 @@ fn npy_err(path: &Path, e: impl std::fmt::Display) -> String {
     format!("error: cannot read `{}` as .npy: {e}", path.display())
 }
 
+/// The shape a `.npy` file declares, from its header alone.
+pub fn shape(path: &Path) -> Result<Vec<usize>, String> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
+    let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
+    file.shape()
+        .iter()
+        .map(|d| usize::try_from(*d).map_err(|_| npy_err(path, "dimension too large")))
+        .collect()
+}
+
 /// Reads a `.npy` file into a tensor of the element type the file declares.
 pub fn read(path: &Path) -> Result<Tensor, String> {
     let bytes =

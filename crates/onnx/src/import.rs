@@ -58,15 +58,24 @@ pub struct Importer<'a> {
 /// Imports the model at `path`; `sizes` binds symbolic input dimensions
 /// (`dim_param` names).
 pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String> {
-    import_loaded(load::load(path)?, sizes)
+    import_loaded(load::load(path)?, sizes, &HashMap::new())
 }
 
-pub fn import_loaded(mut loaded: Loaded, sizes: &HashMap<String, i64>) -> Result<Model, String> {
+/// Imports a loaded model. Symbolic input dimensions take their values from
+/// `sizes` or, failing that, from `shapes`: the shapes of the tensors the
+/// caller will bind to the graph inputs of those names (a dynamic batch
+/// size read off the input file).
+pub fn import_loaded(
+    mut loaded: Loaded,
+    sizes: &HashMap<String, i64>,
+    shapes: &HashMap<String, Vec<usize>>,
+) -> Result<Model, String> {
     let graph = loaded
         .model
         .graph
         .as_mut()
         .ok_or("the model has no graph")?;
+    let sizes = &bind_symbols(graph, sizes, shapes)?;
     // Each initializer's protobuf (its raw bytes) is dropped as soon as it
     // is converted, so that the weights are held once, not twice.
     let initializers = std::mem::take(&mut graph.initializer);
@@ -183,6 +192,63 @@ fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
 }
 
 /// A graph input's element type and concrete shape.
+/// `sizes` and the values of the symbolic dimensions of the graph inputs
+/// named in `shapes`; a symbol given two values, or a fixed dimension or
+/// rank that a shape contradicts, is an error naming the input.
+fn bind_symbols(
+    graph: &GraphProto,
+    sizes: &HashMap<String, i64>,
+    shapes: &HashMap<String, Vec<usize>>,
+) -> Result<HashMap<String, i64>, String> {
+    let mut bound = sizes.clone();
+    let mut from: HashMap<String, String> = HashMap::new();
+    for vi in &graph.input {
+        let name = vi.name.as_deref().unwrap_or("");
+        let (Some(shape), Some(dims)) = (
+            shapes.get(name),
+            vi.r#type
+                .as_ref()
+                .and_then(|t| t.tensor_type.as_ref())
+                .and_then(|t| t.shape.as_ref()),
+        ) else {
+            continue;
+        };
+        if shape.len() != dims.dim.len() {
+            return Err(format!(
+                "input `{name}` is of rank {} in the model, but the tensor given for it is {shape:?}",
+                dims.dim.len()
+            ));
+        }
+        for (k, (d, &given)) in dims.dim.iter().zip(shape).enumerate() {
+            let given = given as i64;
+            match (d.dim_value, d.dim_param.as_deref()) {
+                (Some(v), _) if v != given => {
+                    return Err(format!(
+                        "input `{name}` dimension {k} is {v} in the model, but the tensor given for it is {shape:?}"
+                    ))
+                }
+                (None, Some(p)) if !p.is_empty() => match bound.get(p) {
+                    Some(&v) if v != given => {
+                        let source = from
+                            .get(p)
+                            .map_or_else(|| "`--size`".to_string(), |n| format!("input `{n}`"));
+                        return Err(format!(
+                            "`{p}` is {v} from {source}, but {given} from input `{name}` (dimension {k})"
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        bound.insert(p.to_string(), given);
+                        from.insert(p.to_string(), name.to_string());
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+    Ok(bound)
+}
+
 fn value_type(
     vi: &ValueInfoProto,
     sizes: &HashMap<String, i64>,

@@ -26,7 +26,7 @@ pub struct Info {
 }
 
 pub fn info(path: &Path) -> Result<Info, String> {
-    let loaded = load::load(path)?;
+    let loaded = load(path)?;
     let m = &loaded.model;
     let g = m.graph.as_ref().ok_or("the model has no graph")?;
     let port = |v: &ValueInfoProto| {

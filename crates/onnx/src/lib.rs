@@ -14,7 +14,7 @@ mod load;
 mod ops;
 mod proto;
 
-pub use import::{import, Model, Port, MODEL_DEF, PRELUDE};
+pub use import::{import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
 pub use info::{info, print_info, Info};
-pub use load::OPSETS;
+pub use load::{load, Loaded, OPSETS};
 pub use ops::SUPPORTED;

@@ -1,6 +1,7 @@
 //! Every ONNX fixture (`tests/onnx/fixtures/`, written by
 //! `scripts/onnx-fixtures.sh` with ONNX Runtime's outputs) imported and run
-//! by the reference interpreter: each output equals Runtime's within a
+//! by the reference interpreter (symbolic input dimensions sized by the
+//! fixture's inputs): each output equals Runtime's within a
 //! relative tolerance of 1e-4 (of the output's largest magnitude, as
 //! summation order differs). And every malformed model
 //! (`tests/onnx/malformed/`, plus a truncated file) is rejected with an
@@ -26,7 +27,19 @@ fn folders(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs one fixture; `Err` says what differs.
 fn check(dir: &Path) -> Result<(), String> {
-    let model = onnx::import(&dir.join("model.onnx"), &HashMap::new())?;
+    // Symbolic input dimensions take the sizes of the fixture's inputs.
+    let mut shapes = HashMap::new();
+    for e in std::fs::read_dir(dir.join("inputs")).map_err(|e| e.to_string())? {
+        let path = e.map_err(|e| e.to_string())?.path();
+        let name = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        shapes.insert(name, npy::shape(&path)?);
+    }
+    let loaded = onnx::load(&dir.join("model.onnx"))?;
+    let model = onnx::import_loaded(loaded, &HashMap::new(), &shapes)?;
     let mut args = HashMap::new();
     for p in &model.inputs {
         let t = npy::read(&dir.join("inputs").join(format!("{}.npy", p.onnx)))?;

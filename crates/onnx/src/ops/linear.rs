@@ -68,7 +68,10 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
             u8::from(tb)
         )));
     }
-    let key = format!("{}#gemm", n.input(2).unwrap_or("zero"));
+    // A missing C is zeros of N, shared by the Gemms of that N.
+    let key = n
+        .input(2)
+        .map_or_else(|| format!("zeros{nn}#gemm"), |c| format!("{c}#gemm"));
     // C as a row of N (broadcast over rows) or a full M x N matrix.
     let (c, full): (Var, bool) = match n.input(2) {
         None => {

@@ -36,7 +36,9 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
         let v = match v {
             Value::Const(mut t) => {
                 t.shape = vec![d];
-                let key = format!("{}#ln", n.input(k).unwrap_or("zero"));
+                let key = n
+                    .input(k)
+                    .map_or_else(|| format!("zeros{d}#ln"), |v| format!("{v}#ln"));
                 im.b.weight(&key, &t)
             }
             Value::Var(v) if v.shape == [d] => v,

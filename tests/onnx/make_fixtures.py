@@ -114,6 +114,13 @@ def fixtures():
     single("conv_same_lower", "Conv", [[1, 2, 7, 8]], [[3, 2, 4, 4]], strides=[2, 2], auto_pad="SAME_LOWER")
     single("conv_valid", "Conv", [[1, 2, 7, 8]], [[3, 2, 3, 2]], auto_pad="VALID")
     single("conv_k1x7", "Conv", [[1, 3, 6, 10]], [[2, 3, 1, 7]], pads=[0, 3, 0, 3])
+    # Strided convolutions run as stride-1 ones on the input's phases (or every s-th point for 1x1).
+    single("conv_stride2_grouped_bias", "Conv", [[1, 4, 9, 8]], [[6, 2, 3, 3], [6]], strides=[2, 2], group=2,
+           pads=[1, 1, 1, 1])
+    single("conv_stride3_k5", "Conv", [[2, 2, 11, 10]], [[3, 2, 5, 5]], strides=[3, 3], pads=[2, 1, 0, 2])
+    single("conv_1x1_stride2", "Conv", [[1, 3, 7, 6]], [[4, 3, 1, 1], [4]], strides=[2, 2])
+    single("conv_stride_2x1", "Conv", [[1, 2, 7, 7]], [[3, 2, 3, 3]], strides=[2, 1], pads=[1, 1, 1, 1])
+    single("conv_stride2_dilated", "Conv", [[1, 2, 9, 9]], [[3, 2, 3, 3]], strides=[2, 2], dilations=[2, 2])
     single("conv1d", "Conv", [[2, 3, 11]], [[4, 3, 3], [4]], strides=[2], pads=[1, 1])
     single("conv3d", "Conv", [[1, 2, 4, 5, 5]], [[3, 2, 3, 3, 3], [3]], pads=[1, 1, 1, 1, 1, 1])
     # Pooling.

@@ -156,6 +156,7 @@ const SINGLE_DEFS: &[&str] = &[
     "conv3d_bias",
     "conv_transpose2d",
     "insert_zeros2d",
+    "space_to_depth2d",
     "maxpool2d",
     "avgpool2d",
     "avgpool2d_incpad",
@@ -738,6 +739,44 @@ fn conv_transpose2d() {
             "conv_transpose2d",
             args,
             &[&r::conv_transpose2d(&x, &wt, &w, &out_pads, groups)],
+        );
+    }
+}
+
+#[test]
+fn space_to_depth2d() {
+    // (input size, stride, begin pads, output size per phase): rows and
+    // columns past the input's end read as zeros.
+    for (k, (size, st, pads, out)) in [
+        ([6, 7], 2, [1, 1], [4, 4]),
+        ([5, 5], 3, [2, 0], [3, 2]),
+        ([4, 4], 2, [0, 0], [2, 2]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let x = rand(&[2, 3, size[0], size[1]], 460 + k as u64);
+        let want = r::tabulate(&[2, 3 * st * st, out[0], out[1]], |o| {
+            let (c, p, q) = (o[1] / (st * st), o[1] / st % st, o[1] % st);
+            let h = (st * o[2] + p) as i64 - pads[0] as i64;
+            let w = (st * o[3] + q) as i64 - pads[1] as i64;
+            if (0..size[0] as i64).contains(&h) && (0..size[1] as i64).contains(&w) {
+                x.at(&[o[0], c, h as usize, w as usize])
+            } else {
+                0.0
+            }
+        });
+        check(
+            "space_to_depth2d",
+            vec![
+                t("X", &x),
+                int("s", st),
+                int("ph0", pads[0]),
+                int("pw0", pads[1]),
+                int("OH", out[0]),
+                int("OW", out[1]),
+            ],
+            &[&want],
         );
     }
 }

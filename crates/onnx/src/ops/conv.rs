@@ -10,7 +10,7 @@
 use interp::Tensor;
 use ir::DType;
 
-use crate::build::{int, Node, Value};
+use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
 
 /// Strides, pads (begins then ends) and dilations for `spatial` input
@@ -101,22 +101,25 @@ fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, Strin
 pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
-    let w = im.var(n, 1)?;
+    // The weight becomes a parameter of the model only if it is used as it
+    // is (a strided convolution uses it rearranged).
+    let weight = im.value(n, 1)?;
+    let wshape = weight.shape().to_vec();
     let rank = x.shape.len();
-    if !(3..=5).contains(&rank) || w.shape.len() != rank {
+    if !(3..=5).contains(&rank) || wshape.len() != rank {
         return Err(n.error(format!(
-            "input {:?} and weight {:?} must both be of rank 3, 4 or 5",
-            x.shape, w.shape
+            "input {:?} and weight {wshape:?} must both be of rank 3, 4 or 5",
+            x.shape
         )));
     }
     let group = n.int("group")?.unwrap_or(1);
-    let (c, f, cg) = (x.shape[1] as i64, w.shape[0] as i64, w.shape[1] as i64);
+    let (c, f, cg) = (x.shape[1] as i64, wshape[0] as i64, wshape[1] as i64);
     if group < 1 || c % group != 0 || f % group != 0 || cg * group != c {
         return Err(n.error(format!(
             "group {group} does not divide input channels {c} and output channels {f} with {cg} input channels per group"
         )));
     }
-    let kernel = &w.shape[2..];
+    let kernel = &wshape[2..];
     if let Some(k) = n.ints("kernel_shape")? {
         if k.iter().map(|&x| x as usize).ne(kernel.iter().copied()) {
             return Err(n.error(format!(
@@ -128,7 +131,7 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
     let bias = match n.input(2) {
         Some(_) => {
             let b = im.var(n, 2)?;
-            if b.shape != [w.shape[0]] {
+            if b.shape != [wshape[0]] {
                 return Err(n.error(format!("bias {:?} should be [{}]", b.shape, f)));
             }
             Some(b)
@@ -136,11 +139,18 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
         None => None,
     };
     let d = rank - 2;
+    if let Value::Const(t) = &weight {
+        if let Some(y) = strided_as_unit_stride(im, n, &x, t, bias.as_ref(), &win, group) {
+            im.set(n, 0, Value::Var(y));
+            return Ok(());
+        }
+    }
+    let w = im.var(n, 1)?;
     let mut scalars: Vec<String> = win.strides.iter().map(|&s| int(s)).collect();
     scalars.extend(win.pads.iter().map(|&p| int(p)));
     scalars.extend(win.dilations.iter().map(|&p| int(p)));
     scalars.push(int(group));
-    let mut shape = vec![x.shape[0], w.shape[0]];
+    let mut shape = vec![x.shape[0], wshape[0]];
     shape.extend(&win.out);
     let name = format!("conv{d}d{}", if bias.is_some() { "_bias" } else { "" });
     let mut tensors = vec![&x, &w];
@@ -150,6 +160,95 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
     let y = im.b.call(&name, &tensors, &scalars, DType::F32, shape);
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// A 2-D convolution with stride s > 1 (the same along both axes), no
+/// dilation and constant weights, as a stride-1 convolution, which the
+/// generated kernels run several times faster (whole vectors along the
+/// output row instead of every s-th input point): a 1x1 kernel without
+/// padding reads every s-th point (`slice_r4`); a larger one reads the
+/// s x s phases of the input as channels (`space_to_depth2d`) with a
+/// kernel of ceil(K / s) points whose channel (c, p, q) holds the original
+/// kernel's points (s a + p, s b + q). `None` when that does not apply.
+fn strided_as_unit_stride(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    weight: &Tensor,
+    bias: Option<&Var>,
+    win: &Window,
+    group: i64,
+) -> Option<Var> {
+    let s = win.strides[0];
+    if x.shape.len() != 4
+        || s < 2
+        || win.strides.iter().any(|&t| t != s)
+        || win.dilations.iter().any(|&d| d != 1)
+    {
+        return None;
+    }
+    let (nn, c, h, wd) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let w = &weight.shape;
+    let (f, cg, kh, kw) = (w[0], w[1], w[2], w[3]);
+    let su = s as usize;
+    let (input, kernel) = if kh == 1 && kw == 1 && win.pads.iter().all(|&p| p == 0) {
+        let shape = vec![nn, c, win.out[0], win.out[1]];
+        let mut scalars = Vec::new();
+        for (extent, step) in [(nn, 1), (c, 1), (h, s), (wd, s)] {
+            scalars.extend([int(0), int(extent as i64), int(step)]);
+        }
+        let y = im.b.call("slice_r4", &[x], &scalars, DType::F32, shape);
+        let key = n.input(1).unwrap_or_default().to_string();
+        (y, im.b.weight(&key, weight))
+    } else {
+        let (ka, kb) = (kh.div_ceil(su), kw.div_ceil(su));
+        let (rows, cols) = (win.out[0] + ka - 1, win.out[1] + kb - 1);
+        let shape = vec![nn, c * su * su, rows, cols];
+        let scalars = [s, win.pads[0], win.pads[1], rows as i64, cols as i64].map(int);
+        let y =
+            im.b.call("space_to_depth2d", &[x], &scalars, DType::F32, shape);
+        let src = weight.to_f64_vec();
+        let mut split = vec![0.0; f * cg * su * su * ka * kb];
+        for fo in 0..f {
+            for ci in 0..cg {
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let k = (ci * su + i % su) * su + j % su;
+                        let to = ((fo * cg * su * su + k) * ka + i / su) * kb + j / su;
+                        split[to] = src[((fo * cg + ci) * kh + i) * kw + j];
+                    }
+                }
+            }
+        }
+        let t = Tensor::from_f64(DType::F32, &[f, cg * su * su, ka, kb], split);
+        let key = format!("{}#phases{s}", n.input(1).unwrap_or_default());
+        (y, im.b.weight(&key, &t))
+    };
+    let mut scalars = vec![
+        int(1),
+        int(1),
+        int(0),
+        int(0),
+        int(0),
+        int(0),
+        int(1),
+        int(1),
+    ];
+    scalars.push(int(group));
+    let shape = vec![nn, f, win.out[0], win.out[1]];
+    let y = match bias {
+        Some(b) => im.b.call(
+            "conv2d_bias",
+            &[&input, &kernel, b],
+            &scalars,
+            DType::F32,
+            shape,
+        ),
+        None => {
+            im.b.call("conv2d", &[&input, &kernel], &scalars, DType::F32, shape)
+        }
+    };
+    Some(y)
 }
 
 pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {

@@ -342,8 +342,7 @@ def more_fixtures():
     pad = m.node("Equal", [wide, m.const("zero", np.array(0, dtype=np.int64))])
     m.output(m.node("Where", [pad, m.const("neg", np.array(-1e4, dtype=np.float32)), x]))
     save("unsqueeze_int_mask", m)
-    # Pads larger than the kernel's reach (d (K - 1) < p): the direct transposed convolution, not the
-    # zero-inserted one.
+    # Pads larger than the kernel's reach (K - 1 < p): phases of the sub-pixel form start inside the input.
     single("conv_transpose_large_pads", "ConvTranspose", [[1, 2, 5, 5]], [[2, 3, 2, 2]], strides=[2, 2],
            pads=[2, 1, 2, 2])
     # Index arithmetic on constants an exporter leaves unfolded: a band |key - query| <= 1 from Range.

@@ -155,7 +155,7 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_bias",
     "conv3d_bias",
     "conv_transpose2d",
-    "insert_zeros2d",
+    "depth_to_space2d",
     "space_to_depth2d",
     "maxpool2d",
     "avgpool2d",
@@ -782,28 +782,34 @@ fn space_to_depth2d() {
 }
 
 #[test]
-fn insert_zeros2d() {
-    for (k, (size, strides)) in [([3, 4], [2, 2]), ([2, 3], [3, 1]), ([1, 2], [1, 4])]
-        .into_iter()
-        .enumerate()
+fn depth_to_space2d() {
+    // (phase strides, begin pads, phase grid, output size)
+    for (k, (st, pads, grid, out)) in [
+        ([2, 2], [1, 1], [4, 4], [6, 7]),
+        ([3, 1], [0, 2], [3, 5], [8, 3]),
+        ([1, 2], [0, 0], [2, 3], [2, 6]),
+    ]
+    .into_iter()
+    .enumerate()
     {
-        let x = rand(&[2, 3, size[0], size[1]], 450 + k as u64);
-        let out = [
-            2,
-            3,
-            strides[0] * (size[0] - 1) + 1,
-            strides[1] * (size[1] - 1) + 1,
-        ];
-        let want = r::tabulate(&out, |o| {
-            if o[2] % strides[0] == 0 && o[3] % strides[1] == 0 {
-                x.at(&[o[0], o[1], o[2] / strides[0], o[3] / strides[1]])
-            } else {
-                0.0
-            }
+        let f = 2;
+        let z = rand(&[2, f * st[0] * st[1], grid[0], grid[1]], 470 + k as u64);
+        let want = r::tabulate(&[2, f, out[0], out[1]], |o| {
+            let (h, w) = (o[2] + pads[0], o[3] + pads[1]);
+            let ch = (o[1] * st[0] + h % st[0]) * st[1] + w % st[1];
+            z.at(&[o[0], ch, h / st[0], w / st[1]])
         });
         check(
-            "insert_zeros2d",
-            vec![t("X", &x), int("sh", strides[0]), int("sw", strides[1])],
+            "depth_to_space2d",
+            vec![
+                t("Z", &z),
+                int("sh", st[0]),
+                int("sw", st[1]),
+                int("ph0", pads[0]),
+                int("pw0", pads[1]),
+                int("OH", out[0]),
+                int("OW", out[1]),
+            ],
             &[&want],
         );
     }

@@ -19,15 +19,17 @@ from torch import nn
 
 
 class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
+    """ResNet's basic block, 2-D or (with Conv3d and BatchNorm3d) 3-D."""
+
+    def __init__(self, cin, cout, stride, conv=nn.Conv2d, norm=nn.BatchNorm2d):
         super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
+        self.conv1 = conv(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = norm(cout)
+        self.conv2 = conv(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = norm(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(conv(cin, cout, 1, stride, bias=False), norm(cout))
 
     def forward(self, x):
         y = F.relu(self.bn1(self.conv1(x)))
@@ -255,23 +257,6 @@ def build_longformer(batch=1, seq=512, hidden=768, heads=12, window=64):
 # 3-D convolutions and pooling on video clips, narrow for the fixture.
 
 
-class BasicBlock3d(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = nn.Conv3d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm3d(cout)
-        self.conv2 = nn.Conv3d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm3d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv3d(cin, cout, 1, stride, bias=False), nn.BatchNorm3d(cout))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + (x if self.down is None else self.down(x)))
-
-
 class ResNet3d18(nn.Module):
     def __init__(self, width, classes):
         super().__init__()
@@ -279,7 +264,8 @@ class ResNet3d18(nn.Module):
                                   nn.BatchNorm3d(width), nn.ReLU(), nn.MaxPool3d(3, 2, 1))
         layers, cin = [], width
         for mult, stride in [(1, 1), (2, 2), (4, 2), (8, 2)]:
-            layers += [BasicBlock3d(cin, width * mult, stride), BasicBlock3d(width * mult, width * mult, 1)]
+            layers += [BasicBlock(cin, width * mult, stride, nn.Conv3d, nn.BatchNorm3d),
+                       BasicBlock(width * mult, width * mult, 1, nn.Conv3d, nn.BatchNorm3d)]
             cin = width * mult
         self.layers = nn.Sequential(*layers)
         self.fc = nn.Linear(cin, classes)

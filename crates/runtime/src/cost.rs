@@ -60,24 +60,28 @@ fn pinned(q: &str, constraints: &[Affine]) -> bool {
 mod tests {
     use std::collections::HashMap;
 
-    #[test]
-    fn a_matmul_costs_two_operations_per_multiply_accumulate() {
-        let src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n";
+    /// The flops of def `name` of `src` lowered with `sizes`, summed over
+    /// its steps.
+    fn total(src: &str, name: &str, sizes: &[(&str, i64)]) -> u64 {
         let p = tc::check_source(src).unwrap().program;
-        let sizes: HashMap<String, i64> = [("M", 3), ("K", 5), ("N", 7)]
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect();
-        let b = kernel::lower_def(&p, "mm", &sizes).unwrap();
-        let total: u64 = b
-            .stmts
+        let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let b = kernel::lower_def(&p, name, &sizes).unwrap();
+        b.stmts
             .iter()
             .map(|s| match &s.kind {
                 kernel::StmtKind::Block(c) => super::flops(c),
                 _ => 0,
             })
-            .sum();
-        assert_eq!(total, 2 * 3 * 5 * 7);
+            .sum()
+    }
+
+    #[test]
+    fn a_matmul_costs_two_operations_per_multiply_accumulate() {
+        let src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n";
+        assert_eq!(
+            total(src, "mm", &[("M", 3), ("K", 5), ("N", 7)]),
+            2 * 3 * 5 * 7
+        );
     }
 
     /// A `/` and a `%` in a subscript bring helper indices the constraints
@@ -85,17 +89,6 @@ mod tests {
     #[test]
     fn helper_indices_of_divisions_count_once() {
         let src = "def d(float(N) X) -> (Y) {\n  Y(i, j) +=! X(i / 3 + j % 2) where i in 0:6, j in 0:4\n}\n";
-        let p = tc::check_source(src).unwrap().program;
-        let sizes: HashMap<String, i64> = [("N".to_string(), 8)].into_iter().collect();
-        let b = kernel::lower_def(&p, "d", &sizes).unwrap();
-        let total: u64 = b
-            .stmts
-            .iter()
-            .map(|s| match &s.kind {
-                kernel::StmtKind::Block(c) => super::flops(c),
-                _ => 0,
-            })
-            .sum();
-        assert_eq!(total, 6 * 4);
+        assert_eq!(total(src, "d", &[("N", 8)]), 6 * 4);
     }
 }

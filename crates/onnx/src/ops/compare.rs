@@ -8,7 +8,7 @@
 use interp::Tensor;
 use ir::DType;
 
-use super::elementwise::{broadcast, broadcast_index, to_rank};
+use super::elementwise::{broadcast_index, broadcast_operands, to_rank};
 use super::rank;
 use crate::build::{Node, Value};
 use crate::import::Importer;
@@ -48,13 +48,7 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
             }
         )));
     }
-    let shape = broadcast(a.shape(), b.shape()).ok_or_else(|| {
-        n.error(format!(
-            "shapes {:?} and {:?} do not broadcast",
-            a.shape(),
-            b.shape()
-        ))
-    })?;
+    let shape = broadcast_operands(n, &a, &b)?;
     let (base, f) = comparison(n.op);
     if let (Value::Const(x), Value::Const(y)) = (&a, &b) {
         // int64 values beyond 2^53 would compare wrongly through f64.

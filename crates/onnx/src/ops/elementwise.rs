@@ -113,6 +113,17 @@ pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
         .collect()
 }
 
+/// The broadcast shape of two operands, or an error naming their shapes.
+pub(crate) fn broadcast_operands(n: &Node, a: &Value, b: &Value) -> Result<Vec<usize>, String> {
+    broadcast(a.shape(), b.shape()).ok_or_else(|| {
+        n.error(format!(
+            "shapes {:?} and {:?} do not broadcast",
+            a.shape(),
+            b.shape()
+        ))
+    })
+}
+
 pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let (a, b) = (im.value(n, 0)?, im.value(n, 1)?);
@@ -123,13 +134,7 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
             b.dtype()
         )));
     }
-    let shape = broadcast(a.shape(), b.shape()).ok_or_else(|| {
-        n.error(format!(
-            "shapes {:?} and {:?} do not broadcast",
-            a.shape(),
-            b.shape()
-        ))
-    })?;
+    let shape = broadcast_operands(n, &a, &b)?;
     if let (Value::Const(x), Value::Const(y)) = (&a, &b) {
         let t = fold(n, x, y, &shape)?;
         im.set(n, 0, Value::Const(t));

@@ -205,7 +205,7 @@ type UnaryOp = (&'static str, fn(f64) -> f64, Domain);
 /// of its two operands.
 type BinaryOp = (&'static str, fn(f64, f64) -> f64, Domain, Domain);
 
-/// Unary operators without attributes, defined for ranks 1-4 as `op_rK`.
+/// Unary operators without attributes, defined for ranks 1-5 as `op_rK`.
 fn unary_ops() -> Vec<UnaryOp> {
     vec![
         ("relu", |x| x.max(0.0), Domain::Scaled(2.0)),

@@ -38,8 +38,8 @@ fn prelude() -> &'static ir::Program {
 }
 
 /// Runs prelude def `name` on `args` and compares its results, in order, with
-/// `expected`: shapes exactly, values within `RTOL`.
-fn check(name: &str, args: Args, expected: &[&Nd]) {
+/// `expected`: shapes exactly, values within `RTOL`. Returns the results.
+fn check(name: &str, args: Args, expected: &[&Nd]) -> Vec<(String, Tensor)> {
     let args: HashMap<String, Arg> = args.into_iter().collect();
     let results =
         interp::run(prelude(), name, &args, &HashMap::new(), Mode::Real).unwrap_or_else(|e| {
@@ -63,6 +63,7 @@ fn check(name: &str, args: Args, expected: &[&Nd]) {
             k += 1;
         });
     }
+    results
 }
 
 /// A float32 tensor argument.
@@ -1443,15 +1444,11 @@ fn band_matmuls() {
 // ---------------------------------------------------------------------------
 // Comparisons, logic and casts to and from bool; reshapes of int64 and bool.
 
-/// `check`, after asserting that every result is of `dtype`.
+/// `check`, and that every result is of `dtype`.
 fn check_as(name: &str, args: Args, expected: &[&Nd], dtype: DType) {
-    let map: HashMap<String, Arg> = args.iter().cloned().collect();
-    let results = interp::run(prelude(), name, &map, &HashMap::new(), Mode::Real)
-        .unwrap_or_else(|e| panic!("{name}: run failed: {e}"));
-    for (res, got) in &results {
+    for (res, got) in check(name, args, expected) {
         assert_eq!(got.dtype, dtype, "{name}: type of `{res}`");
     }
-    check(name, args, expected);
 }
 
 /// A tensor argument of `dtype` holding the integers `x` (rounded).

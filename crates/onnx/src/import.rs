@@ -191,7 +191,6 @@ fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
     Ok(())
 }
 
-/// A graph input's element type and concrete shape.
 /// `sizes` and the values of the symbolic dimensions of the graph inputs
 /// named in `shapes`; a symbol given two values, or a fixed dimension or
 /// rank that a shape contradicts, is an error naming the input.
@@ -249,6 +248,7 @@ fn bind_symbols(
     Ok(bound)
 }
 
+/// A graph input's element type and concrete shape.
 fn value_type(
     vi: &ValueInfoProto,
     sizes: &HashMap<String, i64>,

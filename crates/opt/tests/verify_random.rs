@@ -424,6 +424,20 @@ impl St {
         (r.lo, r.hi)
     }
 
+    /// The ranges of `vars`, in that order.
+    fn intervals(&self, vars: &[String]) -> Vec<Iv> {
+        vars.iter()
+            .map(|v| {
+                let (lo, hi) = self.range(v);
+                Iv {
+                    name: v.clone(),
+                    lo,
+                    hi,
+                }
+            })
+            .collect()
+    }
+
     fn reductions(&self) -> Vec<String> {
         self.ranges
             .iter()
@@ -1352,17 +1366,7 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
                 node,
                 E::Read(u.clone(), vars.iter().map(|v| Aff::var(v)).collect()),
             );
-            let ranges = vars
-                .iter()
-                .map(|v| {
-                    let (lo, hi) = st.range(v);
-                    Iv {
-                        name: v.clone(),
-                        lo,
-                        hi,
-                    }
-                })
-                .collect();
+            let ranges = st.intervals(&vars);
             let hoisted = St {
                 lhs: u,
                 idx: vars,
@@ -1388,17 +1392,7 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
                 &mut st.body,
                 E::Read(u.clone(), vars.iter().map(|v| Aff::var(v)).collect()),
             );
-            let ranges = vars
-                .iter()
-                .map(|v| {
-                    let (lo, hi) = st.range(v);
-                    Iv {
-                        name: v.clone(),
-                        lo,
-                        hi,
-                    }
-                })
-                .collect();
+            let ranges = st.intervals(&vars);
             // `+=!` over no reduction iterator: the points a read of the
             // body skips stay zero, which add nothing.
             let hoisted = St {

@@ -224,43 +224,55 @@ fn strided_as_unit_stride(
         let key = format!("{}#phases{s}", n.input(1).unwrap_or_default());
         (y, im.b.weight(&key, &t))
     };
-    let mut scalars = vec![
-        int(1),
-        int(1),
-        int(0),
-        int(0),
-        int(0),
-        int(0),
-        int(1),
-        int(1),
-    ];
-    scalars.push(int(group));
     let shape = vec![nn, f, win.out[0], win.out[1]];
-    let y = match bias {
+    Some(conv2d_stride1(
+        im, &input, &kernel, bias, [0; 4], group, shape,
+    ))
+}
+
+/// `conv2d` (or `conv2d_bias`) with stride and dilation 1, `pads` begins
+/// then ends, giving `shape`: the convolution the rewrites of strided and
+/// transposed convolutions come down to.
+fn conv2d_stride1(
+    im: &mut Importer,
+    input: &Var,
+    kernel: &Var,
+    bias: Option<&Var>,
+    pads: [i64; 4],
+    groups: i64,
+    shape: Vec<usize>,
+) -> Var {
+    let mut scalars = vec![int(1), int(1)];
+    scalars.extend(pads.map(int));
+    scalars.extend([int(1), int(1), int(groups)]);
+    match bias {
         Some(b) => im.b.call(
             "conv2d_bias",
-            &[&input, &kernel, b],
+            &[input, kernel, b],
             &scalars,
             DType::F32,
             shape,
         ),
         None => {
-            im.b.call("conv2d", &[&input, &kernel], &scalars, DType::F32, shape)
+            im.b.call("conv2d", &[input, kernel], &scalars, DType::F32, shape)
         }
-    };
-    Some(y)
+    }
+}
+
+/// The spatial dimensions of a pooling's input: 2 or 3 (rank 4 or 5).
+fn pooled_dims(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
+    match shape.len() {
+        r @ 4..=5 => Ok(r - 2),
+        _ => Err(n.error(format!(
+            "input {shape:?}: only 2-D and 3-D {what} (rank 4 or 5) is supported"
+        ))),
+    }
 }
 
 pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
-    let d = x.shape.len().wrapping_sub(2);
-    if !(2..=3).contains(&d) {
-        return Err(n.error(format!(
-            "input {:?}: only 2-D and 3-D pooling (rank 4 or 5) is supported",
-            x.shape
-        )));
-    }
+    let d = pooled_dims(n, &x.shape, "pooling")?;
     let kernel: Vec<usize> = n
         .ints("kernel_shape")?
         .ok_or_else(|| n.error("attribute `kernel_shape` is required"))?
@@ -322,13 +334,7 @@ fn ceil_mode(win: &mut Window, spatial: &[usize], kernel: &[usize]) {
 pub fn global_pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
-    let d = x.shape.len().wrapping_sub(2);
-    if !(2..=3).contains(&d) {
-        return Err(n.error(format!(
-            "input {:?}: only 2-D and 3-D global pooling (rank 4 or 5) is supported",
-            x.shape
-        )));
-    }
+    let d = pooled_dims(n, &x.shape, "global pooling")?;
     let def = if n.op == "GlobalAveragePool" {
         format!("global_avgpool{d}d")
     } else {
@@ -516,23 +522,9 @@ fn sub_pixel(
         &key,
         &Tensor::from_f64(DType::F32, &[f * sh * sw, cg, ah, aw], v),
     );
-    let scalars = [
-        1,
-        1,
-        ah as i64 - 1,
-        aw as i64 - 1,
-        end_h as i64,
-        end_w as i64,
-        1,
-        1,
-    ]
-    .map(int)
-    .into_iter()
-    .chain([int(groups as i64)])
-    .collect::<Vec<_>>();
+    let pads_z = [ah as i64 - 1, aw as i64 - 1, end_h as i64, end_w as i64];
     let phases = vec![x.shape[0], f * sh * sw, h + end_h, w + end_w];
-    let z =
-        im.b.call("conv2d", &[x, &kernel], &scalars, DType::F32, phases);
+    let z = conv2d_stride1(im, x, &kernel, None, pads_z, groups as i64, phases);
     let scalars = [
         strides[0], strides[1], pads[0], pads[1], oh as i64, ow as i64,
     ]

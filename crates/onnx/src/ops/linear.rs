@@ -188,7 +188,7 @@ pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// operands is a batch index (in both and in the result), a row index (in
 /// the first and the result), a column index (in the second and the
 /// result) or a summed index (in both, not in the result); one of each
-/// besides up to two batch indices, in any operand layout the prelude's
+/// besides up to three batch indices, in any operand layout the prelude's
 /// matmul defs read (`_ta`, `_tb`).
 pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use interp::{Arg, Tensor};
-use ir::{Def, Program, Value};
+use ir::{Def, Program};
 
 /// Options of every command that compiles.
 #[derive(clap::Args, Debug, Clone)]
@@ -89,12 +89,11 @@ pub fn set_args(
     args: &HashMap<String, Arg>,
 ) -> Result<(), String> {
     for (name, a) in args {
-        let v = match a {
-            Arg::Tensor(t) => t.values(),
-            Arg::Scalar(v) => vec![*v],
-        };
-        exe.set_values(state, name, &v)
-            .map_err(|e| format!("error: input `{name}`: {e}"))?;
+        match a {
+            Arg::Tensor(t) => exe.bind(state, name, t),
+            Arg::Scalar(v) => exe.set_values(state, name, &[*v]),
+        }
+        .map_err(|e| format!("error: input `{name}`: {e}"))?;
     }
     Ok(())
 }
@@ -104,51 +103,14 @@ pub fn outputs(
     exe: &runtime::Executable,
     state: &runtime::State,
     def: &Def,
-    sizes: &HashMap<String, i64>,
 ) -> Result<Vec<(String, Tensor)>, String> {
-    let mut out = Vec::new();
-    for name in &def.outputs {
-        let decl = def
-            .tensor(name)
-            .ok_or_else(|| format!("error: no declaration of `{name}`"))?;
-        let shape = decl
-            .shape
-            .iter()
-            .map(|d| {
-                d.eval_map(sizes)
-                    .ok()
-                    .and_then(|v| usize::try_from(v).ok())
-                    .ok_or_else(|| format!("error: the shape of `{name}` is not known"))
-            })
-            .collect::<Result<Vec<usize>, String>>()?;
-        let vals = exe.values(state, name).map_err(|e| format!("error: {e}"))?;
-        let t = if decl.dtype.is_float() {
-            Tensor::from_f64(
-                decl.dtype,
-                &shape,
-                vals.iter()
-                    .map(|v| match v {
-                        Value::Float(x) => *x,
-                        _ => f64::NAN,
-                    })
-                    .collect(),
-            )
-        } else {
-            Tensor::from_i64(
-                decl.dtype,
-                &shape,
-                vals.iter()
-                    .map(|v| match v {
-                        Value::Int(i) => *i,
-                        Value::Bool(b) => i64::from(*b),
-                        Value::Float(x) => *x as i64,
-                    })
-                    .collect(),
-            )
-        };
-        out.push((name.clone(), t));
-    }
-    Ok(out)
+    def.outputs
+        .iter()
+        .map(|name| {
+            let t = exe.output(state, name).map_err(|e| format!("error: {e}"))?;
+            Ok((name.clone(), t))
+        })
+        .collect()
 }
 
 /// A per-step profile as a table: time, GFLOP/s, bytes moved and share.

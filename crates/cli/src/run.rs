@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use interp::{Arg, Data, Tensor};
+use interp::{Arg, Tensor};
 use ir::{DType, Def, Param, Value};
 use runtime::BuildError;
 
@@ -336,7 +336,7 @@ fn compiled(
         profile_text.push_str(&crate::compiled::profile_table(&steps));
         profile_text.push_str(&memory_line(exe.plan.total_bytes()));
     }
-    crate::compiled::outputs(&exe, &state, def, sizes).map_err(Fallback::Error)
+    crate::compiled::outputs(&exe, &state, def).map_err(Fallback::Error)
 }
 
 /// The memory a run used: the buffers' slots (temporaries share slots when
@@ -402,14 +402,14 @@ fn print_outputs(
                     out,
                     "wrote {} {}({})",
                     path.display(),
-                    t.dtype,
-                    join(&t.shape)
+                    t.dtype(),
+                    join(t.shape())
                 );
             }
         }
         None => {
             for (n, t) in outputs {
-                let _ = writeln!(out, "{n}: {}({})", t.dtype, join(&t.shape));
+                let _ = writeln!(out, "{n}: {}({})", t.dtype(), join(t.shape()));
                 let _ = writeln!(out, "  {}", preview(t, 10));
             }
         }
@@ -470,17 +470,18 @@ fn read_inputs(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, Stri
                     let decl = def
                         .tensor(t)
                         .ok_or_else(|| format!("error: no declaration for `{t}`"))?;
-                    if tensor.dtype != decl.dtype {
+                    if tensor.dtype() != decl.dtype {
                         return Err(format!(
                             "error: input `{t}`: `{v}` holds {} but `{t}` is {}",
-                            tensor.dtype, decl.dtype
+                            tensor.dtype(),
+                            decl.dtype
                         ));
                     }
-                    if tensor.shape.len() != decl.shape.len() {
+                    if tensor.shape().len() != decl.shape.len() {
                         return Err(format!(
                         "error: input `{t}`: `{v}` has {} dimensions ({}), but `{t}` has {} ({})",
-                        tensor.shape.len(),
-                        join(&tensor.shape),
+                        tensor.shape().len(),
+                        join(tensor.shape()),
                         decl.shape.len(),
                         decl.shape.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
                     ));
@@ -542,12 +543,12 @@ fn join(s: &[usize]) -> String {
 pub fn preview(t: &Tensor, n: usize) -> String {
     let total = t.len();
     let mut vals: Vec<String> = (0..total.min(n))
-        .map(|i| match (&t.data, t.dtype) {
-            (Data::F(v), DType::F32) => format!("{:?}", v[i] as f32),
-            (Data::F(v), _) => format!("{:?}", v[i]),
-            (Data::I(v), DType::Bool) => (v[i] != 0).to_string(),
-            (Data::I(v), DType::U64) => (v[i] as u64).to_string(),
-            (Data::I(v), _) => v[i].to_string(),
+        .map(|i| match (t.get(i), t.dtype()) {
+            (Value::Float(x), DType::F32) => format!("{:?}", x as f32),
+            (Value::Float(x), _) => format!("{x:?}"),
+            (Value::Bool(b), _) => b.to_string(),
+            (Value::Int(v), DType::U64) => (v as u64).to_string(),
+            (Value::Int(v), _) => v.to_string(),
         })
         .collect();
     if total > n {

@@ -49,10 +49,11 @@ fn check(fixture: &Path, out: &Path) -> Result<(), String> {
     for (name, path) in files(&fixture.join("outputs")) {
         let want = npy::read(&path)?;
         let got = npy::read(&out.join(format!("{name}.npy")))?;
-        if got.shape != want.shape {
+        if got.shape() != want.shape() {
             return Err(format!(
                 "`{name}`: shape {:?}, Runtime's {:?}",
-                got.shape, want.shape
+                got.shape(),
+                want.shape()
             ));
         }
         let (g, w) = (got.to_f64_vec(), want.to_f64_vec());

@@ -14,7 +14,9 @@ use std::collections::HashMap;
 use kernel::vm::Buffers;
 
 use crate::emit::CProgram;
-use crate::load::{HostBuffer, Kernel};
+use tensor::Tensor;
+
+use crate::load::Kernel;
 
 /// The partitions a parallel index of `range` is split into: `[0, a)`,
 /// `[a, b)`, `[b, range)` with `a = range / 4` and `b = 2 * range / 3`.
@@ -41,8 +43,9 @@ pub fn run_serial(
     let mut buffers = Vec::with_capacity(program.buffers.len());
     for b in &program.buffers {
         let buf = match inputs.remove(&b.name) {
-            Some(values) if values.len() == b.len => HostBuffer::from_values(b.dtype, &values)
-                .map_err(|e| format!("buffer `{}`: {e}", b.name))?,
+            Some(values) if values.len() == b.len => {
+                Tensor::from_values(b.dtype, &[b.len], &values)
+            }
             Some(values) => {
                 return Err(format!(
                     "buffer `{}` has {} values, expected {}",
@@ -51,7 +54,7 @@ pub fn run_serial(
                     b.len
                 ))
             }
-            None => HostBuffer::zeros(b.dtype, b.len),
+            None => Tensor::zeros(b.dtype, &[b.len]),
         };
         buffers.push(buf);
     }
@@ -69,6 +72,6 @@ pub fn run_serial(
         .buffers
         .iter()
         .zip(&buffers)
-        .map(|(b, data)| (b.name.clone(), data.to_values()))
+        .map(|(b, data)| (b.name.clone(), data.values()))
         .collect::<HashMap<_, _>>())
 }

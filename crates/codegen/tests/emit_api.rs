@@ -1,7 +1,7 @@
 //! The safe interface to compiled steps: `Kernel::load` checks that an
 //! object was compiled from the program (its interface text) and
 //! `Kernel::run_step` checks buffers and partitions before calling; a
-//! parallel step runs only its partition; `HostBuffer` converts to and from
+//! parallel step runs only its partition; tensors convert to and from
 //! the VM's values exactly; `#pragma GCC ivdep` is written only on vector
 //! loops whose lanes are independent, and both kinds compute what the VM
 //! does. All programs share one compiled object, but for one that comes
@@ -16,9 +16,10 @@ use codegen::cache::KernelCache;
 use codegen::compile::Compiler;
 use codegen::emit::{emit_c, CProgram};
 use codegen::exec::{partitions, run_serial};
-use codegen::load::{HostBuffer, Kernel};
+use codegen::load::Kernel;
 use ir::{DType, Value};
 use kernel::Block;
+use tensor::Tensor;
 
 fn parse(text: &str) -> Block {
     kernel::parse_block(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"))
@@ -82,8 +83,8 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn floats(v: &[f32]) -> HostBuffer {
-    HostBuffer::F32(v.to_vec())
+fn floats(v: &[f32]) -> Tensor {
+    Tensor::from_slice(DType::F32, &[v.len()], v)
 }
 
 #[test]
@@ -94,7 +95,7 @@ fn run_step_checks_buffers_and_partitions_before_calling() {
     let err = |r: Result<(), String>| r.expect_err("the call must be refused");
     let mut one = vec![floats(&x)];
     assert!(err(k.run_step(0, &mut one, 0, 10)).contains("takes 2 buffers, got 1"));
-    let mut wrong_type = vec![floats(&x), HostBuffer::F64(vec![0.0; 10])];
+    let mut wrong_type = vec![floats(&x), Tensor::zeros(DType::F64, &[10])];
     assert!(err(k.run_step(0, &mut wrong_type, 0, 10))
         .contains("buffer `O` must be float32[10], got float64[10]"));
     let mut wrong_len = vec![floats(&x), floats(&[0.0; 9])];
@@ -170,7 +171,7 @@ fn ivdep_marks_only_independent_vector_loops_and_both_match_the_vm() {
 }
 
 #[test]
-fn host_buffers_convert_exactly() {
+fn tensors_convert_vm_values_exactly() {
     let cases: Vec<(DType, Vec<Value>)> = vec![
         (DType::Bool, vec![Value::Bool(true), Value::Bool(false)]),
         (DType::U8, vec![Value::Int(0), Value::Int(255)]),
@@ -189,31 +190,21 @@ fn host_buffers_convert_exactly() {
         (DType::F64, vec![Value::Float(0.1), Value::Float(-0.0)]),
     ];
     for (t, values) in cases {
-        let b = HostBuffer::from_values(t, &values).unwrap_or_else(|e| panic!("{t}: {e}"));
+        let b = Tensor::from_values(t, &[values.len()], &values);
         assert_eq!(b.dtype(), t);
         assert_eq!(b.len(), values.len());
-        assert_eq!(b.to_values(), values, "{t}");
+        assert_eq!(b.values(), values, "{t}");
     }
     assert_eq!(
-        HostBuffer::from_values(DType::U64, &[Value::Int(-1)]),
-        Ok(HostBuffer::U64(vec![u64::MAX]))
+        Tensor::from_values(DType::U64, &[1], &[Value::Int(-1)]).as_slice::<u64>(),
+        Some(&[u64::MAX][..])
     );
-    // float32 buffers hold float32 values.
+    // float32 tensors hold float32 values.
     assert_eq!(
-        HostBuffer::from_values(DType::F32, &[Value::Float(0.1)]).map(|b| b.to_values()),
-        Ok(vec![Value::Float(f64::from(0.1f32))])
+        Tensor::from_values(DType::F32, &[1], &[Value::Float(0.1)]).values(),
+        vec![Value::Float(f64::from(0.1f32))]
     );
-    for (t, v) in [
-        (DType::U8, Value::Int(256)),
-        (DType::I8, Value::Int(-129)),
-        (DType::I32, Value::Float(1.0)),
-        (DType::F32, Value::Int(1)),
-        (DType::Bool, Value::Int(1)),
-    ] {
-        let e = HostBuffer::from_values(t, &[v]).expect_err("a value of another type");
-        assert!(e.contains(&format!("not a {t} value")), "{e}");
-    }
-    assert!(HostBuffer::zeros(DType::I16, 0).is_empty());
+    assert!(Tensor::zeros(DType::I16, &[0]).is_empty());
 }
 
 #[test]

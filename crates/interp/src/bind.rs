@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use ir::{Def, EvalError, Param, SizeExpr, TensorDecl};
 
 use crate::error::RunError;
-use crate::tensor::{element_count, MAX_ELEMENTS};
+use crate::tensors::{element_count, show_tuple, MAX_ELEMENTS};
 use crate::Arg;
 use ir::arith;
 
@@ -92,16 +92,16 @@ pub fn bind_sizes(
                 decl.name
             )));
         };
-        if t.shape.len() != decl.shape.len() {
+        if t.shape().len() != decl.shape.len() {
             return Err(err(format!(
                 "tensor `{}` has rank {}, but `{}` declares rank {}",
                 decl.name,
-                t.shape.len(),
+                t.shape().len(),
                 def.name,
                 decl.shape.len()
             )));
         }
-        for (k, (dim, &actual)) in decl.shape.iter().zip(&t.shape).enumerate() {
+        for (k, (dim, &actual)) in decl.shape.iter().zip(t.shape()).enumerate() {
             let actual = i64::try_from(actual)
                 .map_err(|_| err(format!("tensor `{}` is too large", decl.name)))?;
             if let Some(c) = dim.as_const() {
@@ -192,7 +192,7 @@ pub(crate) fn shape_of(
         Some(n) if n <= MAX_ELEMENTS => Ok(shape),
         _ => Err(format!(
             "tensor `{name}` is too large: shape {} exceeds the limit of 2^28 elements",
-            crate::tensor::show_tuple(&shape)
+            show_tuple(&shape)
         )),
     }
 }

@@ -18,9 +18,9 @@ use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
 
 use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
 use crate::read::ReadPlan;
-use crate::tensor::{Data, Tensor};
 use crate::Mode;
 use ir::arith;
+use tensor::{with_int_element, Tensor};
 
 /// A compiled expression with its type.
 pub(crate) enum Compiled<'a> {
@@ -307,12 +307,29 @@ impl<'a> Scope<'a> {
             ));
         }
         let (plan, tensor) = ReadPlan::new(self, name, subs, cx)?;
-        Ok(match &tensor.data {
-            Data::F(v) => Compiled::Float(Box::new(move |f| Ok(v[plan.offset(f)?])), tensor.dtype),
-            Data::I(v) if tensor.dtype == DType::Bool => {
+        let t = tensor.dtype();
+        let missing = || format!("`{name}` is not a contiguous {t} tensor{}", self.location());
+        Ok(match t {
+            DType::F32 => {
+                let v = tensor.as_slice::<f32>().ok_or_else(missing)?;
+                Compiled::Float(Box::new(move |f| Ok(f64::from(v[plan.offset(f)?]))), t)
+            }
+            DType::F64 => {
+                let v = tensor.as_slice::<f64>().ok_or_else(missing)?;
+                Compiled::Float(Box::new(move |f| Ok(v[plan.offset(f)?])), t)
+            }
+            DType::Bool => {
+                let v = tensor.as_slice::<u8>().ok_or_else(missing)?;
                 Compiled::Bool(Box::new(move |f| Ok(v[plan.offset(f)?] != 0)))
             }
-            Data::I(v) => Compiled::Int(Box::new(move |f| Ok(v[plan.offset(f)?])), tensor.dtype),
+            // Integers widen to the `int64` the closures compute in (a
+            // `uint64` keeps its bit pattern, as everywhere); for `int64`
+            // itself the cast is the identity.
+            #[allow(clippy::unnecessary_cast)]
+            _ => with_int_element!(t, S => {
+                let v = tensor.as_slice::<S>().ok_or_else(missing)?;
+                Compiled::Int(Box::new(move |f| Ok(v[plan.offset(f)?] as i64)), t)
+            }, return Err(missing())),
         })
     }
 

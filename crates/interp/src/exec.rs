@@ -26,9 +26,10 @@ use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
 use crate::poly::{self, Need};
 use crate::read::ReadPlan;
 use crate::residue;
-use crate::tensor::{self, Data, Tensor};
+use crate::tensors::zeros_in;
 use crate::Mode;
 use ir::arith;
+use tensor::{with_int_element, Tensor};
 
 /// What a running def knows besides its tensors.
 #[derive(Debug)]
@@ -60,8 +61,7 @@ pub(crate) fn exec_comp(
     stmt: usize,
 ) -> Result<Tensor, String> {
     let Iterators { slots, bounds } = iterators(c, &b.sizes)?;
-    let mut out = target(b, env, c, &bounds)?;
-    let t = out.dtype;
+    let (mut out, t) = target(b, env, c, &bounds)?;
     if t == DType::Bool && c.op != Reduction::Assign {
         return Err(format!(
             "`{}` on the bool tensor `{}`: reductions on bool are not defined",
@@ -83,15 +83,17 @@ pub(crate) fn exec_comp(
     };
     let (lets, mut frame) = compile_lets(&mut scope, c, bounds.len())?;
     let space = Space {
-        strides: tensor::strides(&out.shape),
+        strides: out.strides().to_vec(),
         bounds,
         n_lhs: c.indices.len(),
     };
     let cx = Cx::default();
     let guards = guards(&scope, c)?;
     let identity = c.op.identity(t);
-    let result = match (b.mode, &mut out.data) {
-        (Mode::ModP, Data::I(data)) => {
+    let stored = format!("`{}` is not stored as {t}", c.tensor);
+    let result = match b.mode {
+        Mode::ModP => {
+            let data = out.as_mut_slice::<i64>().ok_or(stored)?;
             let fold: Box<dyn Fn(i64, i64) -> i64> = match c.op {
                 Reduction::Assign => Box::new(|_, v| v),
                 Reduction::Add => Box::new(|a, v| residue::add(a as u64, v as u64) as i64),
@@ -108,10 +110,17 @@ pub(crate) fn exec_comp(
             let g = scope.residue(&c.body, cx)?;
             let body = move |f: &mut Frame| g(f).map(|r| r as i64);
             drive(
-                &mut frame, &space, &lets, &guards, &body, start, &*fold, data,
+                &mut frame,
+                &space,
+                &lets,
+                &guards,
+                &body,
+                start,
+                &*fold,
+                Store::<i64, i64>::new(data),
             )
         }
-        (Mode::Real, Data::F(data)) => {
+        Mode::Real if t.is_float() => {
             let (g, bt) = scope.float(&c.body, cx)?;
             check_body_type(c, bt, t)?;
             let start = c.init.then(|| match identity {
@@ -119,18 +128,35 @@ pub(crate) fn exec_comp(
                 Value::Int(i) => i as f64,
                 Value::Bool(b) => f64::from(u8::from(b)),
             });
-            drive(
-                &mut frame,
-                &space,
-                &lets,
-                &guards,
-                &*g,
-                start,
-                &*float_fold(c.op, t),
-                data,
-            )
+            let fold = float_fold(c.op, t);
+            if t == DType::F32 {
+                let data = out.as_mut_slice::<f32>().ok_or(stored)?;
+                drive(
+                    &mut frame,
+                    &space,
+                    &lets,
+                    &guards,
+                    &*g,
+                    start,
+                    &*fold,
+                    Store::<f32, f64>::new(data),
+                )
+            } else {
+                let data = out.as_mut_slice::<f64>().ok_or(stored)?;
+                drive(
+                    &mut frame,
+                    &space,
+                    &lets,
+                    &guards,
+                    &*g,
+                    start,
+                    &*fold,
+                    Store::<f64, f64>::new(data),
+                )
+            }
         }
-        (Mode::Real, Data::I(data)) if t == DType::Bool => {
+        Mode::Real if t == DType::Bool => {
+            let data = out.as_mut_slice::<u8>().ok_or(stored)?;
             let g = scope.boolean(&c.body, cx)?;
             let body = move |f: &mut Frame| g(f).map(i64::from);
             drive(
@@ -141,10 +167,10 @@ pub(crate) fn exec_comp(
                 &body,
                 None,
                 &|_, v| v,
-                data,
+                Store::<u8, i64>::new(data),
             )
         }
-        (Mode::Real, Data::I(data)) => {
+        Mode::Real => {
             let (g, bt) = scope.int(&c.body, cx)?;
             check_body_type(c, bt, t)?;
             let start = c.init.then(|| match identity {
@@ -152,19 +178,20 @@ pub(crate) fn exec_comp(
                 Value::Float(x) => x as i64,
                 Value::Bool(b) => i64::from(b),
             });
-            drive(
-                &mut frame,
-                &space,
-                &lets,
-                &guards,
-                &*g,
-                start,
-                &*int_fold(c.op, t),
-                data,
-            )
-        }
-        (Mode::ModP, Data::F(_)) => {
-            return Err(format!("`{}` holds floats in mod-p mode", c.tensor))
+            let fold = int_fold(c.op, t);
+            with_int_element!(t, S => {
+                let data = out.as_mut_slice::<S>().ok_or(stored)?;
+                drive(
+                    &mut frame,
+                    &space,
+                    &lets,
+                    &guards,
+                    &*g,
+                    start,
+                    &*fold,
+                    Store::<S, i64>::new(data),
+                )
+            }, return Err(stored))
         }
     };
     result.map(|()| out)
@@ -231,27 +258,27 @@ fn target(
     env: &HashMap<String, Tensor>,
     c: &Comprehension,
     bounds: &[(i64, i64)],
-) -> Result<Tensor, String> {
+) -> Result<(Tensor, DType), String> {
     let decl = b
         .def
         .tensor(&c.tensor)
         .ok_or_else(|| format!("writes undeclared tensor `{}`", c.tensor))?;
     let out = match env.get(&c.tensor) {
         Some(t) => t.clone(),
-        None => Tensor::zeros_in(b.mode, decl.dtype, &shape_of(decl, &b.sizes)?),
+        None => zeros_in(b.mode, decl.dtype, &shape_of(decl, &b.sizes)?),
     };
-    if out.shape.len() != c.indices.len() {
+    if out.shape().len() != c.indices.len() {
         return Err(format!(
             "`{}` has {} dimensions but is written with {} indices",
             c.tensor,
-            out.shape.len(),
+            out.shape().len(),
             c.indices.len()
         ));
     }
     for (k, (ix, (&(lo, hi), &dim))) in c
         .indices
         .iter()
-        .zip(bounds.iter().zip(&out.shape))
+        .zip(bounds.iter().zip(out.shape()))
         .enumerate()
     {
         // A dimension counts elements in memory, so it fits an i64.
@@ -262,7 +289,7 @@ fn target(
             ));
         }
     }
-    Ok(out)
+    Ok((out, decl.dtype))
 }
 
 fn check_body_type(c: &Comprehension, body: DType, lhs: DType) -> Result<(), String> {
@@ -400,9 +427,65 @@ fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>,
     Ok(out)
 }
 
+/// A stored element type and the type the interpreter computes it in:
+/// `f32` as `f64`, integers and `bool` as `i64`. Values are computed
+/// already rounded or wrapped to the element type, so narrowing them back
+/// is exact.
+trait Widen<T>: Copy {
+    fn widen(self) -> T;
+    fn narrow(v: T) -> Self;
+}
+
+impl Widen<f64> for f32 {
+    fn widen(self) -> f64 {
+        f64::from(self)
+    }
+    fn narrow(v: f64) -> f32 {
+        v as f32
+    }
+}
+
+impl Widen<f64> for f64 {
+    fn widen(self) -> f64 {
+        self
+    }
+    fn narrow(v: f64) -> f64 {
+        v
+    }
+}
+
+macro_rules! widen_int {
+    ($($t:ty),+) => {$(
+        impl Widen<i64> for $t {
+            fn widen(self) -> i64 {
+                self as i64
+            }
+            fn narrow(v: i64) -> $t {
+                v as $t
+            }
+        }
+    )+};
+}
+widen_int!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+/// The left-hand tensor's elements as `drive` reads and writes them.
+struct Store<'a, S, T> {
+    data: &'a mut [S],
+    computed: std::marker::PhantomData<T>,
+}
+
+impl<'a, S: Widen<T>, T> Store<'a, S, T> {
+    fn new(data: &'a mut [S]) -> Self {
+        Store {
+            data,
+            computed: std::marker::PhantomData,
+        }
+    }
+}
+
 /// Walks the iteration box, folding the body into `out`.
 #[allow(clippy::too_many_arguments)]
-fn drive<T: Copy>(
+fn drive<S: Widen<T>, T: Copy>(
     frame: &mut Frame,
     space: &Space,
     lets: &[LetEval],
@@ -410,8 +493,9 @@ fn drive<T: Copy>(
     body: &dyn Fn(&mut Frame) -> Eval<T>,
     start: Option<T>,
     fold: &dyn Fn(T, T) -> T,
-    out: &mut [T],
+    out: Store<S, T>,
 ) -> Result<(), String> {
+    let out = out.data;
     let (n, m) = (space.bounds.len(), space.n_lhs);
     for (k, &(lo, _)) in space.bounds.iter().enumerate() {
         frame.ints[k] = lo;
@@ -421,7 +505,7 @@ fn drive<T: Copy>(
         let off: usize = (0..m)
             .map(|k| frame.ints[k] as usize * space.strides[k])
             .sum();
-        let mut acc = start.unwrap_or(out[off]);
+        let mut acc = start.unwrap_or_else(|| out[off].widen());
         loop {
             let checked = eval_lets(frame, lets)
                 .and_then(|()| guards.iter().try_for_each(|g| g.offset(frame).map(|_| ())));
@@ -434,7 +518,7 @@ fn drive<T: Copy>(
                 break;
             }
         }
-        out[off] = acc;
+        out[off] = S::narrow(acc);
         if !advance(frame, &space.bounds, 0, m) {
             return Ok(());
         }

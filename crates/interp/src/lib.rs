@@ -23,15 +23,15 @@ mod frame;
 mod poly;
 mod read;
 pub mod residue;
-mod rng;
 mod run;
-mod tensor;
+mod tensors;
 
 pub use bind::{bind_sizes, param_shape};
 pub use error::RunError;
 pub use residue::P;
 pub use run::run;
-pub use tensor::{strides, Data, Tensor};
+pub use tensor::{row_major_strides as strides, Tensor};
+pub use tensors::random_residues;
 
 /// An argument of a def: a tensor or a scalar.
 #[derive(Clone, Debug, PartialEq)]

@@ -20,7 +20,6 @@ use crate::compile::{Cx, Scope};
 use crate::frame::{Frame, ResidueFn, Slot};
 use crate::read::ReadPlan;
 use crate::residue;
-use crate::tensor::Data;
 
 /// Which versions of a let are computed at each point.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,7 +45,7 @@ impl<'a> Scope<'a> {
             Expr::Iter(_) => false,
             Expr::Sym(n) => self.def.scalar(n) == Some(DType::Bool),
             Expr::Local(n) => let_bool(n),
-            Expr::Read(t, _) => self.env.get(t).is_some_and(|t| t.dtype == DType::Bool),
+            Expr::Read(t, _) => self.def.tensor(t).is_some_and(|d| d.dtype == DType::Bool),
             Expr::Unary(UnOp::Not, _) => true,
             Expr::Binary(op, ..) if op.is_comparison() || op.is_logical() => true,
             Expr::Unary(_, a) | Expr::Binary(_, a, _) | Expr::Select(_, a, _) => {
@@ -105,9 +104,11 @@ impl<'a> Scope<'a> {
             // tensor holds 0 and 1).
             Expr::Read(name, subs) => {
                 let (plan, tensor) = ReadPlan::new(self, name, subs, cx)?;
-                let Data::I(v) = &tensor.data else {
+                // Mod-p mode keeps every tensor as `int64` residues.
+                let Some(v) = tensor.as_slice::<i64>() else {
                     return Err(format!(
-                        "tensor `{name}` holds floats, but mod-p mode takes residues"
+                        "tensor `{name}` holds {}, but mod-p mode takes residues",
+                        tensor.dtype()
                     ));
                 };
                 Box::new(move |f| Ok(v[plan.offset(f)?] as u64))

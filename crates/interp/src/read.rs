@@ -16,7 +16,8 @@ use ir::{BinOp, Expr, UnOp};
 
 use crate::compile::{Cx, Scope};
 use crate::frame::{Eval, Frame, IntFn, Stop};
-use crate::tensor::{self, Tensor};
+use crate::tensors::show_tuple;
+use tensor::Tensor;
 
 /// `constant + sum(coef * ints[slot])`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,10 +90,10 @@ impl<'a> ReadPlan<'a> {
         let tensor = env
             .get(name)
             .ok_or_else(|| format!("`{name}` is read before it is defined"))?;
-        if tensor.shape.len() != subs.len() {
+        if tensor.shape().len() != subs.len() {
             return Err(format!(
                 "`{name}` has {} dimensions but is read with {} subscripts",
-                tensor.shape.len(),
+                tensor.shape().len(),
                 subs.len()
             ));
         }
@@ -112,8 +113,8 @@ impl<'a> ReadPlan<'a> {
         let plan = ReadPlan {
             name: name.to_string(),
             // Tensor shapes are capped far below i64::MAX elements.
-            dims: tensor.shape.iter().map(|&d| d as i64).collect(),
-            strides: tensor::strides(&tensor.shape),
+            dims: tensor.shape().iter().map(|&d| d as i64).collect(),
+            strides: tensor.strides().to_vec(),
             subs: compiled,
             skippable: scope.reduction && !cx.in_branch && !indirect,
         };
@@ -151,8 +152,8 @@ impl<'a> ReadPlan<'a> {
         f.fail(format!(
             "read of `{}` at {} is out of bounds for shape {}",
             self.name,
-            tensor::show_tuple(&idx),
-            tensor::show_tuple(&self.dims)
+            show_tuple(&idx),
+            show_tuple(&self.dims)
         ))
     }
 }

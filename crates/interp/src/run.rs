@@ -16,9 +16,10 @@ use crate::bind::{bind_sizes, shape_of};
 use crate::compile::Scope;
 use crate::error::RunError;
 use crate::exec::{exec_comp, Bindings};
-use crate::tensor::{show_tuple, Tensor};
+use crate::tensors::{admit, show_tuple};
 use crate::{Arg, Mode};
 use ir::arith;
+use tensor::Tensor;
 
 /// Calls may nest this deep (the verifier rejects recursion; this keeps an
 /// unverified recursive program from overflowing the stack).
@@ -82,24 +83,23 @@ fn run_def(
                 let decl = def
                     .tensor(name)
                     .ok_or_else(|| err(format!("tensor parameter `{name}` has no declaration")))?;
-                if t.shape.len() != decl.shape.len() {
+                if t.shape().len() != decl.shape.len() {
                     return Err(err(format!(
                         "tensor `{name}` has rank {}, but `{}` declares rank {}",
-                        t.shape.len(),
+                        t.shape().len(),
                         def.name,
                         decl.shape.len()
                     )));
                 }
-                if mode == Mode::Real && t.dtype != decl.dtype {
+                if mode == Mode::Real && t.dtype() != decl.dtype {
                     return Err(err(format!(
                         "tensor `{name}` is {}, but `{}` declares {}",
-                        t.dtype, def.name, decl.dtype
+                        t.dtype(),
+                        def.name,
+                        decl.dtype
                     )));
                 }
-                t.check(name, mode).map_err(err)?;
-                let mut t = t.clone();
-                t.dtype = decl.dtype;
-                env.insert(name.clone(), t);
+                env.insert(name.clone(), admit(t, name, mode).map_err(err)?);
             }
             (Param::Scalar { name, .. }, Arg::Tensor(_)) => {
                 return Err(err(format!(
@@ -125,12 +125,12 @@ fn run_def(
     for decl in def.tensor_params() {
         let want = shape_of(decl, &sizes).map_err(err)?;
         if let Some(t) = env.get(&decl.name) {
-            if t.shape != want {
+            if t.shape() != want.as_slice() {
                 let declared: Vec<String> = decl.shape.iter().map(ToString::to_string).collect();
                 return Err(err(format!(
                     "tensor `{}` has shape {}, but its declared shape {} is {} here",
                     decl.name,
-                    show_tuple(&t.shape),
+                    show_tuple(t.shape()),
                     show_tuple(&declared),
                     show_tuple(&want)
                 )));
@@ -246,23 +246,24 @@ fn exec_call(
     call.results
         .iter()
         .zip(outputs)
-        .map(|(r, (_, mut t))| {
+        .map(|(r, (_, t))| {
             let decl = def
                 .tensor(r)
                 .ok_or_else(|| err(format!("call result `{r}` has no declaration")))?;
-            if b.mode == Mode::Real && t.dtype != decl.dtype {
+            if b.mode == Mode::Real && t.dtype() != decl.dtype {
                 return Err(err(format!(
                     "`{}` returns {} for `{r}`, which is declared {}",
-                    callee.name, t.dtype, decl.dtype
+                    callee.name,
+                    t.dtype(),
+                    decl.dtype
                 )));
             }
-            t.dtype = decl.dtype;
             let want = shape_of(decl, &b.sizes).map_err(err)?;
-            if t.shape != want {
+            if t.shape() != want.as_slice() {
                 return Err(err(format!(
                     "`{}` returns shape {} for `{r}`, which is declared {}",
                     callee.name,
-                    show_tuple(&t.shape),
+                    show_tuple(t.shape()),
                     show_tuple(&want)
                 )));
             }

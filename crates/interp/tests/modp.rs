@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use interp::{Data, Mode, Tensor, P};
+use interp::{Mode, Tensor, P};
 use ir::{BinOp, Builtin, DType, Expr, Reduction, SizeExpr, Value};
 
 fn run_modp(
@@ -24,10 +24,8 @@ fn run_modp(
 }
 
 fn residues(t: &Tensor) -> Vec<u128> {
-    match &t.data {
-        Data::I(v) => v.iter().map(|&x| x as u128).collect(),
-        Data::F(_) => panic!("mod-p tensors hold residues"),
-    }
+    assert_eq!(t.dtype(), DType::I64, "mod-p tensors hold residues");
+    t.to_i64_vec().iter().map(|&x| x as u128).collect()
 }
 
 /// A one-statement def `O(i) op body` over `A(N)`, `B(N)` (float32).
@@ -69,10 +67,10 @@ fn matmul_over_residues_matches_u128() {
         ))
         .build()]);
     let (m, k, n) = (4, 9, 3);
-    let a = Tensor::random_mod_p(&[m, k], 11);
-    let b = Tensor::random_mod_p(&[k, n], 12);
+    let a = interp::random_residues(&[m, k], 11);
+    let b = interp::random_residues(&[k, n], 12);
     let c = only_output(run_modp(&p, &[("A", &a), ("B", &b)]));
-    assert_eq!((c.dtype, c.shape.clone()), (DType::F32, vec![m, n]));
+    assert_eq!((c.dtype(), c.shape()), (DType::I64, &[m, n][..]));
     let (av, bv, pp) = (residues(&a), residues(&b), P as u128);
     let want: Vec<u128> = (0..m)
         .flat_map(|i| (0..n).map(move |j| (i, j)))
@@ -100,8 +98,8 @@ fn literals_negation_and_products_are_taken_mod_p() {
         lit_f(3.0, DType::F32),
     );
     let p = unary_def(Reduction::Assign, false, body, vec![upto("i", "N")], &["N"]);
-    let a = Tensor::random_mod_p(&[6], 1);
-    let b = Tensor::random_mod_p(&[6], 2);
+    let a = interp::random_residues(&[6], 1);
+    let b = interp::random_residues(&[6], 2);
     let o = only_output(run_modp(&p, &[("A", &a), ("B", &b)]));
     let pp = P as u128;
     let want: Vec<u128> = residues(&a)
@@ -118,8 +116,8 @@ fn product_reduction_and_skipped_points_follow_real_semantics() {
     // and is skipped, as in real mode.
     let body = read("A", vec![add(it("k"), Expr::int(1))]);
     let p = unary_def(Reduction::Mul, true, body, vec![upto("k", "N")], &[]);
-    let a = Tensor::random_mod_p(&[5], 3);
-    let b = Tensor::random_mod_p(&[5], 4);
+    let a = interp::random_residues(&[5], 3);
+    let b = interp::random_residues(&[5], 4);
     let o = only_output(run_modp(&p, &[("A", &a), ("B", &b)]));
     let want = residues(&a)[1..]
         .iter()
@@ -149,7 +147,7 @@ fn conditions_subscripts_and_shared_lets() {
         .output("O", DType::F32, &["N"])
         .comp(c)
         .build()]);
-    let a = Tensor::random_mod_p(&[4], 5);
+    let a = interp::random_residues(&[4], 5);
     let o = only_output(run_modp(&p, &[("A", &a)]));
     let av = residues(&a);
     let pp = P as u128;
@@ -197,7 +195,7 @@ fn non_polynomial_constructs_are_rejected_with_their_location() {
             vec![upto("i", "N")],
             &["N"],
         );
-        let a = Tensor::random_mod_p(&[3], 1);
+        let a = interp::random_residues(&[3], 1);
         let e = run_modp(&p, &[("A", &a), ("B", &a)]).unwrap_err();
         assert_eq!(
             (e.def.as_str(), e.stmt, e.message.as_str()),
@@ -211,7 +209,7 @@ fn non_polynomial_constructs_are_rejected_with_their_location() {
         at("B", &["i"]),
     );
     let p = unary_def(Reduction::Assign, false, body, vec![upto("i", "N")], &["N"]);
-    let a = Tensor::random_mod_p(&[3], 1);
+    let a = interp::random_residues(&[3], 1);
     let e = run_modp(&p, &[("A", &a), ("B", &a)]).unwrap_err();
     assert!(
         e.message.starts_with(
@@ -257,7 +255,7 @@ fn arguments_must_be_residues() {
             vec![upto("i", "N")],
         ))
         .build()]);
-    let a = Tensor::random_mod_p(&[3], 9);
+    let a = interp::random_residues(&[3], 9);
     let mut args = tensor_args(&[("A", &a)]);
     args.insert("a".into(), interp::Arg::Scalar(Value::Float(-1.0)));
     let o = only_output(interp::run(&q, "s", &args, &HashMap::new(), Mode::ModP));

@@ -51,7 +51,7 @@ fn check(name: &str, args: Args, expected: &[&Nd]) -> Vec<(String, Tensor)> {
         });
     assert_eq!(results.len(), expected.len(), "{name}: number of results");
     for ((res, got), want) in results.iter().zip(expected) {
-        assert_eq!(got.shape, want.shape, "{name}: shape of `{res}`");
+        assert_eq!(got.shape(), want.shape, "{name}: shape of `{res}`");
         let got = got.to_f64_vec();
         let mut k = 0;
         r::for_each_index(&want.shape, |ix| {
@@ -1447,7 +1447,7 @@ fn band_matmuls() {
 /// `check`, and that every result is of `dtype`.
 fn check_as(name: &str, args: Args, expected: &[&Nd], dtype: DType) {
     for (res, got) in check(name, args, expected) {
-        assert_eq!(got.dtype, dtype, "{name}: type of `{res}`");
+        assert_eq!(got.dtype(), dtype, "{name}: type of `{res}`");
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
-use interp::{Data, Mode, Tensor, P};
+use interp::{Mode, Tensor, P};
 use ir::{BinOp, DType, Expr, Reduction};
 use proptest::prelude::*;
 
@@ -49,10 +49,8 @@ fn shifted_matmul() -> ir::Program {
 type NativeOp = fn(f32, f32) -> f32;
 
 fn ints(t: &Tensor) -> Vec<i64> {
-    match &t.data {
-        Data::I(v) => v.clone(),
-        Data::F(_) => panic!("integers expected"),
-    }
+    assert!(!t.dtype().is_float(), "integers expected");
+    t.to_i64_vec()
 }
 
 proptest! {
@@ -100,14 +98,14 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let p = shifted_matmul();
-        let mut a = Tensor::random(DType::I64, &[m, k], seed);
+        let a = Tensor::random(DType::I64, &[m, k], seed);
         let b = Tensor::random(DType::I64, &[k, n], seed ^ 1);
         // Make some values negative so that residues of negatives are used.
-        if let Data::I(v) = &mut a.data {
-            v.iter_mut().step_by(2).for_each(|x| *x = -*x * 1000);
-        }
+        let mut v = a.to_i64_vec();
+        v.iter_mut().step_by(2).for_each(|x| *x = -*x * 1000);
+        let a = Tensor::from_i64(DType::I64, &[m, k], v);
         let real = only_output(run_real(&p, &tensor_args(&[("A", &a), ("B", &b)])));
-        let residues = |t: &Tensor| Tensor::from_i64(DType::I64, &t.shape, ints(t).iter().map(|x| x.rem_euclid(P as i64)).collect());
+        let residues = |t: &Tensor| Tensor::from_i64(DType::I64, t.shape(), ints(t).iter().map(|x| x.rem_euclid(P as i64)).collect());
         let (ra, rb) = (residues(&a), residues(&b));
         let modp = only_output(interp::run(&p, "mm", &tensor_args(&[("A", &ra), ("B", &rb)]), &HashMap::new(), Mode::ModP));
         prop_assert_eq!(ints(&residues(&real)), ints(&modp));

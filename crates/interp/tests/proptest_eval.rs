@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use interp::{Arg, Data, Mode, Tensor};
+use interp::{Arg, Mode, Tensor};
 use ir::DType;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -840,10 +840,7 @@ fn agree(case: &Case) -> Result<Outcome, TestCaseError> {
         .map(|(t, s)| Tensor::random(case.dtype, s, case.seed.wrapping_add(t as u64)))
         .collect();
     let floats: Vec<Vec<f64>> = inputs.iter().map(Tensor::to_f64_vec).collect();
-    let ints = |t: &Tensor| match &t.data {
-        Data::I(v) => v.clone(),
-        Data::F(v) => v.iter().map(|x| *x as i64).collect(),
-    };
+    let ints = |t: &Tensor| t.to_i64_vec();
     let expected: Expected<f64> = match case.dtype {
         DType::F32 => convert(
             evaluate(case, &wrap(&floats, F32), |x: F32| x.0.abs()),
@@ -889,8 +886,8 @@ fn agree(case: &Case) -> Result<Outcome, TestCaseError> {
         (Expected::Values(shape, want, scale, empty_point), Ok(outs)) => {
             let (name, got) = &outs[0];
             prop_assert_eq!(name, "O");
-            prop_assert_eq!(got.dtype, case.dtype, "{}", src);
-            prop_assert_eq!(&got.shape, &shape, "{}", src);
+            prop_assert_eq!(got.dtype(), case.dtype, "{}", src);
+            prop_assert_eq!(&got.shape(), &shape, "{}", src);
             let got_values = got.to_f64_vec();
             for (k, ((g, w), s)) in got_values.iter().zip(&want).zip(&scale).enumerate() {
                 let ok = if case.dtype.is_float() {

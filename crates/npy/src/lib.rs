@@ -1,13 +1,14 @@
-//! `.npy` files to and from interpreter tensors.
+//! `.npy` files to and from tensors.
 //!
 //! Reading checks the element type against what numpy writes (`<f4`, `<i8`,
-//! `|b1`, ...) and reorders Fortran-ordered arrays to C order. Every failure
-//! is an `error:` message naming the file.
+//! `|b1`, ...), copies the elements once into the tensor's aligned storage,
+//! and gives Fortran-ordered arrays their C order. Every failure is an
+//! `error:` message naming the file.
 
 use std::path::Path;
 
-use interp::{Data, Tensor};
 use ir::DType;
+use tensor::Tensor;
 
 fn npy_err(path: &Path, e: impl std::fmt::Display) -> String {
     format!("error: cannot read `{}` as .npy: {e}", path.display())
@@ -18,7 +19,11 @@ pub fn shape(path: &Path) -> Result<Vec<usize>, String> {
     let file = std::fs::File::open(path)
         .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
     let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
-    file.shape()
+    dims(file.shape(), path)
+}
+
+fn dims(shape: &[u64], path: &Path) -> Result<Vec<usize>, String> {
+    shape
         .iter()
         .map(|d| usize::try_from(*d).map_err(|_| npy_err(path, "dimension too large")))
         .collect()
@@ -26,126 +31,60 @@ pub fn shape(path: &Path) -> Result<Vec<usize>, String> {
 
 /// Reads a `.npy` file into a tensor of the element type the file declares.
 pub fn read(path: &Path) -> Result<Tensor, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
-    let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_err(path, e))?;
-    let shape: Vec<usize> = file
-        .shape()
-        .iter()
-        .map(|d| usize::try_from(*d).map_err(|_| npy_err(path, "dimension too large")))
-        .collect::<Result<_, _>>()?;
-    let count = shape
-        .iter()
-        .try_fold(1usize, |a, d| a.checked_mul(*d))
-        .ok_or_else(|| npy_err(path, "too many elements"))?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
+    let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
+    let shape = dims(file.shape(), path)?;
+    let count = tensor::element_count(&shape).ok_or_else(|| npy_err(path, "too many elements"))?;
     let fortran = file.order() == npyz::Order::Fortran;
     let descr = match file.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),
         other => return Err(npy_err(path, format!("unsupported element type {other:?}"))),
     };
+    // Fortran-ordered elements are the C-ordered elements of the reversed
+    // shape; reversing the dimensions of that tensor gives the array.
+    let stored: Vec<usize> = if fortran {
+        shape.iter().rev().copied().collect()
+    } else {
+        shape.clone()
+    };
+    macro_rules! typed {
+        ($ty:ty, $dtype:expr) => {{
+            let v = file.into_vec::<$ty>().map_err(|e| npy_err(path, e))?;
+            if v.len() != count {
+                return Err(npy_err(
+                    path,
+                    format!("expected {count} elements, found {}", v.len()),
+                ));
+            }
+            Tensor::from_slice($dtype, &stored, &v)
+        }};
+    }
     let kind = descr.trim_start_matches(['<', '>', '|', '=']).to_string();
-    let (dtype, data) = match kind.as_str() {
-        "f4" => (
-            DType::F32,
-            Data::F(
-                file.into_vec::<f32>()
-                    .map_err(|e| npy_err(path, e))?
-                    .into_iter()
-                    .map(f64::from)
-                    .collect(),
-            ),
-        ),
-        "f8" => (
-            DType::F64,
-            Data::F(file.into_vec::<f64>().map_err(|e| npy_err(path, e))?),
-        ),
-        "i1" => (DType::I8, ints(file.into_vec::<i8>(), path)?),
-        "i2" => (DType::I16, ints(file.into_vec::<i16>(), path)?),
-        "i4" => (DType::I32, ints(file.into_vec::<i32>(), path)?),
-        "i8" => (DType::I64, ints(file.into_vec::<i64>(), path)?),
-        "u1" => (DType::U8, ints(file.into_vec::<u8>(), path)?),
-        "u2" => (DType::U16, ints(file.into_vec::<u16>(), path)?),
-        "u4" => (DType::U32, ints(file.into_vec::<u32>(), path)?),
-        "u8" => (
-            DType::U64,
-            Data::I(
-                file.into_vec::<u64>()
-                    .map_err(|e| npy_err(path, e))?
-                    .into_iter()
-                    .map(|v| v as i64)
-                    .collect(),
-            ),
-        ),
-        "b1" => (
-            DType::Bool,
-            Data::I(
-                file.into_vec::<u8>()
-                    .map_err(|e| npy_err(path, e))?
-                    .into_iter()
-                    .map(|v| i64::from(v != 0))
-                    .collect(),
-            ),
-        ),
+    let t = match kind.as_str() {
+        "f4" => typed!(f32, DType::F32),
+        "f8" => typed!(f64, DType::F64),
+        "i1" => typed!(i8, DType::I8),
+        "i2" => typed!(i16, DType::I16),
+        "i4" => typed!(i32, DType::I32),
+        "i8" => typed!(i64, DType::I64),
+        "u1" => typed!(u8, DType::U8),
+        "u2" => typed!(u16, DType::U16),
+        "u4" => typed!(u32, DType::U32),
+        "u8" => typed!(u64, DType::U64),
+        "b1" => {
+            // A bool tensor's bytes are 0 or 1; numpy's may be any nonzero.
+            let bytes = typed!(u8, DType::U8).to_i64_vec();
+            Tensor::from_i64(DType::Bool, &stored, bytes)
+        }
         other => return Err(npy_err(path, format!("unsupported element type `{other}`"))),
     };
-    let len = match &data {
-        Data::F(v) => v.len(),
-        Data::I(v) => v.len(),
-    };
-    if len != count {
-        return Err(npy_err(
-            path,
-            format!("expected {count} elements, found {len}"),
-        ));
-    }
-    let mut t = Tensor { dtype, shape, data };
-    if fortran && t.shape.len() > 1 {
-        t = to_c_order(&t);
+    if fortran && shape.len() > 1 {
+        let reversed: Vec<usize> = (0..shape.len()).rev().collect();
+        let view = t.permute(&reversed).map_err(|e| npy_err(path, e))?;
+        return Ok(view.contiguous());
     }
     Ok(t)
-}
-
-fn ints<T: Into<i64>>(v: std::io::Result<Vec<T>>, path: &Path) -> Result<Data, String> {
-    Ok(Data::I(
-        v.map_err(|e| npy_err(path, e))?
-            .into_iter()
-            .map(Into::into)
-            .collect(),
-    ))
-}
-
-/// Reorders a tensor whose data is in Fortran (column-major) order.
-fn to_c_order(t: &Tensor) -> Tensor {
-    let n = t.shape.len();
-    let count: usize = t.shape.iter().product();
-    let mut order = vec![0usize; count];
-    let mut idx = vec![0usize; n];
-    for slot in order.iter_mut() {
-        // idx is the C-order multi-index of this slot; find its Fortran offset.
-        let mut off = 0;
-        let mut stride = 1;
-        for (i, dim) in idx.iter().zip(&t.shape) {
-            off += i * stride;
-            stride *= dim;
-        }
-        *slot = off;
-        for d in (0..n).rev() {
-            idx[d] += 1;
-            if idx[d] < t.shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    let data = match &t.data {
-        Data::F(v) => Data::F(order.iter().map(|&o| v[o]).collect()),
-        Data::I(v) => Data::I(order.iter().map(|&o| v[o]).collect()),
-    };
-    Tensor {
-        dtype: t.dtype,
-        shape: t.shape.clone(),
-        data,
-    }
 }
 
 /// Writes a tensor as `.npy` in its element type (C order).
@@ -153,8 +92,9 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), String> {
     use npyz::WriterBuilder;
     let fail = |e: std::io::Error| format!("error: cannot write `{}`: {e}", path.display());
     let file = std::fs::File::create(path).map_err(fail)?;
-    let shape: Vec<u64> = t.shape.iter().map(|d| *d as u64).collect();
+    let shape: Vec<u64> = t.shape().iter().map(|d| *d as u64).collect();
     let w = std::io::BufWriter::new(file);
+    let t = t.contiguous();
     macro_rules! put {
         ($ty:ty, $iter:expr) => {{
             let mut writer = npyz::WriteOptions::<$ty>::new()
@@ -167,18 +107,26 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), String> {
             writer.finish().map_err(fail)?;
         }};
     }
-    match (&t.data, t.dtype) {
-        (Data::F(v), DType::F32) => put!(f32, v.iter().map(|x| *x as f32)),
-        (Data::F(v), _) => put!(f64, v.iter().copied()),
-        (Data::I(v), DType::I8) => put!(i8, v.iter().map(|x| *x as i8)),
-        (Data::I(v), DType::I16) => put!(i16, v.iter().map(|x| *x as i16)),
-        (Data::I(v), DType::I32) => put!(i32, v.iter().map(|x| *x as i32)),
-        (Data::I(v), DType::U8) => put!(u8, v.iter().map(|x| *x as u8)),
-        (Data::I(v), DType::U16) => put!(u16, v.iter().map(|x| *x as u16)),
-        (Data::I(v), DType::U32) => put!(u32, v.iter().map(|x| *x as u32)),
-        (Data::I(v), DType::U64) => put!(u64, v.iter().map(|x| *x as u64)),
-        (Data::I(v), DType::Bool) => put!(bool, v.iter().map(|x| *x != 0)),
-        (Data::I(v), _) => put!(i64, v.iter().copied()),
+    macro_rules! slice {
+        ($ty:ty) => {
+            t.as_slice::<$ty>()
+                .expect("a contiguous tensor of its own element type")
+                .iter()
+                .copied()
+        };
+    }
+    match t.dtype() {
+        DType::F32 => put!(f32, slice!(f32)),
+        DType::F64 => put!(f64, slice!(f64)),
+        DType::I8 => put!(i8, slice!(i8)),
+        DType::I16 => put!(i16, slice!(i16)),
+        DType::I32 => put!(i32, slice!(i32)),
+        DType::I64 => put!(i64, slice!(i64)),
+        DType::U8 => put!(u8, slice!(u8)),
+        DType::U16 => put!(u16, slice!(u16)),
+        DType::U32 => put!(u32, slice!(u32)),
+        DType::U64 => put!(u64, slice!(u64)),
+        DType::Bool => put!(bool, slice!(u8).map(|x| x != 0)),
     }
     Ok(())
 }

@@ -10,8 +10,8 @@
 
 use std::collections::HashMap;
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use crate::proto::{attribute_type, AttributeProto, NodeProto};
 
@@ -34,14 +34,14 @@ pub enum Value {
 impl Value {
     pub fn dtype(&self) -> DType {
         match self {
-            Value::Const(t) => t.dtype,
+            Value::Const(t) => t.dtype(),
             Value::Var(v) => v.dtype,
         }
     }
 
     pub fn shape(&self) -> &[usize] {
         match self {
-            Value::Const(t) => &t.shape,
+            Value::Const(t) => t.shape(),
             Value::Var(v) => &v.shape,
         }
     }
@@ -103,7 +103,7 @@ impl Builder {
             return v.clone();
         }
         let name = self.fresh("w");
-        let v = self.param(&name, t.dtype, &t.shape);
+        let v = self.param(&name, t.dtype(), t.shape());
         self.weights.push((name, t.clone()));
         self.weight_of.insert(key.to_string(), v.clone());
         v

@@ -12,11 +12,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use crate::build::{Builder, Node, Value, Var};
-use crate::load::{self, Loaded};
+use crate::load::{self, Files, Loaded};
 use crate::proto::{GraphProto, ValueInfoProto};
 
 /// The operator prelude, whose defs every imported model calls.
@@ -49,7 +49,7 @@ pub struct Model {
 
 /// What importing needs to know besides the model.
 pub struct Importer<'a> {
-    pub dir: &'a Path,
+    pub files: &'a Files,
     pub opset: i64,
     pub values: HashMap<String, Value>,
     pub b: Builder,
@@ -81,14 +81,14 @@ pub fn import_loaded(
     let initializers = std::mem::take(&mut graph.initializer);
     let graph = &*graph;
     let mut im = Importer {
-        dir: &loaded.dir,
+        files: &loaded.files,
         opset: loaded.opset,
         values: HashMap::new(),
         b: Builder::default(),
     };
     for t in initializers {
         let name = t.name.clone().unwrap_or_default();
-        let tensor = load::tensor(&t, &loaded.dir, &format!("initializer `{name}`"))?;
+        let tensor = load::tensor(&t, &loaded.files, &format!("initializer `{name}`"))?;
         im.values.insert(name, Value::Const(tensor));
     }
     let mut inputs = Vec::new();
@@ -179,8 +179,19 @@ pub fn import_loaded(
 fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
     let def = p.def(MODEL_DEF).ok_or("internal error: no model def")?;
     for v in expected {
-        let shape = interp::param_shape(def, &v.name, &HashMap::new())
-            .map_err(|e| format!("internal error: `{}`: {}", v.name, e.message))?;
+        let decl = def
+            .tensor(&v.name)
+            .ok_or_else(|| format!("internal error: `{}` is not declared", v.name))?;
+        let shape = decl
+            .shape
+            .iter()
+            .map(|d| {
+                d.eval_map(&HashMap::new())
+                    .ok()
+                    .and_then(|x| usize::try_from(x).ok())
+            })
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| format!("internal error: `{}` has no concrete shape", v.name))?;
         if shape != v.shape {
             return Err(format!(
                 "internal error: `{}` has shape {:?} in the model def, but the importer expected {:?}",

@@ -1,18 +1,25 @@
-//! Reading an `.onnx` file: the protobuf decoded, the operator set checked,
-//! constant tensors (initializers, `Constant` nodes' values) converted to
-//! interpreter tensors, from their typed fields, `raw_data` or an external
-//! data file next to the model.
+//! Reading an `.onnx` file: the file memory-mapped and the protobuf
+//! decoded over the map (`raw_data` fields stay slices of it, not copies),
+//! the operator set checked, and constant tensors (initializers,
+//! `Constant` nodes' values) converted once into their final aligned
+//! tensors, from their typed fields, `raw_data` or an external data file
+//! next to the model (mapped too). The pages of a converted `raw_data` or
+//! external range are given back at once, so a model's bytes and its
+//! tensors are not resident together.
 //!
 //! Guarantees: never panics on any bytes; every problem is an error that
 //! names the file and what is wrong (a truncated file, an unknown opset, a
 //! tensor whose data does not match its shape).
 
-use std::io::{Read, Seek, SeekFrom};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use interp::Tensor;
 use ir::DType;
+use prost::bytes::Bytes;
 use prost::Message;
+use tensor::{with_element, MappedFile, Tensor};
 
 use crate::proto::{self, data_type, ModelProto, TensorProto};
 
@@ -23,17 +30,40 @@ pub const OPSETS: std::ops::RangeInclusive<i64> = 11..=21;
 #[derive(Debug)]
 pub struct Loaded {
     pub model: ModelProto,
-    /// The folder external data paths are relative to.
-    pub dir: PathBuf,
+    /// The mapped files constant tensors are read from.
+    pub files: Files,
     /// The default domain's operator set version.
     pub opset: i64,
 }
 
-/// Reads and decodes the model at `path` and checks its operator sets.
+/// The memory-mapped files of a model: the model itself, whose `raw_data`
+/// slices the decoded protobuf holds, and the external data files its
+/// tensors name (relative to its folder), each mapped once.
+#[derive(Debug)]
+pub struct Files {
+    dir: PathBuf,
+    model: Arc<MappedFile>,
+    external: RefCell<HashMap<PathBuf, Arc<MappedFile>>>,
+}
+
+/// A mapped model as the owner of the `Bytes` the decoder slices.
+struct Owner(Arc<MappedFile>);
+
+impl AsRef<[u8]> for Owner {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+/// Maps and decodes the model at `path` and checks its operator sets.
 pub fn load(path: &Path) -> Result<Loaded, String> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let model = ModelProto::decode(bytes.as_slice()).map_err(|e| {
+    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+        return Err(format!("cannot read `{shown}`: not a regular file"));
+    }
+    let map = Arc::new(MappedFile::open(path).map_err(cannot)?);
+    let model = ModelProto::decode(Bytes::from_owner(Owner(map.clone()))).map_err(|e| {
         format!("`{shown}` is not a valid ONNX model (truncated or not protobuf): {e}")
     })?;
     if model.graph.is_none() {
@@ -60,8 +90,16 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
             OPSETS.end()
         ));
     }
-    let dir = path.parent().map_or_else(PathBuf::new, Path::to_path_buf);
-    Ok(Loaded { model, dir, opset })
+    let files = Files {
+        dir: path.parent().map_or_else(PathBuf::new, Path::to_path_buf),
+        model: map,
+        external: RefCell::default(),
+    };
+    Ok(Loaded {
+        model,
+        files,
+        opset,
+    })
 }
 
 /// The element type of an ONNX data type code.
@@ -82,8 +120,9 @@ pub fn dtype(code: i32) -> Option<DType> {
     })
 }
 
-/// An ONNX tensor as an interpreter tensor; `what` names it in errors.
-pub fn tensor(t: &TensorProto, dir: &Path, what: &str) -> Result<Tensor, String> {
+/// An ONNX tensor as a tensor (one conversion into aligned storage);
+/// `what` names it in errors.
+pub fn tensor(t: &TensorProto, files: &Files, what: &str) -> Result<Tensor, String> {
     let code = t.data_type.unwrap_or(0);
     let dt = dtype(code).ok_or_else(|| {
         format!("{what} has element type code {code}, which tessera does not support")
@@ -98,35 +137,29 @@ pub fn tensor(t: &TensorProto, dir: &Path, what: &str) -> Result<Tensor, String>
         .filter(|&n| n <= 1 << 28)
         .ok_or_else(|| format!("{what} is too large: {shape:?}"))?;
     let external;
-    let raw: Option<&[u8]> = if t.data_location == Some(proto::EXTERNAL) {
-        external = read_external(t, dir, what)?;
-        Some(&external)
+    let (raw, map): (Option<&[u8]>, &MappedFile) = if t.data_location == Some(proto::EXTERNAL) {
+        external = files.external(t, what)?;
+        (Some(&external.0.bytes()[external.1.clone()]), &external.0)
     } else {
-        t.raw_data.as_deref()
+        (t.raw_data.as_deref(), &files.model)
     };
     let wrong = |got: usize| format!("{what} has {got} values, but its shape {shape:?} needs {n}");
     if let Some(raw) = raw {
-        let width = (dt.bits() as usize).div_ceil(8).max(1);
+        let width = tensor::element_bytes(dt);
         if raw.len() != n * width {
             return Err(wrong(raw.len() / width));
         }
-        return Ok(from_bytes(dt, &shape, raw, width));
+        let t = from_bytes(dt, &shape, raw);
+        // The bytes are converted: their pages can go (a later read of
+        // them, should one come, maps them in again).
+        map.release(raw);
+        return Ok(t);
     }
     let t = match dt {
-        DType::F32 if t.float_data.len() == n => Tensor::from_f64(
-            dt,
-            &shape,
-            t.float_data.iter().map(|&x| f64::from(x)).collect(),
-        ),
-        DType::F64 if t.double_data.len() == n => {
-            Tensor::from_f64(dt, &shape, t.double_data.clone())
-        }
+        DType::F32 if t.float_data.len() == n => Tensor::from_slice(dt, &shape, &t.float_data),
+        DType::F64 if t.double_data.len() == n => Tensor::from_slice(dt, &shape, &t.double_data),
         DType::I64 if t.int64_data.len() == n => Tensor::from_i64(dt, &shape, t.int64_data.clone()),
-        DType::U64 if t.uint64_data.len() == n => Tensor::from_i64(
-            dt,
-            &shape,
-            t.uint64_data.iter().map(|&x| x as i64).collect(),
-        ),
+        DType::U64 if t.uint64_data.len() == n => Tensor::from_slice(dt, &shape, &t.uint64_data),
         // Narrow integers and bool are stored in `int32_data`.
         _ if !dt.is_float() && dt != DType::I64 && dt != DType::U64 && t.int32_data.len() == n => {
             Tensor::from_i64(
@@ -152,93 +185,99 @@ pub fn tensor(t: &TensorProto, dir: &Path, what: &str) -> Result<Tensor, String>
     Ok(t)
 }
 
-/// Little-endian values of `width` bytes each.
-fn from_bytes(dt: DType, shape: &[usize], raw: &[u8], width: usize) -> Tensor {
-    let chunks = raw.chunks_exact(width);
-    let word = |c: &[u8]| {
-        let mut b = [0u8; 8];
-        b[..width].copy_from_slice(c);
-        u64::from_le_bytes(b)
-    };
-    match dt {
-        DType::F32 => Tensor::from_f64(
-            dt,
-            shape,
-            chunks
-                .map(|c| f64::from(f32::from_bits(word(c) as u32)))
-                .collect(),
-        ),
-        DType::F64 => {
-            Tensor::from_f64(dt, shape, chunks.map(|c| f64::from_bits(word(c))).collect())
+/// Little-endian elements of `dt`, converted into a new tensor (the bytes
+/// may lie at any alignment).
+fn from_bytes(dt: DType, shape: &[usize], raw: &[u8]) -> Tensor {
+    let mut t = Tensor::zeros(dt, shape);
+    with_element!(dt, T => {
+        let out = t.as_mut_slice::<T>().expect("a new tensor is contiguous");
+        let width = size_of::<T>();
+        for (o, c) in out.iter_mut().zip(raw.chunks_exact(width)) {
+            *o = bytemuck::pod_read_unaligned::<T>(c);
         }
-        _ => {
-            // Sign-extend signed types from their width.
-            let shift = 64 - 8 * width as u32;
-            let signed = dt.is_signed();
-            Tensor::from_i64(
-                dt,
-                shape,
-                chunks
-                    .map(|c| {
-                        let w = word(c);
-                        if signed {
-                            ((w << shift) as i64) >> shift
-                        } else {
-                            w as i64
-                        }
-                    })
-                    .collect(),
-            )
-        }
+    });
+    if dt == DType::Bool {
+        // A bool tensor holds 0 or 1; ONNX's bytes may be any nonzero.
+        let bytes = t.as_mut_slice::<u8>().expect("bool is stored as u8");
+        bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
     }
+    t
 }
 
-/// The bytes of a tensor stored in an external file (`location`, `offset`,
-/// `length` as the ONNX external data format says), relative to the model.
-fn read_external(t: &TensorProto, dir: &Path, what: &str) -> Result<Vec<u8>, String> {
-    let get = |key: &str| {
-        t.external_data
-            .iter()
-            .find(|e| e.key.as_deref() == Some(key))
-            .and_then(|e| e.value.clone())
-    };
-    let location =
-        get("location").ok_or_else(|| format!("{what} is external but names no `location`"))?;
-    let rel = Path::new(&location);
-    if rel.is_absolute()
-        || rel
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-    {
-        return Err(format!(
-            "{what} names the external file `{location}`, outside the model's folder"
-        ));
+// `from_bytes` reads the elements in the machine's byte order, which is
+// ONNX's (little-endian) on every target tessera builds for.
+#[cfg(target_endian = "big")]
+compile_error!("the ONNX loader reads little-endian data as native");
+
+impl Files {
+    /// Where the bytes of a tensor stored in an external file lie
+    /// (`location`, `offset`, `length` as the ONNX external data format
+    /// says, relative to the model): the mapped file and the byte range.
+    fn external(
+        &self,
+        t: &TensorProto,
+        what: &str,
+    ) -> Result<(Arc<MappedFile>, std::ops::Range<usize>), String> {
+        let get = |key: &str| {
+            t.external_data
+                .iter()
+                .find(|e| e.key.as_deref() == Some(key))
+                .and_then(|e| e.value.clone())
+        };
+        let location =
+            get("location").ok_or_else(|| format!("{what} is external but names no `location`"))?;
+        let rel = Path::new(&location);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(format!(
+                "{what} names the external file `{location}`, outside the model's folder"
+            ));
+        }
+        let path = self.dir.join(rel);
+        let number = |key: &str| -> Result<Option<u64>, String> {
+            get(key)
+                .map(|v| {
+                    v.parse()
+                        .map_err(|_| format!("{what}: external `{key}` is `{v}`, not a number"))
+                })
+                .transpose()
+        };
+        let map = self.map_external(&path, what)?;
+        let size = map.bytes().len() as u64;
+        let offset = number("offset")?.unwrap_or(0);
+        let length = number("length")?.unwrap_or(size.saturating_sub(offset));
+        if offset.saturating_add(length) > size {
+            return Err(format!(
+                "{what}: `{}` has {size} bytes, fewer than offset {offset} plus length {length}",
+                path.display()
+            ));
+        }
+        // Both fit the mapped size, which fits a `usize`.
+        let (offset, length) = (offset as usize, length as usize);
+        Ok((map, offset..offset + length))
     }
-    let path = dir.join(rel);
-    let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
-    let number = |key: &str| -> Result<Option<u64>, String> {
-        get(key)
-            .map(|v| {
-                v.parse()
-                    .map_err(|_| format!("{what}: external `{key}` is `{v}`, not a number"))
-            })
-            .transpose()
-    };
-    // Only the tensor's own bytes are read: exporters put every weight in
-    // one file, which reading whole per tensor would load once per weight.
-    let mut file = std::fs::File::open(&path).map_err(cannot)?;
-    let size = file.metadata().map_err(cannot)?.len();
-    let offset = number("offset")?.unwrap_or(0);
-    let length = number("length")?.unwrap_or(size.saturating_sub(offset));
-    if offset.saturating_add(length) > size {
-        return Err(format!(
-            "{what}: `{}` has {size} bytes, fewer than offset {offset} plus length {length}",
-            path.display()
-        ));
+
+    /// The external file at `path`, mapped the first time a tensor names it:
+    /// exporters put every weight in one file, which is mapped once and read
+    /// tensor by tensor.
+    fn map_external(&self, path: &Path, what: &str) -> Result<Arc<MappedFile>, String> {
+        if let Some(m) = self.external.borrow().get(path) {
+            return Ok(m.clone());
+        }
+        let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
+        if !std::fs::metadata(path).map_err(cannot)?.is_file() {
+            return Err(format!(
+                "{what}: cannot read `{}`: not a regular file",
+                path.display()
+            ));
+        }
+        let m = Arc::new(MappedFile::open(path).map_err(cannot)?);
+        self.external
+            .borrow_mut()
+            .insert(path.to_path_buf(), m.clone());
+        Ok(m)
     }
-    let length = usize::try_from(length).map_err(|_| format!("{what}: length {length}"))?;
-    let mut bytes = vec![0; length];
-    file.seek(SeekFrom::Start(offset)).map_err(cannot)?;
-    file.read_exact(&mut bytes).map_err(cannot)?;
-    Ok(bytes)
 }

@@ -119,8 +119,9 @@ pub struct TensorProto {
     pub int64_data: Vec<i64>,
     #[prost(string, optional, tag = "8")]
     pub name: Option<String>,
-    #[prost(bytes = "vec", optional, tag = "9")]
-    pub raw_data: Option<Vec<u8>>,
+    /// A slice of the mapped model (decoded from `Bytes`, not copied).
+    #[prost(bytes = "bytes", optional, tag = "9")]
+    pub raw_data: Option<prost::bytes::Bytes>,
     #[prost(double, repeated, tag = "10")]
     pub double_data: Vec<f64>,
     #[prost(uint64, repeated, tag = "11")]

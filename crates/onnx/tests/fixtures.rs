@@ -58,10 +58,12 @@ fn check(dir: &Path) -> Result<(), String> {
     .map_err(|e| format!("run: {}", e.message))?;
     for (p, (_, got)) in model.outputs.iter().zip(&outs) {
         let want = npy::read(&dir.join("outputs").join(format!("{}.npy", p.onnx)))?;
-        if got.shape != want.shape {
+        if got.shape() != want.shape() {
             return Err(format!(
                 "`{}`: shape {:?}, Runtime's {:?}",
-                p.onnx, got.shape, want.shape
+                p.onnx,
+                got.shape(),
+                want.shape()
             ));
         }
         let (g, w) = (got.to_f64_vec(), want.to_f64_vec());

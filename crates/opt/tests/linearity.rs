@@ -80,17 +80,17 @@ fn affine_in(
     let Some(Arg::Tensor(x)) = args.get(name) else {
         return true;
     };
-    let y = Tensor::random(x.dtype, &x.shape, 9_001);
+    let y = Tensor::random(x.dtype(), x.shape(), 9_001);
     let sum = Tensor::from_f64(
-        x.dtype,
-        &x.shape,
+        x.dtype(),
+        x.shape(),
         x.to_f64_vec()
             .iter()
             .zip(y.to_f64_vec())
             .map(|(a, b)| a + b)
             .collect(),
     );
-    let zero = Tensor::zeros(x.dtype, &x.shape);
+    let zero = Tensor::zeros(x.dtype(), x.shape());
     let fx = outputs(p, def, args, sizes);
     let fy = outputs(p, def, &with(args, name, y), sizes);
     let fs = outputs(p, def, &with(args, name, sum), sizes);

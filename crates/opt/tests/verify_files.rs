@@ -79,11 +79,11 @@ fn differing(
             let scale = u.iter().fold(1e-30f64, |m, a| m.max(a.abs()));
             for (flat, (p, q)) in u.iter().zip(&v).enumerate() {
                 if (p - q).abs() > 1e-4 * scale {
-                    let mut index = vec![0; x.shape.len()];
+                    let mut index = vec![0; x.shape().len()];
                     let mut rest = flat;
                     for d in (0..index.len()).rev() {
-                        index[d] = rest % x.shape[d];
-                        rest /= x.shape[d];
+                        index[d] = rest % x.shape()[d];
+                        rest /= x.shape()[d];
                     }
                     out.push((k, index));
                 }

@@ -1721,7 +1721,7 @@ fn differences(
                     .wrapping_add(draw * 100)
                     .wrapping_add(k as u64);
                 if modp {
-                    Tensor::random_mod_p(shape, s)
+                    interp::random_residues(shape, s)
                 } else {
                     Tensor::random(DType::F32, shape, s)
                 }
@@ -1744,14 +1744,15 @@ fn differences(
         if out.is_empty() {
             out = a
                 .iter()
-                .map(|(_, t)| (t.shape.clone(), BTreeSet::new()))
+                .map(|(_, t)| (t.shape().to_vec(), BTreeSet::new()))
                 .collect();
         }
         for (k, ((_, x), (_, y))) in a.iter().zip(&b).enumerate() {
-            if x.shape != y.shape {
+            if x.shape() != y.shape() {
                 return Err(format!(
                     "output {k} has shape {:?} in `f` but {:?} in `g`",
-                    x.shape, y.shape
+                    x.shape(),
+                    y.shape()
                 ));
             }
             let (x, y) = (x.to_f64_vec(), y.to_f64_vec());

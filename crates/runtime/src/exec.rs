@@ -13,18 +13,26 @@
 //! element of a library matmul's output, just before the matmul, is skipped
 //! and the matmul overwrites the output instead of accumulating onto it.
 //!
+//! Callers' tensors are bound without copies ([`Executable::bind`]): a
+//! contiguous tensor's buffer becomes its parameter's slot as it is (the
+//! steps only read parameters), and a result is handed out as a tensor
+//! over its slot ([`Executable::output`]); a slot a caller still holds is
+//! replaced, not overwritten, before the next run writes it.
+//!
 //! Guarantees: a run computes what the kernel VM computes on the kernel
 //! (the C backend's guarantee), so what the interpreter computes up to
 //! float reassociation; errors (a failing step) are values naming the step.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codegen::cache::KernelCache;
 use codegen::emit::CProgram;
-use codegen::load::{element_bytes, Element, Kernel, Slot};
+use codegen::load::Kernel;
 use ir::{DType, Program, Value};
 use kernel::{Block, StmtKind, Target, Verify};
+use tensor::{element_bytes, Buffer, Element, Tensor};
 
 use crate::cost;
 use crate::matmul::{self, MatmulSpec};
@@ -62,6 +70,11 @@ pub struct Executable {
     /// Steps not run: zero fills of a matmul's output that the matmul
     /// overwrites whole instead of accumulating onto.
     skip: Vec<bool>,
+    /// The shapes of the def's tensor parameters and results.
+    shapes: HashMap<String, Vec<usize>>,
+    /// For each root buffer, whether it is a parameter (bound by the
+    /// caller, so never replaced before a run).
+    param: Vec<bool>,
 }
 
 /// Why [`build`] failed.
@@ -98,6 +111,11 @@ pub fn build(
     cache: &KernelCache,
 ) -> Result<Executable, BuildError> {
     let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
+    let shapes = interface_shapes(program, def, sizes)?;
+    let params: Vec<&str> = program
+        .def(def)
+        .map(|d| d.params.iter().map(ir::Param::name).collect())
+        .unwrap_or_default();
     // The pipeline's leading `inline` passes run before the library matmuls
     // are marked, so that a matmul inside a called def (every node of an
     // imported ONNX model is a call of a prelude def) is a root step that
@@ -185,9 +203,16 @@ pub fn build(
             skip[k - 1] = true;
         }
     }
+    let param = c
+        .buffers
+        .iter()
+        .map(|b| params.contains(&b.name.as_str()))
+        .collect();
     Ok(Executable {
         library,
         skip,
+        shapes,
+        param,
         block,
         c,
         plan,
@@ -198,16 +223,55 @@ pub fn build(
     })
 }
 
+/// The concrete shapes of `def`'s tensor parameters and results.
+fn interface_shapes(
+    program: &Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+) -> Result<HashMap<String, Vec<usize>>, BuildError> {
+    let d = program
+        .def(def)
+        .ok_or_else(|| BuildError::Internal(format!("no def `{def}`")))?;
+    let names = d
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            ir::Param::Tensor(t) => Some(t),
+            ir::Param::Scalar { .. } => None,
+        })
+        .chain(&d.outputs);
+    let mut out = HashMap::new();
+    for name in names {
+        let decl = d
+            .tensor(name)
+            .ok_or_else(|| BuildError::Internal(format!("`{name}` is not declared")))?;
+        let shape = decl
+            .shape
+            .iter()
+            .map(|e| e.eval_map(sizes).ok().and_then(|v| usize::try_from(v).ok()))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                BuildError::Internal(format!(
+                    "the shape of `{name}` is not known for these sizes"
+                ))
+            })?;
+        out.insert(name.clone(), shape);
+    }
+    Ok(out)
+}
+
 /// Partitions of a `#parallel` step per thread of the pool (when its range
 /// has that many points): the threads take them as they come, so a thread
 /// the shared machine slows for a while leaves its share to the others
 /// instead of holding up the step.
 const PARTITIONS_PER_THREAD: u64 = 4;
 
-/// The memory of one run: a slot per [`Plan`] slot.
+/// The memory of one run: a slot per [`Plan`] slot, each a buffer that a
+/// caller's tensor may share (an input bound without a copy, a result
+/// handed out).
 #[derive(Clone, Debug)]
 pub struct State {
-    slots: Vec<Slot>,
+    slots: Vec<Arc<Buffer>>,
 }
 
 /// One step's share of a profiled run.
@@ -224,7 +288,12 @@ impl Executable {
     /// Fresh, zeroed memory for a run.
     pub fn state(&self) -> State {
         State {
-            slots: self.plan.slot_bytes.iter().map(|&b| Slot::new(b)).collect(),
+            slots: self
+                .plan
+                .slot_bytes
+                .iter()
+                .map(|&b| Arc::new(Buffer::zeroed(b)))
+                .collect(),
         }
     }
 
@@ -238,7 +307,9 @@ impl Executable {
             .ok_or_else(|| format!("the kernel has no buffer `{name}`"))
     }
 
-    /// Sets buffer `name` from values (converted to its type).
+    /// Sets buffer `name` from values (converted to its type as a cast
+    /// would): a scalar parameter from its one value, or any buffer from
+    /// the VM's representation.
     pub fn set_values(
         &self,
         state: &mut State,
@@ -252,32 +323,55 @@ impl Executable {
                 values.len()
             ));
         }
-        let slot = &mut state.slots[self.plan.map[k]];
-        let host = codegen::load::HostBuffer::from_values(dtype, values)?;
-        host.write_into(slot);
+        let t = Tensor::from_values(dtype, &[len], values);
+        let slot = Arc::make_mut(&mut state.slots[self.plan.map[k]]);
+        let bytes = len * element_bytes(dtype);
+        slot.as_bytes_mut()[..bytes].copy_from_slice(&t.buffer().as_bytes()[..bytes]);
         Ok(())
     }
 
-    /// Buffer `name` as values.
+    /// Buffer `name` as values (the VM's representation).
     pub fn values(&self, state: &State, name: &str) -> Result<Vec<Value>, String> {
         let (k, dtype, len) = self.buffer(name)?;
-        let slot = &state.slots[self.plan.map[k]];
-        Ok(codegen::load::HostBuffer::read_from(slot, dtype, len)?.to_values())
+        let slot = state.slots[self.plan.map[k]].clone();
+        Ok(Tensor::from_buffer(dtype, &[len], slot)
+            .map_err(|e| e.to_string())?
+            .values())
     }
 
-    /// Buffer `name` as a slice of `T`, mutably (to fill inputs fast).
-    pub fn view_mut<'a, T: Element>(
-        &self,
-        state: &'a mut State,
-        name: &str,
-    ) -> Result<&'a mut [T], String> {
-        let (k, dtype, len) = self.buffer(name)?;
-        if !T::DTYPES.contains(&dtype) {
-            return Err(format!("`{name}` is {dtype}"));
+    /// Binds tensor parameter `name` to `t`, which must have its type and
+    /// shape: a contiguous tensor's buffer becomes the parameter's slot
+    /// without a copy (steps never write a parameter; one that would gets
+    /// its own copy first), any other tensor is copied once.
+    pub fn bind(&self, state: &mut State, name: &str, t: &Tensor) -> Result<(), String> {
+        let (k, dtype, _) = self.buffer(name)?;
+        let shape = self
+            .shapes
+            .get(name)
+            .ok_or_else(|| format!("`{name}` is not a tensor parameter"))?;
+        if t.dtype() != dtype || t.shape() != shape.as_slice() {
+            return Err(format!(
+                "`{name}` is {dtype}{}, got {}{}",
+                tensor::show_tuple(shape),
+                t.dtype(),
+                tensor::show_tuple(t.shape())
+            ));
         }
-        state.slots[self.plan.map[k]]
-            .view_mut::<T>(len)
-            .ok_or_else(|| format!("`{name}` does not fit its slot"))
+        state.slots[self.plan.map[k]] = t.contiguous().buffer().clone();
+        Ok(())
+    }
+
+    /// Result (or parameter) `name` after a run, as a tensor over its slot
+    /// (no copy). The next run writes a fresh slot if the tensor is still
+    /// held.
+    pub fn output(&self, state: &State, name: &str) -> Result<Tensor, String> {
+        let (k, dtype, _) = self.buffer(name)?;
+        let shape = self
+            .shapes
+            .get(name)
+            .ok_or_else(|| format!("`{name}` is not a tensor of the def's interface"))?;
+        Tensor::from_buffer(dtype, shape, state.slots[self.plan.map[k]].clone())
+            .map_err(|e| e.to_string())
     }
 
     /// Runs every step; with `profile`, records each step's time.
@@ -302,6 +396,17 @@ impl Executable {
         mut profile: Option<&mut Vec<StepProfile>>,
     ) -> Result<(), String> {
         let threads = rayon::current_num_threads().max(1) as u64;
+        // A result slot a caller still holds (a tensor handed out by
+        // `output` after an earlier run) is replaced by fresh zeros, which
+        // is what the slot held before the first run, instead of being
+        // copied and overwritten. Parameters keep their bound values (a
+        // written one is copied by the step that writes it).
+        for (b, info) in self.c.buffers.iter().enumerate() {
+            let slot = &mut state.slots[self.plan.map[b]];
+            if !info.temp && !self.param[b] && Arc::strong_count(slot) > 1 {
+                *slot = Arc::new(Buffer::zeroed(slot.bytes()));
+            }
+        }
         for (k, info) in self.c.steps.iter().enumerate() {
             if self.skip[k] {
                 if let Some(p) = profile.as_deref_mut() {
@@ -318,7 +423,9 @@ impl Executable {
             for &b in &self.fresh[k] {
                 let buf = &self.c.buffers[b];
                 let bytes = buf.len * element_bytes(buf.dtype);
-                if let Some(v) = state.slots[self.plan.map[b]].view_mut::<u8>(bytes) {
+                if let Some(v) =
+                    Arc::make_mut(&mut state.slots[self.plan.map[b]]).view_mut::<u8>(bytes)
+                {
                     v.fill(0);
                 }
             }
@@ -378,10 +485,11 @@ impl Executable {
             return Err("a library matmul's output shares memory with an input".to_string());
         }
         let mut c_slot = std::mem::take(&mut state.slots[sc]);
-        let (a, b) = (&state.slots[sa], &state.slots[sb]);
+        let (a, b) = (&*state.slots[sa], &*state.slots[sb]);
+        let c = Arc::make_mut(&mut c_slot);
         let result = match spec.dtype {
-            DType::F32 => matmul_on::<f32>(spec, a, b, &mut c_slot, lens, accumulate),
-            DType::F64 => matmul_on::<f64>(spec, a, b, &mut c_slot, lens, accumulate),
+            DType::F32 => matmul_on::<f32>(spec, a, b, c, lens, accumulate),
+            DType::F64 => matmul_on::<f64>(spec, a, b, c, lens, accumulate),
             t => Err(format!("a library matmul of {t}")),
         };
         state.slots[sc] = c_slot;
@@ -407,9 +515,9 @@ impl Executable {
 /// [`matmul::run`] on slots holding buffers of `lens` elements.
 fn matmul_on<T: Element + matmul::Element>(
     spec: &MatmulSpec,
-    a: &Slot,
-    b: &Slot,
-    c: &mut Slot,
+    a: &Buffer,
+    b: &Buffer,
+    c: &mut Buffer,
     lens: [usize; 3],
     accumulate: bool,
 ) -> Result<(), String> {

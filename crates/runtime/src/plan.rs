@@ -10,7 +10,7 @@
 //! slots; every slot is at least as large as every buffer in it.
 
 use codegen::emit::{BufferInfo, StepInfo};
-use codegen::load::element_bytes;
+use tensor::element_bytes;
 
 /// Where each root buffer lives.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -730,7 +730,7 @@ fn compiled(
                 assert!(
                     close(g, x),
                     "{context}library {library}, run {run}: `{name}`{:?} is {g:?}, want {x:?}",
-                    unravel(i, &t.shape)
+                    unravel(i, t.shape())
                 );
             }
         }
@@ -839,7 +839,7 @@ fn run_case(cache: &KernelCache, case: &Case, seed: u64) -> Outcome {
             "rows of 16 or more",
             outputs
                 .iter()
-                .any(|(_, t)| t.shape.last().is_some_and(|&w| w >= 16)),
+                .any(|(_, t)| t.shape().last().is_some_and(|&w| w >= 16)),
         ),
         ("library matmul", exe.library_steps() > 0),
         ("vector", !vectors.is_empty()),

@@ -5,8 +5,8 @@
 //! `OP_f32_bcast_rK` / `OP_i64_bcast_rK` / `and_bcast_rK` stretch axes of
 //! size 1. On constants they are folded.
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use super::elementwise::{broadcast_index, broadcast_operands, to_rank};
 use super::rank;
@@ -85,9 +85,9 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
 pub fn not(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let y = match im.value(n, 0)? {
-        Value::Const(t) if t.dtype == DType::Bool => {
+        Value::Const(t) if t.dtype() == DType::Bool => {
             let v = super::ints(&t).iter().map(|&b| i64::from(b == 0)).collect();
-            Value::Const(Tensor::from_i64(DType::Bool, &t.shape, v))
+            Value::Const(Tensor::from_i64(DType::Bool, t.shape(), v))
         }
         Value::Var(x) if x.dtype == DType::Bool => {
             let r = rank(n, &x.shape, "an input")?;

@@ -7,8 +7,8 @@
 //! `VALID` pads nothing. Output sizes are `floor((in + pads - dilation
 //! (kernel - 1) - 1) / stride) + 1`.
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
@@ -184,11 +184,12 @@ fn strided_as_unit_stride(
         || s < 2
         || win.strides.iter().any(|&t| t != s)
         || win.dilations.iter().any(|&d| d != 1)
+        || weight.dtype() != DType::F32
     {
         return None;
     }
     let (nn, c, h, wd) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-    let w = &weight.shape;
+    let w = &weight.shape();
     let (f, cg, kh, kw) = (w[0], w[1], w[2], w[3]);
     let su = s as usize;
     let (input, kernel) = if kh == 1 && kw == 1 && win.pads.iter().all(|&p| p == 0) {
@@ -207,8 +208,10 @@ fn strided_as_unit_stride(
         let scalars = [s, win.pads[0], win.pads[1], rows as i64, cols as i64].map(int);
         let y =
             im.b.call("space_to_depth2d", &[x], &scalars, DType::F32, shape);
-        let src = weight.to_f64_vec();
-        let mut split = vec![0.0; f * cg * su * su * ka * kb];
+        // The kernel's points are moved as float32, never widened.
+        let src = weight.contiguous();
+        let src = src.as_slice::<f32>()?;
+        let mut split = vec![0.0f32; f * cg * su * su * ka * kb];
         for fo in 0..f {
             for ci in 0..cg {
                 for i in 0..kh {
@@ -220,7 +223,7 @@ fn strided_as_unit_stride(
                 }
             }
         }
-        let t = Tensor::from_f64(DType::F32, &[f, cg * su * su, ka, kb], split);
+        let t = Tensor::from_slice(DType::F32, &[f, cg * su * su, ka, kb], &split);
         let key = format!("{}#phases{s}", n.input(1).unwrap_or_default());
         (y, im.b.weight(&key, &t))
     };
@@ -422,7 +425,7 @@ pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let f = shape[1];
     let mut y = match im.value(n, 1)? {
-        Value::Const(wt) if dilations.iter().all(|&d| d == 1) => {
+        Value::Const(wt) if dilations.iter().all(|&d| d == 1) && wt.dtype() == DType::F32 => {
             sub_pixel(im, n, &x, &wt, &strides, &pads, &shape)
         }
         _ => {
@@ -444,8 +447,8 @@ pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.input(2).is_some() {
         // The bias per output channel, as [F, 1, 1] for `add_r4_c11`.
         let bias = match im.value(n, 2)? {
-            Value::Const(mut t) if t.len() == f => {
-                t.shape = vec![f, 1, 1];
+            Value::Const(t) if t.len() == f => {
+                let t = t.reshape(&[f, 1, 1]).map_err(|e| n.error(e))?;
                 im.b.weight(&format!("{}#c11", n.input(2).unwrap_or_default()), &t)
             }
             Value::Var(v) if v.shape == [f] => im.b.call(
@@ -482,7 +485,7 @@ fn sub_pixel(
     pads: &[i64],
     shape: &[usize],
 ) -> Var {
-    let (c, fg, kh, kw) = (wt.shape[0], wt.shape[1], wt.shape[2], wt.shape[3]);
+    let (c, fg, kh, kw) = (wt.shape()[0], wt.shape()[1], wt.shape()[2], wt.shape()[3]);
     // The result has F = groups x F/G channels.
     let groups = shape[1] / fg;
     let cg = c / groups;
@@ -496,8 +499,11 @@ fn sub_pixel(
     let (h, w) = (x.shape[2], x.shape[3]);
     let (end_h, end_w) = (rows.saturating_sub(h), cols.saturating_sub(w));
     let f = fg * groups;
-    let src = wt.to_f64_vec();
-    let mut v = vec![0.0; f * sh * sw * cg * ah * aw];
+    // The kernel's points are moved as float32 (the caller checked the
+    // type), never widened.
+    let src = wt.contiguous();
+    let src = src.as_slice::<f32>().unwrap_or_default();
+    let mut v = vec![0.0f32; f * sh * sw * cg * ah * aw];
     for fo_all in 0..f {
         let (g, fo) = (fo_all / fg, fo_all % fg);
         for rh in 0..sh {
@@ -520,7 +526,7 @@ fn sub_pixel(
     let key = format!("{}#subpixel", n.input(1).unwrap_or_default());
     let kernel = im.b.weight(
         &key,
-        &Tensor::from_f64(DType::F32, &[f * sh * sw, cg, ah, aw], v),
+        &Tensor::from_slice(DType::F32, &[f * sh * sw, cg, ah, aw], &v),
     );
     let pads_z = [ah as i64 - 1, aw as i64 - 1, end_h as i64, end_w as i64];
     let phases = vec![x.shape[0], f * sh * sw, h + end_h, w + end_w];

@@ -8,8 +8,8 @@
 //! The activations with parameters (`LeakyRelu`, `Clip`, `Gelu`, `PRelu`),
 //! `Where` and `Expand` broadcast the same way.
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use super::rank;
 use crate::build::{int, Node, Value, Var};
@@ -50,7 +50,7 @@ pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// A unary operator on a constant (index arithmetic such as a band's
 /// `|key - query|` that exporters leave unfolded).
 fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
-    if !t.dtype.is_float() {
+    if !t.dtype().is_float() {
         let f: fn(i64) -> i64 = match n.op {
             "Abs" => i64::wrapping_abs,
             "Neg" => i64::wrapping_neg,
@@ -58,7 +58,7 @@ fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
             op => return Err(n.error(format!("{op} of an integer constant is not supported"))),
         };
         let v = super::ints(t).into_iter().map(f).collect();
-        return Ok(Tensor::from_i64(t.dtype, &t.shape, v));
+        return Ok(Tensor::from_i64(t.dtype(), t.shape(), v));
     }
     // The interpreter's own builtins, so that folding means what the
     // prelude's defs mean.
@@ -77,9 +77,9 @@ fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
     let v = t
         .to_f64_vec()
         .into_iter()
-        .map(|x| ir::arith::round(t.dtype, f(x)))
+        .map(|x| ir::arith::round(t.dtype(), f(x)))
         .collect();
-    Ok(Tensor::from_f64(t.dtype, &t.shape, v))
+    Ok(Tensor::from_f64(t.dtype(), t.shape(), v))
 }
 
 pub(crate) fn float_only(n: &Node, v: &Var) -> Result<(), String> {
@@ -201,8 +201,7 @@ pub(crate) fn to_rank(
     shape.extend(v.shape());
     match v {
         Value::Const(t) => {
-            let mut t = t.clone();
-            t.shape = shape;
+            let t = t.reshape(&shape).map_err(|e| n.error(e))?;
             let key = format!("{}#r{r}", n.input(k).unwrap_or_default());
             Ok(im.b.weight(&key, &t))
         }
@@ -225,9 +224,9 @@ pub(crate) fn broadcast_index(t: &Tensor, shape: &[usize], flat: usize) -> usize
     for k in (0..shape.len()).rev() {
         let i = rest % shape[k];
         rest /= shape[k];
-        let pad = shape.len() - t.shape.len();
+        let pad = shape.len() - t.shape().len();
         if k >= pad {
-            let d = t.shape[k - pad];
+            let d = t.shape()[k - pad];
             off += if d == 1 { 0 } else { i } * stride;
             stride *= d;
         }
@@ -239,7 +238,7 @@ pub(crate) fn broadcast_index(t: &Tensor, shape: &[usize], flat: usize) -> usize
 fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, String> {
     let count: usize = shape.iter().product();
     let index = |t: &Tensor, flat: usize| broadcast_index(t, shape, flat);
-    if a.dtype.is_float() {
+    if a.dtype().is_float() {
         let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
         let v = (0..count)
             .map(|f| {
@@ -251,10 +250,10 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
                     "Div" => p / q,
                     _ => p.powf(q),
                 };
-                ir::arith::round(a.dtype, r)
+                ir::arith::round(a.dtype(), r)
             })
             .collect();
-        return Ok(Tensor::from_f64(a.dtype, shape, v));
+        return Ok(Tensor::from_f64(a.dtype(), shape, v));
     }
     let (x, y) = (super::ints(a), super::ints(b));
     let mut v = Vec::with_capacity(count);
@@ -271,7 +270,7 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
             _ => p.pow(u32::try_from(q).map_err(|_| n.error("negative integer power"))?),
         });
     }
-    Ok(Tensor::from_i64(a.dtype, shape, v))
+    Ok(Tensor::from_i64(a.dtype(), shape, v))
 }
 
 /// `LeakyRelu`, `Clip`, `Gelu`, `PRelu`: activations with parameters.
@@ -338,8 +337,7 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
                 .ok_or_else(|| n.error("input has no channel axis"))?;
             let slope = match im.value(n, 1)? {
                 Value::Const(t) if t.len() == c => {
-                    let mut t = t.clone();
-                    t.shape = vec![c];
+                    let t = t.reshape(&[c]).map_err(|e| n.error(e))?;
                     im.b.weight(&format!("{}#c", n.input(1).unwrap_or_default()), &t)
                 }
                 Value::Var(v) if v.shape == [c] => v,

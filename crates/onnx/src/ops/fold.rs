@@ -5,8 +5,8 @@
 //! Reshape`): the shapes are known at import, so the whole chain folds and
 //! the `Reshape` receives a constant.
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use super::{axis, ints};
 use crate::build::{Node, Value};
@@ -16,7 +16,7 @@ use crate::load;
 pub fn constant(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let t = if let Some(t) = n.tensor("value")? {
-        load::tensor(t, im.dir, &n.label)?
+        load::tensor(t, im.files, &n.label)?
     } else if let Some(x) = n.float("value_float")? {
         Tensor::from_f64(DType::F32, &[], vec![f64::from(x)])
     } else if let Some(x) = n.int("value_int")? {
@@ -84,17 +84,17 @@ pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
         (Value::Const(d), Value::Const(i)) => (d, i),
         _ => return gather_rows(im, n),
     };
-    let r = data.shape.len();
+    let r = data.shape().len();
     if r == 0 {
         return Err(n.error("gathering from a rank-0 tensor"));
     }
     let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
-    let dim = data.shape[a] as i64;
-    let outer: usize = data.shape[..a].iter().product();
-    let inner: usize = data.shape[a + 1..].iter().product();
-    let mut shape = data.shape[..a].to_vec();
-    shape.extend(&indices.shape);
-    shape.extend(&data.shape[a + 1..]);
+    let dim = data.shape()[a] as i64;
+    let outer: usize = data.shape()[..a].iter().product();
+    let inner: usize = data.shape()[a + 1..].iter().product();
+    let mut shape = data.shape()[..a].to_vec();
+    shape.extend(indices.shape());
+    shape.extend(&data.shape()[a + 1..]);
     let mut source = Vec::new();
     let picks = ints(&indices);
     for o in 0..outer {
@@ -106,7 +106,7 @@ pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
                 )));
             }
             for k in 0..inner {
-                source.push((o * data.shape[a] + i as usize) * inner + k);
+                source.push((o * data.shape()[a] + i as usize) * inner + k);
             }
         }
     }
@@ -164,11 +164,11 @@ fn convert(t: &Tensor, to: DType) -> Tensor {
             .into_iter()
             .map(|x| i64::from(x != 0.0))
             .collect();
-        Tensor::from_i64(to, &t.shape, v)
+        Tensor::from_i64(to, t.shape(), v)
     } else if to.is_float() {
         Tensor::from_f64(
             to,
-            &t.shape,
+            t.shape(),
             t.to_f64_vec()
                 .into_iter()
                 .map(|x| ir::arith::round(to, x))
@@ -180,7 +180,7 @@ fn convert(t: &Tensor, to: DType) -> Tensor {
             .into_iter()
             .map(|x| ir::arith::float_to_int(to, x.trunc()))
             .collect();
-        Tensor::from_i64(to, &t.shape, v)
+        Tensor::from_i64(to, t.shape(), v)
     }
 }
 
@@ -193,7 +193,7 @@ fn gather_rows(im: &mut Importer, n: &Node) -> Result<(), String> {
     let indices = match im.value(n, 1)? {
         Value::Const(t) => {
             // Constant indices of any integer type, as int64.
-            let t = Tensor::from_i64(DType::I64, &t.shape, ints(&t));
+            let t = Tensor::from_i64(DType::I64, t.shape(), ints(&t));
             im.b.weight(&format!("{}#i64", n.input(1).unwrap_or_default()), &t)
         }
         Value::Var(v) => v,
@@ -231,17 +231,17 @@ pub fn constant_of_shape(im: &mut Importer, n: &Node) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     // The fill value: a one-element tensor, float32 zero by default.
     let fill = match n.tensor("value")? {
-        Some(t) => load::tensor(t, im.dir, &n.label)?,
+        Some(t) => load::tensor(t, im.files, &n.label)?,
         None => Tensor::from_f64(DType::F32, &[1], vec![0.0]),
     };
     if fill.len() != 1 {
         return Err(n.error("attribute `value` must hold one element"));
     }
     let count: usize = shape.iter().product();
-    let t = if fill.dtype.is_float() {
-        Tensor::from_f64(fill.dtype, &shape, vec![fill.to_f64_vec()[0]; count])
+    let t = if fill.dtype().is_float() {
+        Tensor::from_f64(fill.dtype(), &shape, vec![fill.to_f64_vec()[0]; count])
     } else {
-        Tensor::from_i64(fill.dtype, &shape, vec![ints(&fill)[0]; count])
+        Tensor::from_i64(fill.dtype(), &shape, vec![ints(&fill)[0]; count])
     };
     im.set(n, 0, Value::Const(t));
     Ok(())
@@ -251,7 +251,7 @@ pub fn range(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let [start, limit, delta] = [0, 1, 2].map(|k| im.constant(n, k, "a bound"));
     let (start, limit, delta) = (start?, limit?, delta?);
-    let dtype = start.dtype;
+    let dtype = start.dtype();
     let scalar = |t: &Tensor| t.to_f64_vec().first().copied().unwrap_or(0.0);
     let (s, l, d) = (scalar(&start), scalar(&limit), scalar(&delta));
     if d == 0.0 {

@@ -3,8 +3,8 @@
 //! model they call the prelude's reshape, flatten, transpose and concat
 //! defs (a reshape to the same shape is no call at all).
 
-use interp::Tensor;
 use ir::DType;
+use tensor::{with_element, Tensor};
 
 use super::{axis, ints, rank};
 use crate::build::{int, Node, Value, Var};
@@ -13,10 +13,7 @@ use crate::import::Importer;
 /// `v` with shape `shape` (same element count, row-major order kept).
 fn reshaped(im: &mut Importer, n: &Node, v: Value, shape: Vec<usize>) -> Result<Value, String> {
     match v {
-        Value::Const(mut t) => {
-            t.shape = shape;
-            Ok(Value::Const(t))
-        }
+        Value::Const(t) => Ok(Value::Const(t.reshape(&shape).map_err(|e| n.error(e))?)),
         Value::Var(x) => reshape_var(im, n, &x, shape).map(Value::Var),
     }
 }
@@ -168,7 +165,7 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
     let y = match x {
-        Value::Const(t) => Value::Const(permute(&t, &perm)),
+        Value::Const(t) => Value::Const(permute(&t, &perm).map_err(|e| n.error(e))?),
         Value::Var(v) if perm.iter().enumerate().all(|(k, &p)| k == p) => Value::Var(v),
         Value::Var(v) => {
             let code: String = perm.iter().map(ToString::to_string).collect();
@@ -190,34 +187,22 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-/// A constant with its axes permuted.
-fn permute(t: &Tensor, perm: &[usize]) -> Tensor {
-    let shape: Vec<usize> = perm.iter().map(|&p| t.shape[p]).collect();
-    let strides = interp::strides(&t.shape);
-    let count: usize = shape.iter().product();
-    let source: Vec<usize> = (0..count)
-        .map(|flat| {
-            let (mut rest, mut off) = (flat, 0);
-            for k in (0..shape.len()).rev() {
-                off += (rest % shape[k]) * strides[perm[k]];
-                rest /= shape[k];
-            }
-            off
-        })
-        .collect();
-    gather(t, &shape, &source)
+/// A constant with its axes permuted (`perm` was checked to be a
+/// permutation of its axes).
+fn permute(t: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
+    Ok(t.permute(perm).map_err(|e| e.to_string())?.contiguous())
 }
 
 /// The tensor of shape `shape` whose element `i` is `t`'s element
 /// `source[i]`.
+/// The elements keep their type and bits (no conversion through `f64`).
 pub(crate) fn gather(t: &Tensor, shape: &[usize], source: &[usize]) -> Tensor {
-    if t.dtype.is_float() {
-        let v = t.to_f64_vec();
-        Tensor::from_f64(t.dtype, shape, source.iter().map(|&i| v[i]).collect())
-    } else {
-        let v = ints(t);
-        Tensor::from_i64(t.dtype, shape, source.iter().map(|&i| v[i]).collect())
-    }
+    let t = t.contiguous();
+    with_element!(t.dtype(), T => {
+        let v = t.as_slice::<T>().expect("a contiguous tensor of its own type");
+        let picked: Vec<T> = source.iter().map(|&i| v[i]).collect();
+        Tensor::from_slice(t.dtype(), shape, &picked)
+    })
 }
 
 pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
@@ -252,7 +237,8 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
         })
         .collect();
     if let Some(tensors) = consts {
-        im.set(n, 0, Value::Const(concat_consts(&tensors, a)));
+        let t = concat_consts(&tensors, a).map_err(|e| n.error(e))?;
+        im.set(n, 0, Value::Const(t));
         return Ok(());
     }
     let r = rank(n, values[0].shape(), "an input")?;
@@ -273,27 +259,25 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-fn concat_consts(ts: &[Tensor], a: usize) -> Tensor {
-    let mut shape = ts[0].shape.clone();
-    shape[a] = ts.iter().map(|t| t.shape[a]).sum();
+fn concat_consts(ts: &[Tensor], a: usize) -> Result<Tensor, String> {
+    let mut shape = ts[0].shape().to_vec();
+    shape[a] = ts.iter().map(|t| t.shape()[a]).sum();
     let outer: usize = shape[..a].iter().product();
-    let float = ts[0].dtype.is_float();
-    let (mut f, mut i) = (Vec::new(), Vec::new());
-    for o in 0..outer {
-        for t in ts {
-            let block: usize = t.shape[a..].iter().product();
-            if float {
-                f.extend_from_slice(&t.to_f64_vec()[o * block..(o + 1) * block]);
-            } else {
-                i.extend_from_slice(&ints(t)[o * block..(o + 1) * block]);
+    let dtype = ts[0].dtype();
+    let parts: Vec<Tensor> = ts.iter().map(Tensor::contiguous).collect();
+    with_element!(dtype, T => {
+        let mut out: Vec<T> = Vec::with_capacity(shape.iter().product());
+        for o in 0..outer {
+            for t in &parts {
+                let block: usize = t.shape()[a..].iter().product();
+                let v = t.as_slice::<T>().ok_or_else(|| {
+                    format!("concatenates {} and {} constants", dtype, t.dtype())
+                })?;
+                out.extend_from_slice(&v[o * block..(o + 1) * block]);
             }
         }
-    }
-    if float {
-        Tensor::from_f64(ts[0].dtype, &shape, f)
-    } else {
-        Tensor::from_i64(ts[0].dtype, &shape, i)
-    }
+        Ok(Tensor::from_slice(dtype, &shape, &out))
+    })
 }
 
 pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
@@ -348,7 +332,7 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let y = match x {
         Value::Const(t) => {
-            let st = interp::strides(&t.shape);
+            let st = tensor::row_major_strides(t.shape());
             let count: usize = shape.iter().product();
             let source: Vec<usize> = (0..count)
                 .map(|flat| {

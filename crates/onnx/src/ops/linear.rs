@@ -1,7 +1,7 @@
 //! `MatMul`, `Gemm`, `BatchNormalization` (inference) and `Softmax`.
 
-use interp::Tensor;
 use ir::DType;
+use tensor::Tensor;
 
 use super::{axis, MAX_RANK};
 use crate::build::{float, Node, Value, Var};
@@ -80,16 +80,15 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
         Some(_) => match im.value(n, 2)? {
             Value::Const(t)
-                if t.shape != [m, nn]
-                    && (t.len() == 1 || t.shape.last() == Some(&nn) && t.len() == nn) =>
+                if t.shape() != [m, nn]
+                    && (t.len() == 1 || t.shape().last() == Some(&nn) && t.len() == nn) =>
             {
                 // A row of N, or one value for every element.
-                let v = t.to_f64_vec();
-                let row =
-                    Tensor::from_f64(DType::F32, &[nn], (0..nn).map(|j| v[j % v.len()]).collect());
+                let source: Vec<usize> = (0..nn).map(|j| j % t.len()).collect();
+                let row = super::layout::gather(&t, &[nn], &source);
                 (im.b.weight(&key, &row), false)
             }
-            Value::Const(t) if t.shape == [m, nn] => (im.b.weight(&key, &t), true),
+            Value::Const(t) if t.shape() == [m, nn] => (im.b.weight(&key, &t), true),
             Value::Var(v) if v.shape == [nn] => (v, false),
             Value::Var(v) if v.shape == [m, nn] => (v, true),
             other => {

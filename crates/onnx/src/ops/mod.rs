@@ -15,7 +15,7 @@ mod layout;
 mod linear;
 mod reduce;
 
-use interp::Tensor;
+use tensor::Tensor;
 
 use crate::build::{Node, Value, Var};
 use crate::import::Importer;

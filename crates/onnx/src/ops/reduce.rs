@@ -27,15 +27,15 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     for (k, what) in [(1, "scale"), (2, "bias")] {
         let v = match n.input(k) {
             Some(_) => im.value(n, k)?,
-            None => Value::Const(interp::Tensor::zeros(DType::F32, &[d])),
+            None => Value::Const(tensor::Tensor::zeros(DType::F32, &[d])),
         };
         // Scale and bias may be [D] or [1, .., 1, D].
         if v.shape().iter().product::<usize>() != d || v.shape().last() != Some(&d) {
             return Err(n.error(format!("{what} has shape {:?}, not [{d}]", v.shape())));
         }
         let v = match v {
-            Value::Const(mut t) => {
-                t.shape = vec![d];
+            Value::Const(t) => {
+                let t = t.reshape(&[d]).map_err(|e| n.error(e))?;
                 let key = n
                     .input(k)
                     .map_or_else(|| format!("zeros{d}#ln"), |v| format!("{v}#ln"));

@@ -103,12 +103,12 @@ fn arguments(
 /// regions (merged by the caller).
 fn differences(k: usize, x: &Tensor, y: &Tensor) -> Vec<Region> {
     let (u, v) = (x.to_f64_vec(), y.to_f64_vec());
-    let tol = tolerance(x.dtype);
+    let tol = tolerance(x.dtype());
     let scale = u.iter().fold(
         0.0f64,
         |m, a| if a.is_finite() { m.max(a.abs()) } else { m },
     );
-    let exact = !x.dtype.is_float();
+    let exact = !x.dtype().is_float();
     let mut out = Vec::new();
     for (flat, (&a, &b)) in u.iter().zip(&v).enumerate() {
         let same = if exact {
@@ -121,7 +121,7 @@ fn differences(k: usize, x: &Tensor, y: &Tensor) -> Vec<Region> {
         if !same {
             out.push(Region {
                 output: k,
-                ranges: unravel(flat, &x.shape)
+                ranges: unravel(flat, x.shape())
                     .into_iter()
                     .map(|i| (i, i + 1))
                     .collect(),

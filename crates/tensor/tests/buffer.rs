@@ -1,14 +1,14 @@
-//! Slots, the memory compiled steps run on: zeroed, aligned to a cache
-//! line, and, when large, backed by transparent huge pages where the system
-//! grants them on request (so that random reads of a large table do not
-//! miss the TLB on nearly every access).
+//! Buffers, the memory of tensors and of the slots compiled steps run on:
+//! zeroed, aligned to a cache line, and, when large, backed by transparent
+//! huge pages where the system grants them on request (so that random reads
+//! of a large table do not miss the TLB on nearly every access).
 
-use codegen::load::Slot;
+use tensor::Buffer;
 
 #[test]
-fn slots_are_zeroed_and_aligned() {
+fn buffers_are_zeroed_and_aligned() {
     for bytes in [1, 63, 64, 65, 4096, 5 << 20] {
-        let slot = Slot::new(bytes);
+        let slot = Buffer::zeroed(bytes);
         assert!(slot.bytes() >= bytes && slot.bytes() < bytes + 64);
         let all = slot.view::<u8>(slot.bytes()).unwrap();
         assert_eq!(all.as_ptr() as usize % 64, 0, "{bytes} bytes: not aligned");
@@ -50,7 +50,7 @@ fn huge_kb_at(address: usize) -> Option<u64> {
 }
 
 #[test]
-fn large_slots_get_huge_pages_where_the_system_grants_them() {
+fn large_buffers_get_huge_pages_where_the_system_grants_them() {
     let Some(mode) = huge_page_mode() else {
         eprintln!("no transparent huge pages on this system; nothing to check");
         return;
@@ -59,13 +59,13 @@ fn large_slots_get_huge_pages_where_the_system_grants_them() {
         eprintln!("transparent huge pages are off (`never`); nothing to check");
         return;
     }
-    let slot = Slot::new(64 << 20);
+    let slot = Buffer::zeroed(64 << 20);
     let start = slot.view::<u8>(1).unwrap().as_ptr() as usize;
-    let huge = huge_kb_at(start + (32 << 20)).expect("the slot's mapping in /proc/self/smaps");
+    let huge = huge_kb_at(start + (32 << 20)).expect("the buffer's mapping in /proc/self/smaps");
     // At least half of the 64 MiB: the unaligned ends of the allocation
     // keep small pages, and the kernel may decline a few huge ones.
     assert!(
         huge >= 32 << 10,
-        "a 64 MiB slot has only {huge} kB of huge pages (mode `{mode}`)"
+        "a 64 MiB buffer has only {huge} kB of huge pages (mode `{mode}`)"
     );
 }

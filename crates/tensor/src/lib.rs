@@ -1,0 +1,31 @@
+//! tessera's one tensor type, shared by every stage without copies.
+//!
+//! A [`Tensor`] is an element type, a shape, strides and an offset over a
+//! [`Buffer`]: zeroed, 64-byte-aligned memory (a cache line, an AVX-512
+//! vector) held by an `Arc`, so that clones, views ([`Tensor::reshape`],
+//! [`Tensor::permute`], [`Tensor::slice`]) and hand-overs between the
+//! interpreter, the runtime and the frontends share one allocation.
+//! Elements are stored in their own type ([`Element`]): `float32` as `f32`,
+//! `bool` as one byte holding 0 or 1, `uint64` as `u64`. Writing through a
+//! tensor whose buffer is shared copies it first (copy on write), so a view
+//! never changes what another tensor sees.
+//!
+//! [`MappedFile`] maps a file (model weights) read-only into memory; its
+//! pages can be given back once their contents have been converted. The
+//! operating-system calls behind it and behind huge-page advice for large
+//! buffers are the crate's only `unsafe` code, in `os.rs`.
+//!
+//! Depends on `ir` (element types and scalar values) and nothing else of
+//! tessera's.
+
+mod buffer;
+mod element;
+mod os;
+mod random;
+mod tensor;
+
+pub use buffer::Buffer;
+pub use element::{element_bytes, Element};
+pub use os::MappedFile;
+pub use random::SplitMix64;
+pub use tensor::{element_count, row_major_strides, show_tuple, Tensor, TensorError};

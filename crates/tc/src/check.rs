@@ -41,6 +41,20 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
                 .with_extra(prev.name.span, "first defined here"),
             );
         } else {
+            if let Some(what) = reserved(&d.name.name) {
+                // A def named like a builtin or a type would make `b =
+                // exp(a)` mean two things (a call, or a rank-0 statement
+                // applying the builtin), so those names stay with the
+                // language. The def is still checked, so calls of it report
+                // nothing more.
+                errs.push(
+                    Diagnostic::error(
+                        format!("`{}` is {what}; a def cannot take its name", d.name.name),
+                        d.name.span,
+                    )
+                    .with_help("rename the def"),
+                );
+            }
             by_name.insert(&d.name.name, d);
         }
     }
@@ -92,6 +106,17 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
         stmt_spans,
         def_spans,
     })
+}
+
+/// What a name the language reserves for itself is, if it is one.
+fn reserved(name: &str) -> Option<&'static str> {
+    if ir::Builtin::from_name(name).is_some() {
+        Some("a builtin function")
+    } else if DType::from_name(name).is_some() {
+        Some("a type name")
+    } else {
+        None
+    }
 }
 
 fn stmt_span(s: &StmtAst) -> Span {
@@ -541,13 +566,12 @@ impl<'a> DefCx<'a> {
                 Some("a scalar parameter")
             } else if self.sizes.contains(n) {
                 Some("a size symbol")
-            } else if self.all_defs.contains(n) {
-                Some("a def")
             } else {
                 None
             }
         };
-        if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), what(&c.lhs.name)) {
+        let lhs_what = what(&c.lhs.name).or(self.all_defs.contains(&c.lhs.name).then_some("a def"));
+        if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), lhs_what) {
             self.errs.push(Diagnostic::error(
                 format!("`{}` is {w}, not a tensor", c.lhs.name),
                 c.lhs.span,
@@ -594,6 +618,33 @@ impl<'a> DefCx<'a> {
         ok
     }
 
+    /// Whether `name` may be written: every tensor but an input parameter
+    /// that is not also a result. Inputs are immutable, as in TC, so a
+    /// caller's tensor never changes and a def's inputs can be shared
+    /// between the steps that read them.
+    fn writable(&mut self, name: &Ident) -> bool {
+        let input = self
+            .order
+            .iter()
+            .any(|(n, role)| *n == name.name && *role == TensorRole::Input);
+        if input {
+            self.err(
+                Diagnostic::error(
+                    format!(
+                        "`{}` is an input of the def; inputs are immutable",
+                        name.name
+                    ),
+                    name.span,
+                )
+                .with_help(format!(
+                    "write a new tensor, or list `{}` among the results to update a copy of it",
+                    name.name
+                )),
+            );
+        }
+        !input
+    }
+
     fn type_comp(
         &mut self,
         d_stmts: &[StmtAst],
@@ -601,7 +652,7 @@ impl<'a> DefCx<'a> {
         c: &CompAst,
         defined_later: &HashMap<String, usize>,
     ) -> Option<PendingComp> {
-        if !self.check_lhs_names(c) {
+        if !self.check_lhs_names(c) || !self.writable(&c.lhs) {
             return None;
         }
         let existing = self.tensors.get(&c.lhs.name).cloned();
@@ -731,10 +782,13 @@ impl<'a> DefCx<'a> {
             None => settle(body),
         };
         if dtype == DType::Bool && c.op != Reduction::Assign {
-            self.err(Diagnostic::error(
-                "reductions are not defined on bool tensors",
-                c.op_span,
-            ));
+            self.err(
+                Diagnostic::error("reductions are not defined on bool tensors", c.op_span)
+                    .with_help(format!(
+                        "to count, declare a numeric result (e.g. `int32(N) {}`), which converts true to 1; for any/all use `max=!`/`min=!` on such a result",
+                        c.lhs.name
+                    )),
+            );
             return None;
         }
         // Iterators in canonical order: left side, then body, lets, exists.
@@ -928,6 +982,9 @@ impl<'a> DefCx<'a> {
         }
         let mut seen = HashSet::new();
         for (r, o) in c.results.iter().zip(&callee.outputs) {
+            if !self.writable(r) {
+                return None;
+            }
             if !seen.insert(r.name.as_str()) {
                 self.err(Diagnostic::error(
                     format!("`{}` receives two results", r.name),
@@ -1122,7 +1179,10 @@ impl<'a> DefCx<'a> {
                         } else {
                             "indexes no tensor whose shape bounds it".to_string()
                         });
-                        diag = diag.with_help(format!("add a range: `where {x} in 0:N`"));
+                        diag = diag.with_help(format!(
+                            "add a range: `where {x} in 0:{}`",
+                            example_size(d)
+                        ));
                         diag
                     }
                     InferError::Ambiguous { iters, .. } => {
@@ -1144,8 +1204,9 @@ impl<'a> DefCx<'a> {
                         )
                         .with_label("no subscript bounds this iterator alone")
                         .with_help(format!(
-                            "fix one of them with a `where` clause, e.g. `where {} in 0:N`",
-                            iters[0]
+                            "fix one of them with a `where` clause, e.g. `where {} in 0:{}`",
+                            iters[0],
+                            example_size(d)
                         ))
                     }
                 };
@@ -1403,6 +1464,20 @@ pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -
         }
     }
     out
+}
+
+/// A bound to suggest in a `where` range: the def's first size symbol (or
+/// integer scalar), so the suggestion names something the def has; a
+/// literal when it has neither.
+fn example_size(d: &DefAst) -> String {
+    let sym = d.params.iter().find_map(|p| match &p.ty.dims {
+        Some(dims) => dims.iter().find_map(|dim| match dim {
+            DimAst::Sym(id) => Some(id.name.clone()),
+            _ => None,
+        }),
+        None => p.ty.dtype.is_int().then(|| p.name.name.clone()),
+    });
+    sym.unwrap_or_else(|| "8".to_string())
 }
 
 /// `1 argument`, `2 arguments`; `index` becomes `indices`.

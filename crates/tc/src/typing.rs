@@ -286,7 +286,10 @@ impl Scope<'_> {
             )
             .with_help(format!("read an element, e.g. `{n}(i)`")));
         }
-        if self.defs.contains(n) {
+        // An iterator may share a def's name (`O(n,f,h,w)` in a file with a
+        // def `f`): a def is only ever named as the callee of a call
+        // statement, so inside a comprehension the name is the iterator.
+        if self.defs.contains(n) && !self.allow_iters {
             return Err(Diagnostic::error(
                 format!("`{n}` is a def, not a value"),
                 span,

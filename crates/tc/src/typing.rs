@@ -279,6 +279,11 @@ impl Scope<'_> {
         if self.sizes.contains(n) {
             return Ok(strong(Expr::Sym(n.to_string()), DType::I64));
         }
+        if let Some(info) = self.tensors.get(n).filter(|i| i.rank == 0) {
+            // A rank-0 tensor may be read without parentheses, as TC writes
+            // it: `b = a` for a `float() a`.
+            return Ok(strong(Expr::Read(n.to_string(), Vec::new()), info.dtype));
+        }
         if self.tensors.contains_key(n) || self.unreadable.contains_key(n) {
             return Err(Diagnostic::error(
                 format!("tensor `{n}` is used as a value without subscripts"),

@@ -781,6 +781,16 @@ impl<'a> DefCx<'a> {
         for w in &c.wheres {
             match w {
                 WhereAst::Range { iter, lo, hi } => {
+                    if scope.lets.contains_key(&iter.name) {
+                        errs.push(Diagnostic::error(
+                            format!(
+                                "`{}` is a let of this statement, not an iterator",
+                                iter.name
+                            ),
+                            iter.span,
+                        ));
+                        continue;
+                    }
                     if scope.scalars.contains_key(&iter.name) || scope.sizes.contains(&iter.name) {
                         errs.push(Diagnostic::error(
                             format!("`{}` is not an iterator", iter.name),

@@ -1,4 +1,5 @@
-//! `tessera check`: parse, check and infer; print tensors and ranges.
+//! `tessera check`: parse, check and infer; print tensors and ranges, then
+//! prove the statements' `<=>` annotations (`equiv.rs`).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -39,7 +40,12 @@ pub fn run(a: &CheckArgs) -> Result<String, String> {
             "error: `--size {unknown}=...`: no def in `{name}` has a size symbol or integer scalar `{unknown}`"
         ));
     }
-    Ok(print_checked(&checked.program, &sizes))
+    let mut out = print_checked(&checked.program, &sizes);
+    if !checked.equivalences.is_empty() {
+        out.push('\n');
+        out.push_str(&crate::equiv::prove_all(&checked, &sizes, &name, &text)?);
+    }
+    Ok(out)
 }
 
 fn show(s: &SizeExpr, sizes: &HashMap<String, i64>) -> String {

@@ -8,6 +8,7 @@ mod bench;
 mod cache;
 mod check;
 mod compiled;
+mod equiv;
 mod info;
 mod load;
 mod lower;

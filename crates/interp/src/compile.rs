@@ -38,20 +38,6 @@ impl Compiled<'_> {
     }
 }
 
-/// Where in an expression the compiler is.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Cx {
-    /// Under the second or third operand of a `?:`: reads there are only
-    /// evaluated when the branch is taken and must then be in bounds.
-    pub in_branch: bool,
-}
-
-impl Cx {
-    pub(crate) fn branch(self) -> Cx {
-        Cx { in_branch: true }
-    }
-}
-
 /// Everything names in an expression can refer to during one statement.
 pub(crate) struct Scope<'a> {
     pub def: &'a Def,
@@ -165,7 +151,7 @@ impl<'a> Scope<'a> {
     }
 
     /// Compiles `e` to a closure of its own type.
-    pub(crate) fn any(&self, e: &Expr, cx: Cx) -> Result<Compiled<'a>, String> {
+    pub(crate) fn any(&self, e: &Expr) -> Result<Compiled<'a>, String> {
         Ok(match e {
             Expr::Lit(v, t) => constant(*t, *v),
             Expr::Iter(n) => {
@@ -177,8 +163,8 @@ impl<'a> Scope<'a> {
             }
             Expr::Sym(n) => self.symbol(n)?,
             Expr::Local(n) => self.local(n)?,
-            Expr::Read(t, subs) => self.read(t, subs, cx)?,
-            Expr::Unary(UnOp::Neg, a) => match self.any(a, cx)? {
+            Expr::Read(t, subs) => self.read(t, subs)?,
+            Expr::Unary(UnOp::Neg, a) => match self.any(a)? {
                 Compiled::Float(g, t) => Compiled::Float(Box::new(move |f| Ok(-g(f)?)), t),
                 Compiled::Int(g, t) => Compiled::Int(
                     Box::new(move |f| Ok(arith::wrap(t, g(f)?.wrapping_neg()))),
@@ -187,13 +173,13 @@ impl<'a> Scope<'a> {
                 Compiled::Bool(_) => return Err("ill-typed IR: `-` applied to bool".into()),
             },
             Expr::Unary(UnOp::Not, a) => {
-                let g = self.boolean(a, cx)?;
+                let g = self.boolean(a)?;
                 Compiled::Bool(Box::new(move |f| Ok(!g(f)?)))
             }
-            Expr::Binary(op, a, b) => self.binary(*op, a, b, cx)?,
+            Expr::Binary(op, a, b) => self.binary(*op, a, b)?,
             Expr::Select(c, a, b) => {
-                let c = self.boolean(c, cx)?;
-                match (self.any(a, cx.branch())?, self.any(b, cx.branch())?) {
+                let c = self.boolean(c)?;
+                match (self.any(a)?, self.any(b)?) {
                     (Compiled::Float(x, t), Compiled::Float(y, u)) if t == u => {
                         Compiled::Float(Box::new(move |f| if c(f)? { x(f) } else { y(f) }), t)
                     }
@@ -212,13 +198,13 @@ impl<'a> Scope<'a> {
                     }
                 }
             }
-            Expr::Call(b, args) => self.builtin(*b, args, cx)?,
-            Expr::Cast(t, a) => cast(*t, self.any(a, cx)?),
+            Expr::Call(b, args) => self.builtin(*b, args)?,
+            Expr::Cast(t, a) => cast(*t, self.any(a)?),
         })
     }
 
-    pub(crate) fn float(&self, e: &Expr, cx: Cx) -> Result<(FloatFn<'a>, DType), String> {
-        match self.any(e, cx)? {
+    pub(crate) fn float(&self, e: &Expr) -> Result<(FloatFn<'a>, DType), String> {
+        match self.any(e)? {
             Compiled::Float(g, t) => Ok((g, t)),
             c => Err(format!(
                 "ill-typed IR: expected a float, found {}",
@@ -227,8 +213,8 @@ impl<'a> Scope<'a> {
         }
     }
 
-    pub(crate) fn int(&self, e: &Expr, cx: Cx) -> Result<(IntFn<'a>, DType), String> {
-        match self.any(e, cx)? {
+    pub(crate) fn int(&self, e: &Expr) -> Result<(IntFn<'a>, DType), String> {
+        match self.any(e)? {
             Compiled::Int(g, t) => Ok((g, t)),
             c => Err(format!(
                 "ill-typed IR: expected an integer, found {}",
@@ -237,8 +223,8 @@ impl<'a> Scope<'a> {
         }
     }
 
-    pub(crate) fn boolean(&self, e: &Expr, cx: Cx) -> Result<BoolFn<'a>, String> {
-        match self.any(e, cx)? {
+    pub(crate) fn boolean(&self, e: &Expr) -> Result<BoolFn<'a>, String> {
+        match self.any(e)? {
             Compiled::Bool(g) => Ok(g),
             c => Err(format!("ill-typed IR: expected bool, found {}", c.dtype())),
         }
@@ -248,7 +234,7 @@ impl<'a> Scope<'a> {
     /// call's scalar argument), to a value of its type.
     pub(crate) fn value(&self, e: &Expr) -> Result<Value, String> {
         let mut f = Frame::default();
-        let r = match self.any(e, Cx::default())? {
+        let r = match self.any(e)? {
             Compiled::Float(g, _) => g(&mut f).map(Value::Float),
             Compiled::Int(g, _) => g(&mut f).map(Value::Int),
             Compiled::Bool(g) => g(&mut f).map(Value::Bool),
@@ -262,7 +248,7 @@ impl<'a> Scope<'a> {
         if e.any(&|x| matches!(x, Expr::Iter(_) | Expr::Local(_) | Expr::Read(..))) {
             return None;
         }
-        match self.any(e, Cx::default()).ok()? {
+        match self.any(e).ok()? {
             Compiled::Int(g, DType::I64) => g(&mut Frame::default()).ok(),
             _ => None,
         }
@@ -298,7 +284,7 @@ impl<'a> Scope<'a> {
         })
     }
 
-    fn read(&self, name: &str, subs: &[Expr], cx: Cx) -> Result<Compiled<'a>, String> {
+    fn read(&self, name: &str, subs: &[Expr]) -> Result<Compiled<'a>, String> {
         if self.mode == Mode::ModP {
             return Err(format!(
                 "in mod-p mode tensor values can only be added and multiplied, but `{name}` is read \
@@ -306,7 +292,7 @@ impl<'a> Scope<'a> {
                 self.location()
             ));
         }
-        let (plan, tensor) = ReadPlan::new(self, name, subs, cx)?;
+        let (plan, tensor) = ReadPlan::new(self, name, subs)?;
         let t = tensor.dtype();
         let missing = || format!("`{name}` is not a contiguous {t} tensor{}", self.location());
         Ok(match t {
@@ -333,8 +319,8 @@ impl<'a> Scope<'a> {
         })
     }
 
-    fn binary(&self, op: BinOp, a: &Expr, b: &Expr, cx: Cx) -> Result<Compiled<'a>, String> {
-        let (x, y) = (self.any(a, cx)?, self.any(b, cx)?);
+    fn binary(&self, op: BinOp, a: &Expr, b: &Expr) -> Result<Compiled<'a>, String> {
+        let (x, y) = (self.any(a)?, self.any(b)?);
         let mismatch = |x: &Compiled, y: &Compiled| {
             format!(
                 "ill-typed IR: operands of `{}` have types {} and {}",
@@ -386,10 +372,10 @@ impl<'a> Scope<'a> {
         })
     }
 
-    fn builtin(&self, b: Builtin, args: &[Expr], cx: Cx) -> Result<Compiled<'a>, String> {
+    fn builtin(&self, b: Builtin, args: &[Expr]) -> Result<Compiled<'a>, String> {
         let compiled = args
             .iter()
-            .map(|a| self.any(a, cx))
+            .map(|a| self.any(a))
             .collect::<Result<Vec<_>, _>>()?;
         let t = compiled.first().map_or(DType::F32, Compiled::dtype);
         let types: Vec<String> = compiled.iter().map(|c| c.dtype().to_string()).collect();

@@ -6,10 +6,11 @@
 //! (left-hand iterators, row-major) the value starts from the reduction's
 //! identity (`op=!`) or the tensor's current value, and folds the body over
 //! every point of the reduction box (the other iterators, in range order; an
-//! empty set of them is one point). A point where a skippable read (one not
-//! under a `?:` branch, with affine subscripts) is out of bounds contributes
-//! nothing; those reads are tested before the body is evaluated, so no read
-//! of a skipped point can fail.
+//! empty set of them is one point). A point where an evaluated read (with
+//! subscripts that read no tensor) is out of bounds contributes nothing,
+//! whether the read is under a taken `?:` branch or not; reads not under a
+//! branch are tested before the body is evaluated, so no read of a skipped
+//! point can fail.
 //!
 //! Functional update: every value is computed from the environment as it was
 //! before the statement (the closures read the old tensors) and written into
@@ -21,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use ir::{Comprehension, DType, Def, Expr, Reduction, Value};
 
 use crate::bind::{eval_size, shape_of};
-use crate::compile::{Compiled, Cx, Scope};
+use crate::compile::{Compiled, Scope};
 use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
 use crate::poly::{self, Need};
 use crate::read::ReadPlan;
@@ -87,7 +88,6 @@ pub(crate) fn exec_comp(
         bounds,
         n_lhs: c.indices.len(),
     };
-    let cx = Cx::default();
     let guards = guards(&scope, c)?;
     let identity = c.op.identity(t);
     let stored = format!("`{}` is not stored as {t}", c.tensor);
@@ -107,7 +107,7 @@ pub(crate) fn exec_comp(
                 }
             };
             let start = c.init.then_some(i64::from(c.op == Reduction::Mul));
-            let g = scope.residue(&c.body, cx)?;
+            let g = scope.residue(&c.body)?;
             let body = move |f: &mut Frame| g(f).map(|r| r as i64);
             drive(
                 &mut frame,
@@ -121,7 +121,7 @@ pub(crate) fn exec_comp(
             )
         }
         Mode::Real if t.is_float() => {
-            let (g, bt) = scope.float(&c.body, cx)?;
+            let (g, bt) = scope.float(&c.body)?;
             check_body_type(c, bt, t)?;
             let start = c.init.then(|| match identity {
                 Value::Float(x) => x,
@@ -157,7 +157,7 @@ pub(crate) fn exec_comp(
         }
         Mode::Real if t == DType::Bool => {
             let data = out.as_mut_slice::<u8>().ok_or(stored)?;
-            let g = scope.boolean(&c.body, cx)?;
+            let g = scope.boolean(&c.body)?;
             let body = move |f: &mut Frame| g(f).map(i64::from);
             drive(
                 &mut frame,
@@ -171,7 +171,7 @@ pub(crate) fn exec_comp(
             )
         }
         Mode::Real => {
-            let (g, bt) = scope.int(&c.body, cx)?;
+            let (g, bt) = scope.int(&c.body)?;
             check_body_type(c, bt, t)?;
             let start = c.init.then(|| match identity {
                 Value::Int(i) => i,
@@ -326,7 +326,7 @@ fn compile_lets<'a>(
     for ((name, e), need) in c.lets.iter().zip(needs) {
         let mut slots = LetSlots::default();
         if need.real {
-            let (slot, eval) = match scope.any(e, Cx::default())? {
+            let (slot, eval) = match scope.any(e)? {
                 Compiled::Float(g, t) => {
                     floats += 1;
                     (Slot::Float(floats - 1, t), LetEval::Float(floats - 1, g))
@@ -344,7 +344,7 @@ fn compile_lets<'a>(
             lets.push(eval);
         }
         if need.residue {
-            let g = scope.residue(e, Cx::default())?;
+            let g = scope.residue(e)?;
             slots.residue = Some(residues);
             lets.push(LetEval::Residue(residues, g));
             residues += 1;
@@ -396,11 +396,12 @@ fn int_fold(op: Reduction, t: DType) -> Box<dyn Fn(i64, i64) -> i64> {
     }
 }
 
-/// The skippable reads of a reduction's body (reads not under a `?:`
-/// branch, without indirect subscripts), compiled once more so that every
-/// point can be tested before its body runs: a point where one of them is out
-/// of bounds contributes nothing, and none of its guarded reads is evaluated
-/// (they could otherwise fail first, depending on the order of operands).
+/// The reads of a reduction's body that every point evaluates (reads not
+/// under a `?:` branch, without indirect subscripts), compiled once more so
+/// that every point can be tested before its body runs: a point where one of
+/// them is out of bounds contributes nothing, and none of its other reads is
+/// evaluated (an indirect read could otherwise fail first, depending on the
+/// order of operands).
 fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>, String> {
     fn walk<'e>(e: &'e Expr, out: &mut Vec<(&'e str, &'e [Expr])>) {
         match e {
@@ -421,7 +422,7 @@ fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>,
     for (name, subs) in reads {
         let indirect = subs.iter().any(|e| e.any(&|x| matches!(x, Expr::Read(..))));
         if !indirect {
-            out.push(ReadPlan::new(scope, name, subs, Cx::default())?.0);
+            out.push(ReadPlan::new(scope, name, subs)?.0);
         }
     }
     Ok(out)

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Comprehension, DType, Expr, UnOp, Value};
 
-use crate::compile::{Cx, Scope};
+use crate::compile::Scope;
 use crate::frame::{Frame, ResidueFn, Slot};
 use crate::read::ReadPlan;
 use crate::residue;
@@ -96,14 +96,14 @@ impl<'a> Scope<'a> {
     }
 
     /// Compiles a value-position expression to a residue closure.
-    pub(crate) fn residue(&self, e: &Expr, cx: Cx) -> Result<ResidueFn<'a>, String> {
+    pub(crate) fn residue(&self, e: &Expr) -> Result<ResidueFn<'a>, String> {
         let not_poly =
             |what: &str| format!("{what} is not a polynomial operation{}", self.location());
         Ok(match e {
             // A tensor element is a residue whatever its type (a `bool`
             // tensor holds 0 and 1).
             Expr::Read(name, subs) => {
-                let (plan, tensor) = ReadPlan::new(self, name, subs, cx)?;
+                let (plan, tensor) = ReadPlan::new(self, name, subs)?;
                 // Mod-p mode keeps every tensor as `int64` residues.
                 let Some(v) = tensor.as_slice::<i64>() else {
                     return Err(format!(
@@ -114,7 +114,7 @@ impl<'a> Scope<'a> {
                 Box::new(move |f| Ok(v[plan.offset(f)?] as u64))
             }
             // Every other `bool` is a condition: ordinary semantics, then 0/1.
-            _ if self.is_bool(e) => self.condition(e, cx)?,
+            _ if self.is_bool(e) => self.condition(e)?,
             Expr::Lit(v, _) => constant(self.literal_residue(*v, "literal")?),
             Expr::Iter(n) => {
                 let s = *self
@@ -138,11 +138,11 @@ impl<'a> Scope<'a> {
             }
             // `!` is bool, handled above: this is negation.
             Expr::Unary(_, a) => {
-                let x = self.residue(a, cx)?;
+                let x = self.residue(a)?;
                 Box::new(move |f| Ok(residue::neg(x(f)?)))
             }
             Expr::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
-                let (x, y) = (self.residue(a, cx)?, self.residue(b, cx)?);
+                let (x, y) = (self.residue(a)?, self.residue(b)?);
                 let op = match op {
                     BinOp::Add => residue::add,
                     BinOp::Sub => residue::sub,
@@ -157,12 +157,12 @@ impl<'a> Scope<'a> {
             // is left is division and modulo.
             Expr::Binary(op, ..) => return Err(not_poly(&format!("`{}`", op.symbol()))),
             Expr::Select(c, a, b) => {
-                let c = self.boolean(c, cx)?;
-                let (x, y) = (self.residue(a, cx.branch())?, self.residue(b, cx.branch())?);
+                let c = self.boolean(c)?;
+                let (x, y) = (self.residue(a)?, self.residue(b)?);
                 Box::new(move |f| if c(f)? { x(f) } else { y(f) })
             }
             Expr::Call(b, _) => return Err(not_poly(&format!("`{}`", b.name()))),
-            Expr::Cast(_, a) => self.residue(a, cx)?,
+            Expr::Cast(_, a) => self.residue(a)?,
         })
     }
 
@@ -170,13 +170,13 @@ impl<'a> Scope<'a> {
     /// reads (a call's float scalar argument) to its residue.
     pub(crate) fn residue_value(&self, e: &Expr) -> Result<u64, String> {
         let mut f = Frame::default();
-        let g = self.residue(e, Cx::default())?;
+        let g = self.residue(e)?;
         g(&mut f).map_err(|_| f.message)
     }
 
     /// A condition compiled ordinarily, as the residue 0 or 1.
-    fn condition(&self, e: &Expr, cx: Cx) -> Result<ResidueFn<'a>, String> {
-        let g = self.boolean(e, cx)?;
+    fn condition(&self, e: &Expr) -> Result<ResidueFn<'a>, String> {
+        let g = self.boolean(e)?;
         Ok(Box::new(move |f| Ok(u64::from(g(f)?))))
     }
 

@@ -9,12 +9,13 @@
 //! homomorphism); any other subscript is a compiled integer closure.
 //!
 //! An out-of-bounds read either skips the current point of a reduction (a
-//! skippable read: in a reduction, not under a `?:` branch, no tensor read in
-//! its subscripts) or fails with the indices and the shape.
+//! skippable read: in a reduction, no tensor read in its subscripts; under a
+//! `?:` branch too, since a read of a branch that is taken is evaluated like
+//! any other) or fails with the indices and the shape.
 
 use ir::{BinOp, Expr, UnOp};
 
-use crate::compile::{Cx, Scope};
+use crate::compile::Scope;
 use crate::frame::{Eval, Frame, IntFn, Stop};
 use crate::tensors::show_tuple;
 use tensor::Tensor;
@@ -84,7 +85,6 @@ impl<'a> ReadPlan<'a> {
         scope: &Scope<'a>,
         name: &str,
         subs: &[Expr],
-        cx: Cx,
     ) -> Result<(ReadPlan<'a>, &'a Tensor), String> {
         let env = scope.env;
         let tensor = env
@@ -103,7 +103,7 @@ impl<'a> ReadPlan<'a> {
                 Some(a) => Ok(Subscript::Affine(a)),
                 None => {
                     let (g, _) = scope
-                        .int(e, cx)
+                        .int(e)
                         .map_err(|m| format!("subscript of `{name}`: {m}"))?;
                     Ok(Subscript::Dynamic(g))
                 }
@@ -116,7 +116,7 @@ impl<'a> ReadPlan<'a> {
             dims: tensor.shape().iter().map(|&d| d as i64).collect(),
             strides: tensor.strides().to_vec(),
             subs: compiled,
-            skippable: scope.reduction && !cx.in_branch && !indirect,
+            skippable: scope.reduction && !indirect,
         };
         Ok((plan, tensor))
     }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use common::*;
 use interp::{Arg, Mode, Tensor};
-use ir::{BinOp, DType, Expr, Reduction, SizeExpr, Value};
+use ir::{DType, Expr, Reduction, SizeExpr, Value};
 
 fn copy_def() -> ir::Program {
     program(vec![DefBuilder::new("copy")
@@ -50,30 +50,6 @@ fn out_of_bounds_read_in_an_assignment_is_an_error() {
         msg,
         "read of `A` at (1, 8) is out of bounds for shape (3, 8)"
     );
-}
-
-/// In a reduction, a read under a `?:` branch is not skippable.
-#[test]
-fn out_of_bounds_read_under_a_branch_of_a_reduction_is_an_error() {
-    let p = program(vec![DefBuilder::new("sum")
-        .input("A", DType::I32, &["N"])
-        .output("S", DType::I32, &[])
-        .comp(comp(
-            "S",
-            &[],
-            Reduction::Add,
-            true,
-            select(
-                bin(BinOp::Ge, it("k"), Expr::int(0)),
-                read("A", vec![add(it("k"), Expr::int(1))]),
-                lit_i(0, DType::I32),
-            ),
-            vec![upto("k", "N")],
-        ))
-        .build()]);
-    let a = Tensor::from_i64(DType::I32, &[3], vec![1, 2, 3]);
-    let (_, msg) = failure(run_real(&p, &tensor_args(&[("A", &a)])));
-    assert_eq!(msg, "read of `A` at (3) is out of bounds for shape (3)");
 }
 
 /// In a reduction, an indirect read out of bounds is an error, not a skip.

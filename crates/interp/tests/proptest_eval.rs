@@ -11,8 +11,8 @@
 //!   left-hand-side ranges;
 //! - in a reduction (`+=! *=! max=! min=!`), a point where an unguarded read
 //!   falls outside its tensor contributes nothing; in `=` it is an error;
-//! - a read under `?:` is evaluated only when its branch is taken, and must
-//!   then be in bounds;
+//! - a read under `?:` is evaluated only when its branch is taken; out of
+//!   bounds it then skips the point in a reduction and is an error in `=`;
 //! - `float32` rounds after every operation, `int32` wraps.
 //!
 //! The interpreter's result (through `tc::check_source` and `interp::run`)
@@ -756,7 +756,7 @@ fn evaluate<E: Elem>(case: &Case, inputs: &[Vec<E>], magnitude: impl Fn(E) -> f6
         };
         let mut mag = 0.0;
         let mut contributions = 0;
-        for r in points(&red) {
+        'points: for r in points(&red) {
             let p = [o.clone(), r].concat();
             // Unguarded reads first: out of bounds skips the point in a
             // reduction and is an error in `=`.
@@ -796,11 +796,15 @@ fn evaluate<E: Elem>(case: &Case, inputs: &[Vec<E>], magnitude: impl Fn(E) -> f6
                             E::from_f64(*other)
                         } else if let Some(v) = read(rd, &p) {
                             v
-                        } else {
+                        } else if case.op == "=" {
                             return Expected::Error(format!(
                                 "guarded read {} out of bounds at {p:?}",
                                 case.read_text(rd)
                             ));
+                        } else {
+                            // A taken branch's read is evaluated, so out
+                            // of bounds it skips the point as any read does.
+                            continue 'points;
                         }
                     }
                 };

@@ -123,6 +123,32 @@ fn max_pool_padding_skips_instead_of_reading_zero() {
     assert_eq!(o.to_f64_vec(), vec![-1.0, -1.0, -1.0, -2.0, -2.0]);
 }
 
+/// In a reduction, a read under a taken `?:` branch that falls outside its
+/// tensor skips the point as any other read does: `S +=! (k >= 0 ? A(k + 1)
+/// : 0)` over k in 0:3 adds A(1) + A(2) = 2 + 3 and skips k = 2.
+#[test]
+fn out_of_bounds_read_under_a_taken_branch_of_a_reduction_skips() {
+    let p = program(vec![DefBuilder::new("sum")
+        .input("A", DType::I32, &["N"])
+        .output("S", DType::I32, &[])
+        .comp(comp(
+            "S",
+            &[],
+            Reduction::Add,
+            true,
+            select(
+                bin(BinOp::Ge, it("k"), Expr::int(0)),
+                read("A", vec![add(it("k"), Expr::int(1))]),
+                lit_i(100, DType::I32),
+            ),
+            vec![upto("k", "N")],
+        ))
+        .build()]);
+    let a = Tensor::from_i64(DType::I32, &[3], vec![1, 2, 3]);
+    let s = only_output(run_real(&p, &tensor_args(&[("A", &a)])));
+    assert_eq!(s.to_f64_vec(), vec![5.0]);
+}
+
 /// A read guarded by `?:` is only evaluated on its branch: concatenation.
 #[test]
 fn ternary_guarded_concat() {

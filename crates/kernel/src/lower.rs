@@ -15,7 +15,11 @@
 //! A `?:` branch whose reads are in bounds everywhere is computed inline;
 //! otherwise it runs in a guard block: a child with the parent's indices
 //! passed, the branch condition as constraints, and the branch value left in
-//! a local buffer the parent then loads. A call becomes a child block: the
+//! a local buffer the parent then loads. In an initializing reduction the
+//! guard block also carries its reads' skip constraints and sets a flag
+//! local the parent initialized to "branch not taken"; a point where the
+//! flag stays false (the branch was taken but a read fell outside its
+//! tensor) stores the reduction's identity, which is exactly a skip there. A call becomes a child block: the
 //! callee lowered for the sizes the call fixes. A statement that reads the
 //! tensor it writes anywhere but at the element a point writes (or from a
 //! reduction that revisits elements) reads a copy made just before it.
@@ -31,9 +35,10 @@
 //! transposed convolution's `th % sh == 0 ? X(.., th / sh, ..)` becomes a
 //! guard block with equality constraints. Not lowered yet (clear errors):
 //! `?:` branches with out-of-bounds-prone reads under a condition that is
-//! not a conjunction of affine comparisons, other non-affine subscripts in
-//! reductions (`A(i * k)`), and calls that update a parameter into a
-//! different result tensor.
+//! not a conjunction of affine comparisons, such branches in accumulating
+//! reductions (`+=` without `!`) or nested in another such branch, other
+//! non-affine subscripts in reductions (`A(i * k)`), and calls that update a
+//! parameter into a different result tensor.
 
 use std::collections::HashMap;
 
@@ -465,9 +470,14 @@ struct Builder<'a> {
     /// that have an index of their own, to their affine form.
     quotients: HashMap<(Affine, i64), Affine>,
     /// For a guard block (a child evaluating one `?:` branch): the parent's
-    /// view to refine for each tensor and scalar. Reads here are guarded:
-    /// out of bounds is an error, never a skip.
+    /// view to refine for each tensor and scalar. In an assignment its reads
+    /// must be in bounds where the branch is taken (the verifier proves it);
+    /// in a reduction they get skip constraints of the guard block's own.
     parent_of: Option<HashMap<String, String>>,
+    /// Scalars that are false at a point a guard block skipped: the branch
+    /// was taken there but one of its reads fell outside its tensor, so the
+    /// point contributes nothing.
+    taken_ok: Vec<String>,
 }
 
 impl Cx<'_> {
@@ -589,6 +599,7 @@ impl Cx<'_> {
             comp: c,
             parent_of: None,
             quotients: HashMap::new(),
+            taken_ok: Vec::new(),
         };
         if c.op != Reduction::Assign {
             bl.add_quotients();
@@ -618,7 +629,31 @@ impl Cx<'_> {
             let v = bl.expr(e)?;
             bl.lets.insert(n.clone(), v);
         }
-        let v = bl.expr(&c.body)?;
+        let mut v = bl.expr(&c.body)?;
+        if let Some(ok) = bl
+            .taken_ok
+            .clone()
+            .into_iter()
+            .reduce(|a, b| bl.intrinsic(Op::Binary(ir::BinOp::And), vec![a, b], DType::Bool))
+        {
+            // A point a guard block skipped stores the reduction's identity,
+            // which leaves the accumulator as it is: exactly so for the
+            // initializing reductions this is lowered for (an accumulator
+            // that starts at the identity never becomes -0.0 under `+`, or
+            // NaN under `max`/`min`, where adding the identity would change
+            // it).
+            let t = self
+                .def
+                .tensor(&c.tensor)
+                .map(|d| d.dtype)
+                .unwrap_or(DType::F32);
+            let id = bl.emit_into(|into| StmtKind::Constant {
+                into,
+                value: c.op.identity(t),
+                dtype: t,
+            });
+            v = bl.intrinsic(Op::Select, vec![ok, v, id], t);
+        }
         bl.emit(StmtKind::Store {
             from: v,
             into: c.tensor.clone(),
@@ -806,7 +841,7 @@ impl Builder<'_> {
         let dims = self.cx.shapes.get(t).cloned().unwrap_or_default();
         let guarded = self.parent_of.is_some();
         for (d, (a, &size)) in access.iter().zip(&dims).enumerate() {
-            if guarded {
+            if guarded && self.comp.op == Reduction::Assign {
                 break;
             }
             let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
@@ -934,6 +969,14 @@ impl Builder<'_> {
                     (Gt, true) | (Le, false) => vec![d.scale(-1).sub(&one)],
                     (Ge, true) | (Lt, false) => vec![d.scale(-1)],
                     (Eq, true) | (Ne, false) => vec![d.clone(), d.scale(-1)],
+                    // `x != y` is a disjunction, but one side of it is empty
+                    // when the box keeps `y - x` on one side of zero (`b !=
+                    // 0` with `b` in `0:2` is `b >= 1`).
+                    (Ne, true) | (Eq, false) => match d.bounds(&self.ranges)? {
+                        (lo, _) if lo >= 0 => vec![d.sub(&one)],
+                        (_, hi) if hi <= 0 => vec![d.scale(-1).sub(&one)],
+                        _ => return None,
+                    },
                     _ => return None,
                 })
             }
@@ -944,7 +987,18 @@ impl Builder<'_> {
     /// A `?:` branch: computed inline when its reads are in bounds
     /// everywhere, else in a guard block that runs only where the branch is
     /// taken and leaves its value in a local buffer.
-    fn branch(&mut self, e: &Expr, cond: &Expr, taken: bool) -> Result<String, LowerError> {
+    ///
+    /// In a reduction, the guard block also carries the skip constraints of
+    /// its reads, so it runs only where the branch is taken and its reads are
+    /// in bounds; a flag local, set beforehand to "not taken" and by the
+    /// guard block to true, tells the parent whether the point counts.
+    fn branch(
+        &mut self,
+        e: &Expr,
+        cond: &Expr,
+        cond_value: &str,
+        taken: bool,
+    ) -> Result<String, LowerError> {
         // Lets are computed before the body (their reads are unguarded), so
         // only the branch's own reads need a guard.
         let has_reads = e.any(&|x| matches!(x, Expr::Read(..)));
@@ -1038,14 +1092,80 @@ impl Builder<'_> {
             comp: self.comp,
             parent_of: Some(parent_of),
             quotients: self.quotients.clone(),
+            taken_ok: Vec::new(),
         };
+        let before = sub.block.constraints.len();
         let v = sub.expr(e)?;
         sub.emit(StmtKind::Store {
             from: v,
             into: local.clone(),
         });
-        self.next = sub.next;
+        if !sub.taken_ok.is_empty() {
+            return err(format!(
+                "statement {}: a `?:` inside a `?:` branch whose reads may fall outside their tensors is not lowered yet",
+                self.cx.stmt + 1
+            ));
+        }
+        let skips = sub.block.constraints.len() > before;
+        if skips && !self.comp.init {
+            return err(format!(
+                "statement {}: an accumulating reduction (`{}` without `!`) with a `?:` branch whose reads may fall outside their tensors is not lowered yet",
+                self.cx.stmt + 1,
+                self.comp.op.symbol()
+            ));
+        }
+        let flag = skips.then(|| format!("F{}", self.block.stmts.len()));
+        if flag.is_none() {
+            self.next = sub.next;
+        }
+        if let Some(flag) = &flag {
+            let local_ref = |dir, from: Option<String>| Refinement {
+                dir,
+                from,
+                into: flag.clone(),
+                access: Vec::new(),
+                dtype: DType::Bool,
+                shape: Vec::new(),
+                agg: Agg::Assign,
+                location: None,
+                tags: Tags::new(),
+            };
+            self.block.refs.push(local_ref(RefDir::InOut, None));
+            sub.block
+                .refs
+                .push(local_ref(RefDir::Out, Some(flag.clone())));
+            let yes = sub.emit_into(|into| StmtKind::Constant {
+                into,
+                value: Value::Bool(true),
+                dtype: DType::Bool,
+            });
+            sub.emit(StmtKind::Store {
+                from: yes,
+                into: flag.clone(),
+            });
+            self.next = sub.next;
+            // Before the guard block: the flag says whether the branch is
+            // not taken, which makes the point count unless the guard block
+            // runs and sets it.
+            let not_taken = if taken {
+                self.intrinsic(
+                    Op::Unary(ir::UnOp::Not),
+                    vec![cond_value.to_string()],
+                    DType::Bool,
+                )
+            } else {
+                cond_value.to_string()
+            };
+            self.emit(StmtKind::Store {
+                from: not_taken,
+                into: flag.clone(),
+            });
+        }
         self.emit(StmtKind::Block(Box::new(sub.block)));
+        if let Some(flag) = flag {
+            let ok = self.emit_into(|into| StmtKind::Load { from: flag, into });
+            self.taken_ok.push(ok);
+        }
         Ok(self.emit_into(|into| StmtKind::Load { from: local, into }))
     }
 
@@ -1157,8 +1277,8 @@ impl Builder<'_> {
             }
             Expr::Select(c, a, b) => {
                 let x = self.expr(c)?;
-                let y = self.branch(a, c, true)?;
-                let z = self.branch(b, c, false)?;
+                let y = self.branch(a, c, &x, true)?;
+                let z = self.branch(b, c, &x, false)?;
                 self.intrinsic(Op::Select, vec![x, y, z], ty(e))
             }
             Expr::Call(f, args) => {

@@ -68,6 +68,17 @@ pub struct CompAst {
     pub op_span: Span,
     pub body: ExprAst,
     pub wheres: Vec<WhereAst>,
+    /// TC's `<=> f(A(i,k), B(k,j))`: the statement computes what def `f`
+    /// computes on those tensors.
+    pub equiv: Option<EquivAst>,
+    pub span: Span,
+}
+
+/// The right side of a `<=>` annotation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EquivAst {
+    pub callee: Ident,
+    pub args: Vec<ExprAst>,
     pub span: Span,
 }
 

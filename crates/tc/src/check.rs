@@ -26,9 +26,25 @@ pub struct CheckOutput {
     pub program: Program,
     pub stmt_spans: HashMap<(String, usize), Span>,
     pub def_spans: HashMap<String, Span>,
+    pub equivalences: Vec<Equivalence>,
+}
+
+/// A statement's `<=> f(A(..), B(..))` annotation, checked: the statement
+/// claims to compute what def `callee` computes on the tensors `args`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Equivalence {
+    pub def: String,
+    /// The statement's 0-based index in its def.
+    pub stmt: usize,
+    pub callee: String,
+    /// The tensors the annotation reads, in order.
+    pub args: Vec<String>,
+    /// The annotation, from `<=>` to its closing parenthesis.
+    pub span: Span,
 }
 
 pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
+    let file = &rank0_statements(file);
     let mut errs = Vec::new();
     let mut by_name: HashMap<&str, &DefAst> = HashMap::new();
     for d in &file.defs {
@@ -41,6 +57,20 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
                 .with_extra(prev.name.span, "first defined here"),
             );
         } else {
+            if let Some(what) = reserved(&d.name.name) {
+                // A def named like a builtin or a type would make `b =
+                // exp(a)` mean two things (a call, or a rank-0 statement
+                // applying the builtin), so those names stay with the
+                // language. The def is still checked, so calls of it report
+                // nothing more.
+                errs.push(
+                    Diagnostic::error(
+                        format!("`{}` is {what}; a def cannot take its name", d.name.name),
+                        d.name.span,
+                    )
+                    .with_help("rename the def"),
+                );
+            }
             by_name.insert(&d.name.name, d);
         }
     }
@@ -49,11 +79,16 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
     let mut checked: HashMap<String, Def> = HashMap::new();
     let mut stmt_spans = HashMap::new();
     let mut def_spans = HashMap::new();
+    let mut equivalences = Vec::new();
     for d in order {
         def_spans.insert(d.name.name.clone(), d.name.span);
         let mut cx = DefCx::new(&checked, &all);
         match cx.def(d) {
             Some(def) if cx.errs.is_empty() => {
+                for mut e in std::mem::take(&mut cx.equivalences) {
+                    e.def = def.name.clone();
+                    equivalences.push(e);
+                }
                 for (i, s) in d.stmts.iter().enumerate() {
                     stmt_spans.insert((def.name.clone(), i), stmt_span(s));
                 }
@@ -87,11 +122,74 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
             "this is a bug in tessera; please report it with this file",
         )]);
     }
+    equivalences.sort_by_key(|e| e.span.start);
     Ok(CheckOutput {
         program,
         stmt_spans,
         def_spans,
+        equivalences,
     })
+}
+
+/// The file with every statement `t = f(args)` that calls no def turned
+/// into the rank-0 statement `t() = f(args)`: the parser cannot tell them
+/// apart, since defs may come later in the file. `f` must be a builtin, a
+/// type or a tensor of the def (a parameter or written by an earlier
+/// statement); any other name stays a call, reported as a call of an
+/// unknown def.
+fn rank0_statements(file: &File) -> File {
+    let defs: HashSet<&str> = file.defs.iter().map(|d| d.name.name.as_str()).collect();
+    let mut out = file.clone();
+    for d in &mut out.defs {
+        let mut tensors: HashSet<String> = d
+            .params
+            .iter()
+            .filter(|p| p.ty.dims.is_some())
+            .map(|p| p.name.name.clone())
+            .collect();
+        for s in &mut d.stmts {
+            if let StmtAst::Call(c) = s {
+                let f = &c.callee.name;
+                let value = reserved(f).is_some() || tensors.contains(f);
+                if c.results.len() == 1 && !defs.contains(f.as_str()) && value {
+                    let lhs = c.results[0].clone();
+                    let body = ExprAst {
+                        kind: ExprKind::Apply(c.callee.clone(), c.args.clone()),
+                        span: Span::new(c.callee.span.start, c.span.end),
+                    };
+                    *s = StmtAst::Comp(CompAst {
+                        lhs,
+                        indices: Vec::new(),
+                        op: Reduction::Assign,
+                        init: false,
+                        op_span: c.callee.span,
+                        body,
+                        wheres: Vec::new(),
+                        equiv: None,
+                        span: c.span,
+                    });
+                }
+            }
+            match s {
+                StmtAst::Comp(c) => {
+                    tensors.insert(c.lhs.name.clone());
+                }
+                StmtAst::Call(c) => tensors.extend(c.results.iter().map(|r| r.name.clone())),
+            }
+        }
+    }
+    out
+}
+
+/// What a name the language reserves for itself is, if it is one.
+fn reserved(name: &str) -> Option<&'static str> {
+    if ir::Builtin::from_name(name).is_some() {
+        Some("a builtin function")
+    } else if DType::from_name(name).is_some() {
+        Some("a type name")
+    } else {
+        None
+    }
 }
 
 fn stmt_span(s: &StmtAst) -> Span {
@@ -197,6 +295,8 @@ struct DefCx<'a> {
     typed_returns: HashMap<String, TensorInfo>,
     /// Tensors whose defining statement failed to check.
     poisoned: HashSet<String>,
+    /// The statements' `<=>` annotations.
+    equivalences: Vec<Equivalence>,
     errs: Vec<Diagnostic>,
 }
 
@@ -212,6 +312,7 @@ impl<'a> DefCx<'a> {
             returns: Vec::new(),
             typed_returns: HashMap::new(),
             poisoned: HashSet::new(),
+            equivalences: Vec::new(),
             errs: Vec::new(),
         }
     }
@@ -541,13 +642,12 @@ impl<'a> DefCx<'a> {
                 Some("a scalar parameter")
             } else if self.sizes.contains(n) {
                 Some("a size symbol")
-            } else if self.all_defs.contains(n) {
-                Some("a def")
             } else {
                 None
             }
         };
-        if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), what(&c.lhs.name)) {
+        let lhs_what = what(&c.lhs.name).or(self.all_defs.contains(&c.lhs.name).then_some("a def"));
+        if let (false, Some(w)) = (self.tensors.contains_key(&c.lhs.name), lhs_what) {
             self.errs.push(Diagnostic::error(
                 format!("`{}` is {w}, not a tensor", c.lhs.name),
                 c.lhs.span,
@@ -594,6 +694,33 @@ impl<'a> DefCx<'a> {
         ok
     }
 
+    /// Whether `name` may be written: every tensor but an input parameter
+    /// that is not also a result. Inputs are immutable, as in TC, so a
+    /// caller's tensor never changes and a def's inputs can be shared
+    /// between the steps that read them.
+    fn writable(&mut self, name: &Ident) -> bool {
+        let input = self
+            .order
+            .iter()
+            .any(|(n, role)| *n == name.name && *role == TensorRole::Input);
+        if input {
+            self.err(
+                Diagnostic::error(
+                    format!(
+                        "`{}` is an input of the def; inputs are immutable",
+                        name.name
+                    ),
+                    name.span,
+                )
+                .with_help(format!(
+                    "write a new tensor, or list `{}` among the results to update a copy of it",
+                    name.name
+                )),
+            );
+        }
+        !input
+    }
+
     fn type_comp(
         &mut self,
         d_stmts: &[StmtAst],
@@ -601,7 +728,7 @@ impl<'a> DefCx<'a> {
         c: &CompAst,
         defined_later: &HashMap<String, usize>,
     ) -> Option<PendingComp> {
-        if !self.check_lhs_names(c) {
+        if !self.check_lhs_names(c) || !self.writable(&c.lhs) {
             return None;
         }
         let existing = self.tensors.get(&c.lhs.name).cloned();
@@ -654,6 +781,16 @@ impl<'a> DefCx<'a> {
         for w in &c.wheres {
             match w {
                 WhereAst::Range { iter, lo, hi } => {
+                    if scope.lets.contains_key(&iter.name) {
+                        errs.push(Diagnostic::error(
+                            format!(
+                                "`{}` is a let of this statement, not an iterator",
+                                iter.name
+                            ),
+                            iter.span,
+                        ));
+                        continue;
+                    }
                     if scope.scalars.contains_key(&iter.name) || scope.sizes.contains(&iter.name) {
                         errs.push(Diagnostic::error(
                             format!("`{}` is not an iterator", iter.name),
@@ -731,10 +868,13 @@ impl<'a> DefCx<'a> {
             None => settle(body),
         };
         if dtype == DType::Bool && c.op != Reduction::Assign {
-            self.err(Diagnostic::error(
-                "reductions are not defined on bool tensors",
-                c.op_span,
-            ));
+            self.err(
+                Diagnostic::error("reductions are not defined on bool tensors", c.op_span)
+                    .with_help(format!(
+                        "to count, declare a numeric result (e.g. `int32(N) {}`), which converts true to 1; for any/all use `max=!`/`min=!` on such a result",
+                        c.lhs.name
+                    )),
+            );
             return None;
         }
         // Iterators in canonical order: left side, then body, lets, exists.
@@ -787,6 +927,16 @@ impl<'a> DefCx<'a> {
                 return None;
             }
         }
+        if let Some(eq) = &c.equiv {
+            let args = self.equivalence_args(eq)?;
+            self.equivalences.push(Equivalence {
+                def: String::new(),
+                stmt: i,
+                callee: eq.callee.name.clone(),
+                args,
+                span: eq.span,
+            });
+        }
         let shape = declared.and_then(|d| d.shape);
         self.define(&c.lhs.name, dtype, c.indices.len(), shape);
         Some(PendingComp {
@@ -802,6 +952,47 @@ impl<'a> DefCx<'a> {
             fixed,
             ranges: None,
         })
+    }
+
+    /// The tensors a `<=>` annotation passes: each argument is a tensor
+    /// defined before the statement, bare or read with one subscript per
+    /// dimension (the subscripts say how the statement reads it; only the
+    /// tensor is passed).
+    fn equivalence_args(&mut self, eq: &EquivAst) -> Option<Vec<String>> {
+        let mut out = Vec::new();
+        for a in &eq.args {
+            let (t, rank) = match &a.kind {
+                ExprKind::Name(t) => (t, None),
+                ExprKind::Apply(t, subs) => (&t.name, Some(subs.len())),
+                _ => {
+                    self.err(
+                        Diagnostic::error("the arguments of `<=>` are tensors", a.span)
+                            .with_help("pass a tensor, or a read of one such as `A(i,k)`"),
+                    );
+                    return None;
+                }
+            };
+            let Some(info) = self.tensors.get(t) else {
+                self.err(Diagnostic::error(
+                    format!("`{t}` is not a tensor defined before this statement"),
+                    a.span,
+                ));
+                return None;
+            };
+            if rank.is_some_and(|r| r != info.rank) {
+                self.err(Diagnostic::error(
+                    format!(
+                        "`{t}` has {} but is read with {}",
+                        count(info.rank, "dimension"),
+                        count(rank.unwrap_or(0), "subscript")
+                    ),
+                    a.span,
+                ));
+                return None;
+            }
+            out.push(t.clone());
+        }
+        Some(out)
     }
 
     /// The type a tensor whose first definition has only literals on its
@@ -928,6 +1119,9 @@ impl<'a> DefCx<'a> {
         }
         let mut seen = HashSet::new();
         for (r, o) in c.results.iter().zip(&callee.outputs) {
+            if !self.writable(r) {
+                return None;
+            }
             if !seen.insert(r.name.as_str()) {
                 self.err(Diagnostic::error(
                     format!("`{}` receives two results", r.name),
@@ -1053,33 +1247,44 @@ impl<'a> DefCx<'a> {
         }
     }
 
-    /// Accesses that bound iterators: unguarded reads of tensors whose
-    /// shapes are known, and the left side if its shape is known. Also
+    /// Accesses that bound iterators: reads of tensors whose shapes are
+    /// known, and the left side if its shape is known. Also
     /// returns whether some access was left out for an unknown shape.
     fn accesses(&self, pc: &PendingComp) -> (Vec<Access>, bool) {
         let mut out = Vec::new();
         let mut unknown = false;
-        let mut add = |t: &str, subs: &[Expr], out: &mut Vec<Access>| match self.shape_of(t) {
-            Some(dims) => out.push(Access {
-                dims,
-                subs: subs.to_vec(),
-                text: format!("{t}(..)"),
-            }),
-            None => unknown = true,
-        };
-        let mut reads = Vec::new();
-        unguarded_reads(&pc.body, &mut reads);
-        for (_, e) in &pc.lets {
-            unguarded_reads(e, &mut reads);
+        let mut add =
+            |t: &str, subs: &[Expr], guarded: bool, out: &mut Vec<Access>| match self.shape_of(t) {
+                Some(dims) => out.push(Access {
+                    dims,
+                    subs: subs.to_vec(),
+                    text: format!("{t}(..)"),
+                    guarded,
+                }),
+                None => unknown = true,
+            };
+        // Reads under `?:` branches count too, as in TC: an iterator two
+        // branches read is bounded by both (the ranges intersect), and a
+        // branch that does not mention it does not constrain it.
+        let mut all = pc.body.reads();
+        let mut unguarded = Vec::new();
+        unguarded_reads(&pc.body, &mut unguarded);
+        for (_, e) in pc.lets.iter() {
+            all.extend(e.reads());
+            unguarded_reads(e, &mut unguarded);
         }
         for e in &pc.exists {
-            unguarded_reads(e, &mut reads);
+            all.extend(e.reads());
+            unguarded_reads(e, &mut unguarded);
         }
-        for (t, subs) in reads {
-            add(t, subs, &mut out);
+        for (t, subs) in all {
+            let guarded = !unguarded
+                .iter()
+                .any(|(u, s)| std::ptr::eq(*s, subs) && *u == t);
+            add(t, subs, guarded, &mut out);
         }
         let lhs: Vec<Expr> = pc.indices.iter().map(|i| Expr::Iter(i.clone())).collect();
-        add(&pc.tensor, &lhs, &mut out);
+        add(&pc.tensor, &lhs, false, &mut out);
         (out, unknown)
     }
 
@@ -1099,22 +1304,11 @@ impl<'a> DefCx<'a> {
                         let x = &its[0];
                         let lhs_unknown =
                             pc.indices.contains(x) && self.shape_of(&pc.tensor).is_none();
-                        let all = pc.body.reads();
-                        let mut unguarded = Vec::new();
-                        unguarded_reads(&pc.body, &mut unguarded);
-                        let mentions = |reads: &[(&str, &[Expr])]| {
-                            reads
-                                .iter()
-                                .any(|(_, subs)| subs.iter().any(|s| s.uses_iter(x)))
-                        };
-                        let only_guarded = mentions(&all) && !mentions(&unguarded);
                         let mut diag = Diagnostic::error(
                             format!("cannot infer the range of iterator `{x}`"),
                             name_span(c, x),
                         )
-                        .with_label(if only_guarded {
-                            "read only inside `?:` branches, which do not bound ranges".to_string()
-                        } else if lhs_unknown {
+                        .with_label(if lhs_unknown {
                             format!(
                                 "indexes no input tensor, and the shape of `{}` is not known",
                                 pc.tensor
@@ -1122,7 +1316,10 @@ impl<'a> DefCx<'a> {
                         } else {
                             "indexes no tensor whose shape bounds it".to_string()
                         });
-                        diag = diag.with_help(format!("add a range: `where {x} in 0:N`"));
+                        diag = diag.with_help(format!(
+                            "add a range: `where {x} in 0:{}`",
+                            example_size(d)
+                        ));
                         diag
                     }
                     InferError::Ambiguous { iters, .. } => {
@@ -1144,8 +1341,9 @@ impl<'a> DefCx<'a> {
                         )
                         .with_label("no subscript bounds this iterator alone")
                         .with_help(format!(
-                            "fix one of them with a `where` clause, e.g. `where {} in 0:N`",
-                            iters[0]
+                            "fix one of them with a `where` clause, e.g. `where {} in 0:{}`",
+                            iters[0],
+                            example_size(d)
                         ))
                     }
                 };
@@ -1403,6 +1601,20 @@ pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -
         }
     }
     out
+}
+
+/// A bound to suggest in a `where` range: the def's first size symbol (or
+/// integer scalar), so the suggestion names something the def has; a
+/// literal when it has neither.
+fn example_size(d: &DefAst) -> String {
+    let sym = d.params.iter().find_map(|p| match &p.ty.dims {
+        Some(dims) => dims.iter().find_map(|dim| match dim {
+            DimAst::Sym(id) => Some(id.name.clone()),
+            _ => None,
+        }),
+        None => p.ty.dtype.is_int().then(|| p.name.name.clone()),
+    });
+    sym.unwrap_or_else(|| "8".to_string())
 }
 
 /// `1 argument`, `2 arguments`; `index` becomes `indices`.

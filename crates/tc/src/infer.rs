@@ -8,7 +8,10 @@
 //! round intersect, except that a subscript of the iterator alone (`K(x)`)
 //! overrides subscripts that also mention resolved iterators (`I(h+x)`), so
 //! a window fixed by `where` over a padded input keeps its full extent and
-//! its out-of-bounds points are skipped (DESIGN.md semantics 1). Subscripts `e / c` with `e` affine and `c` a positive
+//! its out-of-bounds points are skipped (DESIGN.md semantics 1). Reads
+//! under `?:` branches bound, in rounds of their own, only the iterators the
+//! other accesses leave unresolved (TC intersects them with the rest; here a
+//! guard's partial range never narrows what the unguarded reads give). Subscripts `e / c` with `e` affine and `c` a positive
 //! constant or symbol bound `e` to `0 : c*D`. Size symbols and scalars used
 //! as coefficients or offsets are assumed non-negative, as sizes are.
 //!
@@ -30,6 +33,9 @@ pub struct Access {
     pub subs: Vec<Expr>,
     /// Printable form for messages, e.g. `I(i + k)`.
     pub text: String,
+    /// A read under a `?:` branch: it bounds only iterators that no other
+    /// access can bound.
+    pub guarded: bool,
 }
 
 /// `sum(coef * iterator) + rest`.
@@ -144,6 +150,32 @@ fn clamp0(e: SizeExpr) -> SizeExpr {
     }
 }
 
+/// `max(a, b)`, folded when the sign of `a - b` is known (sizes being
+/// non-negative), so intersected ranges stay readable and an empty one is
+/// seen to be empty (`max(0, M):min(M, 2*M)` is `M:M`).
+fn max_of(a: &SizeExpr, b: &SizeExpr) -> SizeExpr {
+    let d = a.sub(b);
+    if nonneg(&d) {
+        a.clone()
+    } else if nonneg(&d.neg()) {
+        b.clone()
+    } else {
+        a.smax(b)
+    }
+}
+
+/// `min(a, b)`, folded like [`max_of`].
+fn min_of(a: &SizeExpr, b: &SizeExpr) -> SizeExpr {
+    let d = a.sub(b);
+    if nonneg(&d) {
+        b.clone()
+    } else if nonneg(&d.neg()) {
+        a.clone()
+    } else {
+        a.smin(b)
+    }
+}
+
 fn sign_of(c: &SizeExpr) -> i64 {
     match c.as_const() {
         Some(v) => v.signum(),
@@ -193,14 +225,19 @@ pub fn infer(
     accesses: &[Access],
 ) -> Result<HashMap<String, (SizeExpr, SizeExpr)>, InferError> {
     let mut ranges = fixed.clone();
+    let mut with_guarded = false;
     loop {
         // Bounds from subscripts of the iterator alone (`W(f,c,r,s)`) take
         // precedence over bounds from subscripts that also mention resolved
         // iterators (`I(n,c,h+r-1,w+s-1)` with `h` fixed by `where`): that is
-        // what makes the padding idiom keep every kernel tap.
+        // what makes the padding idiom keep every kernel tap. Reads under a
+        // `?:` branch come last, in rounds of their own once the other
+        // accesses bound nothing more: a guard usually keeps a branch's read
+        // inside its tensor on a part of the range only (`j >= 1 ? A(j-1) :
+        // B(j)`), which must not narrow a range the other reads give.
         let mut found: HashMap<String, (SizeExpr, SizeExpr)> = HashMap::new();
-        let mut alone: HashMap<String, bool> = HashMap::new();
-        for acc in accesses {
+        let mut rank: HashMap<String, u8> = HashMap::new();
+        for acc in accesses.iter().filter(|a| with_guarded || !a.guarded) {
             for (sub, dim) in acc.subs.iter().zip(&acc.dims) {
                 let Some((lin, dim)) = bounded_form(sub, dim) else {
                     continue;
@@ -234,22 +271,28 @@ pub fn infer(
                     (lo, hi)
                 };
                 let lo = clamp0(lo);
-                let is_alone = lin.coefs.len() == 1;
-                match alone.get(&x) {
-                    Some(true) if !is_alone => continue,
-                    Some(false) if is_alone => {
+                // Lower ranks take precedence; equal ranks intersect.
+                let r = 2 * u8::from(acc.guarded) + u8::from(lin.coefs.len() != 1);
+                match rank.get(&x) {
+                    Some(&best) if best < r => continue,
+                    Some(&best) if best > r => {
                         found.remove(&x);
                     }
                     _ => {}
                 }
-                alone.insert(x.clone(), is_alone);
+                rank.insert(x.clone(), r);
                 let e = found.entry(x).or_insert((lo.clone(), hi.clone()));
-                *e = (e.0.smax(&lo), e.1.smin(&hi));
+                *e = (max_of(&e.0, &lo), min_of(&e.1, &hi));
             }
         }
         if found.is_empty() {
-            break;
+            if with_guarded {
+                break;
+            }
+            with_guarded = true;
+            continue;
         }
+        with_guarded = false;
         ranges.extend(found);
     }
     let missing: Vec<String> = iters

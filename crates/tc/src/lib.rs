@@ -16,6 +16,7 @@ mod lexer;
 mod parser;
 mod typing;
 
+pub use check::Equivalence;
 pub use diag::{line_col, render_diagnostics, Diagnostic, Label, Span};
 
 use std::collections::HashMap;
@@ -28,6 +29,9 @@ pub struct Checked {
     pub stmt_spans: HashMap<(String, usize), Span>,
     /// Source span of each def's name.
     pub def_spans: HashMap<String, Span>,
+    /// The statements' `<=>` annotations (TC's equivalence claims), for
+    /// `tessera check` to prove.
+    pub equivalences: Vec<Equivalence>,
 }
 
 /// Parses and checks a TC source text.
@@ -38,6 +42,7 @@ pub fn check_source(text: &str) -> Result<Checked, Vec<Diagnostic>> {
         program: out.program,
         stmt_spans: out.stmt_spans,
         def_spans: out.def_spans,
+        equivalences: out.equivalences,
     })
 }
 

@@ -317,34 +317,52 @@ impl Parser {
             return self.call_rest(results, start);
         }
         let lhs = self.ident("a statement")?;
-        if self.is("=") {
+        // `X = f(...)` is a call (the checker turns it into a rank-0
+        // statement when `f` is no def: `b = exp(a)`); `b = a`, `C +=!
+        // A(k)` and `v min=! X(i)` write a rank-0 tensor, as TC writes them.
+        let applied = matches!(self.peek_at(1).tok, Tok::Ident(_))
+            && matches!(self.peek_at(2).tok, Tok::Punct("("))
+            && !self.peek_at(2).line_start;
+        if self.is("=") && applied {
+            let at = self.pos;
             self.bump();
-            return self.call_rest(vec![lhs], start);
-        }
-        if !self.is("(") {
-            return Err(self.unexpected("`(` after the tensor name").with_help(
-                "statements are `T(i, j) = ...`, `T(i) +=! ...` or calls `T = f(...)`",
-            ));
-        }
-        self.bump();
-        let mut indices = Vec::new();
-        self.comma_list(|p| {
-            match &p.peek().tok {
-                Tok::Ident(_) => indices.push(p.ident("an iterator")?),
-                _ => return Err(p.unexpected("an iterator name").with_help(
-                    "the left side is indexed by iterator names only; put expressions on the right",
-                )),
+            let call = self.call_rest(vec![lhs.clone()], start)?;
+            // `b = A(0) + A(1)` goes on after what looked like a call: it
+            // is a rank-0 statement.
+            let ended = matches!(self.toks[self.pos - 1].tok, Tok::Punct(";"));
+            if ended || self.peek().line_start || self.is("}") {
+                return Ok(call);
             }
-            Ok(())
-        })?;
-        if !self.is(")") && self.binop().is_some() {
-            return Err(self.unexpected("`,` or `)`").with_help(
-                "the left side is indexed by iterator names only; put expressions on the right",
+            self.pos = at;
+        }
+        let mut indices = Vec::new();
+        if self.is("(") {
+            self.bump();
+            self.comma_list(|p| {
+                match &p.peek().tok {
+                    Tok::Ident(_) => indices.push(p.ident("an iterator")?),
+                    _ => return Err(p.unexpected("an iterator name").with_help(
+                        "the left side is indexed by iterator names only; put expressions on the right",
+                    )),
+                }
+                Ok(())
+            })?;
+            if !self.is(")") && self.binop().is_some() {
+                return Err(self.unexpected("`,` or `)`").with_help(
+                    "the left side is indexed by iterator names only; put expressions on the right",
+                ));
+            }
+            self.expect(")")?;
+        } else if !self.at_reduction() {
+            return Err(self.unexpected("`(` after the tensor name").with_help(
+                "statements are `T(i, j) = ...`, `T(i) +=! ...`, `t = ...` for a rank-0 `t`, or calls `T = f(...)`",
             ));
         }
-        self.expect(")")?;
         let (op, init, op_span) = self.reduction()?;
         let body = self.expr()?;
+        // TC writes `<=>` after the `where` clauses; before them reads as
+        // well.
+        let mut equiv = self.equiv()?;
         let mut wheres = Vec::new();
         if self.is_ident("where") {
             self.bump();
@@ -354,6 +372,9 @@ impl Parser {
                     break;
                 }
             }
+        }
+        if equiv.is_none() {
+            equiv = self.equiv()?;
         }
         self.eat(";");
         let span = start.to(Span::new(self.prev_end(), self.prev_end()));
@@ -365,7 +386,31 @@ impl Parser {
             op_span,
             body,
             wheres,
+            equiv,
             span,
+        }))
+    }
+
+    /// `<=> f(args)`, if the statement has one.
+    fn equiv(&mut self) -> PResult<Option<EquivAst>> {
+        if !self.is("<=>") {
+            return Ok(None);
+        }
+        let start = self.bump().span;
+        let callee = self
+            .ident("the def the statement is equivalent to")
+            .map_err(|e| e.with_help("TC's annotation: `... <=> matmul(A(i,k), B(k,j))`"))?;
+        self.expect("(")?;
+        let mut args = Vec::new();
+        self.comma_list(|p| {
+            args.push(p.expr()?);
+            Ok(())
+        })?;
+        let end = self.expect(")")?;
+        Ok(Some(EquivAst {
+            callee,
+            args,
+            span: start.to(end),
         }))
     }
 
@@ -388,6 +433,17 @@ impl Parser {
             args,
             span,
         }))
+    }
+
+    /// Whether the next tokens are `=` or a reduction operator.
+    fn at_reduction(&self) -> bool {
+        match &self.peek().tok {
+            Tok::Punct(p) => ["=", "+=", "*=", "+=!", "*=!"].contains(p),
+            Tok::Ident(s) => {
+                (s == "min" || s == "max") && matches!(self.peek_at(1).tok, Tok::Punct("="))
+            }
+            _ => false,
+        }
     }
 
     fn reduction(&mut self) -> PResult<(Reduction, bool, Span)> {

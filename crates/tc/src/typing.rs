@@ -279,6 +279,11 @@ impl Scope<'_> {
         if self.sizes.contains(n) {
             return Ok(strong(Expr::Sym(n.to_string()), DType::I64));
         }
+        if let Some(info) = self.tensors.get(n).filter(|i| i.rank == 0) {
+            // A rank-0 tensor may be read without parentheses, as TC writes
+            // it: `b = a` for a `float() a`.
+            return Ok(strong(Expr::Read(n.to_string(), Vec::new()), info.dtype));
+        }
         if self.tensors.contains_key(n) || self.unreadable.contains_key(n) {
             return Err(Diagnostic::error(
                 format!("tensor `{n}` is used as a value without subscripts"),
@@ -286,7 +291,10 @@ impl Scope<'_> {
             )
             .with_help(format!("read an element, e.g. `{n}(i)`")));
         }
-        if self.defs.contains(n) {
+        // An iterator may share a def's name (`O(n,f,h,w)` in a file with a
+        // def `f`): a def is only ever named as the callee of a call
+        // statement, so inside a comprehension the name is the iterator.
+        if self.defs.contains(n) && !self.allow_iters {
             return Err(Diagnostic::error(
                 format!("`{n}` is a def, not a value"),
                 span,

@@ -13,8 +13,9 @@
 //!
 //! The semantics are the interpreter's mod-p mode, point by point: at each
 //! point of a reduction the reads not under a `?:` branch are tested first
-//! and an out-of-bounds one skips the point; in an `=` statement it is an
-//! error, as is any failing read or integer division by zero. Tests check
+//! and an out-of-bounds one skips the point, as does an out-of-bounds read
+//! under a taken branch; in an `=` statement either is an error, as is any
+//! failing read or integer division by zero. Tests check
 //! this evaluator against `interp::run` in `Mode::ModP` element by element.
 
 use std::collections::HashMap;
@@ -126,10 +127,11 @@ impl<'g> Evaluator<'g> {
                 });
             }
         }
-        self.val(&comp.body, iters, &comp.at)
+        self.val(&comp.body, iters, comp)
     }
 
-    fn val(&mut self, v: &'g Val, iters: &[i64], at: &str) -> Result<u64, Stop> {
+    fn val(&mut self, v: &'g Val, iters: &[i64], comp: &'g Comp) -> Result<u64, Stop> {
+        let at = comp.at.as_str();
         let fail = |m: String| Stop::Fail(format!("{at}: {m}"));
         Ok(match v {
             Val::Const(c) => *c,
@@ -144,30 +146,37 @@ impl<'g> Evaluator<'g> {
             Val::Read(r) => {
                 let shape = &self.graph.nodes[r.node].shape;
                 let Some(flat) = index(r, shape, iters, at)? else {
-                    return Err(Stop::Fail(out_of_bounds(r, shape, iters, at)));
+                    // Only a read under a taken `?:` branch gets here (the
+                    // others are in `checks`); in a reduction it skips the
+                    // point as they do.
+                    return Err(if comp.reduction {
+                        Stop::Skip
+                    } else {
+                        Stop::Fail(out_of_bounds(r, shape, iters, at))
+                    });
                 };
                 self.value(r.node, flat).map_err(Stop::Fail)?
             }
-            Val::Neg(a) => residue::neg(self.val(a, iters, at)?),
+            Val::Neg(a) => residue::neg(self.val(a, iters, comp)?),
             Val::Add(a, b) => {
-                let x = self.val(a, iters, at)?;
-                residue::add(x, self.val(b, iters, at)?)
+                let x = self.val(a, iters, comp)?;
+                residue::add(x, self.val(b, iters, comp)?)
             }
             Val::Sub(a, b) => {
-                let x = self.val(a, iters, at)?;
-                residue::sub(x, self.val(b, iters, at)?)
+                let x = self.val(a, iters, comp)?;
+                residue::sub(x, self.val(b, iters, comp)?)
             }
             Val::Mul(a, b) => {
-                let x = self.val(a, iters, at)?;
-                residue::mul(x, self.val(b, iters, at)?)
+                let x = self.val(a, iters, comp)?;
+                residue::mul(x, self.val(b, iters, comp)?)
             }
-            Val::Inv(a) => residue::inverse(self.val(a, iters, at)?)
+            Val::Inv(a) => residue::inverse(self.val(a, iters, comp)?)
                 .ok_or_else(|| fail("a division by a value that is 0 mod p".to_string()))?,
             Val::Select(c, a, b) => {
                 if truth(c.eval(iters).map_err(fail)?) {
-                    self.val(a, iters, at)?
+                    self.val(a, iters, comp)?
                 } else {
-                    self.val(b, iters, at)?
+                    self.val(b, iters, comp)?
                 }
             }
         })

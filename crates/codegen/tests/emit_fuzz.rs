@@ -12,7 +12,7 @@
 mod emit_common;
 
 use codegen::emit::emit_c;
-use emit_common::{case, cpu, load, Outcome};
+use emit_common::{case, cpu, Outcome};
 use ir::{BinOp, Builtin, DType, UnOp, Value};
 use kernel::{Agg, Block, Op, Statement, StmtKind};
 use testkit::Rng;
@@ -174,12 +174,12 @@ fn rename_uses(kind: &mut StmtKind, from: &str, to: &str) {
 
 #[test]
 fn mutated_kernels_are_refused_or_match_the_vm() {
-    let program = load("ops/prelude.tc");
+    let program = testkit::prelude();
     let target = kernel::Target::generic();
     let mut rng = Rng::new(0x005e_ed0f_c0de);
     let mut bases = Vec::new();
     for d in &program.defs {
-        if let Outcome::Case(c) = case(&program, &d.name, 3, &[], &[]) {
+        if let Outcome::Case(c) = case(program, &d.name, 3, &[], &[]) {
             let kernel = cpu(&c.block, &target, &c.label);
             bases.push((c, kernel));
         }

@@ -39,41 +39,18 @@
 //! The file path is given relative to the workspace root, which is the
 //! working directory, so messages show `tests/files/...`.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use testkit::filetest;
 
 /// The subcommands a test may run (`bench` only to be rejected).
 const KINDS: [&str; 6] = ["check", "run", "lower", "split", "verify", "bench"];
 
-/// The line that starts the expectation of a full-output test.
-const EXPECT: &str = "# expect:";
-
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
+    testkit::root()
         .canonicalize()
         .expect("the workspace root exists")
-}
-
-/// Every `*.tc` under `dir`, sorted.
-fn tc_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).unwrap_or_else(|e| panic!("cannot list {}: {e}", d.display()));
-        for e in entries {
-            let p = e.expect("a readable directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "tc") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// What one run of the binary did.
@@ -161,94 +138,6 @@ fn parse_header(text: &str) -> Result<Header, String> {
     })
 }
 
-/// The expectation block of a full-output test, uncommented.
-fn parse_expectation(text: &str) -> Result<Option<String>, String> {
-    let mut lines = text.lines();
-    if !lines.any(|l| l == EXPECT) {
-        return Ok(None);
-    }
-    let mut out = String::new();
-    for l in lines {
-        let body = if l == "#" {
-            ""
-        } else {
-            l.strip_prefix("# ")
-                .ok_or_else(|| format!("expectation line `{l}` does not start with `# `"))?
-        };
-        out.push_str(body);
-        out.push('\n');
-    }
-    Ok(Some(out))
-}
-
-/// `text` with its expectation block replaced by `rendered`.
-fn blessed(text: &str, rendered: &str) -> String {
-    let mut out = String::new();
-    for l in text.lines().take_while(|l| *l != EXPECT) {
-        out.push_str(l);
-        out.push('\n');
-    }
-    out.push_str(EXPECT);
-    out.push('\n');
-    for l in rendered.lines() {
-        if l.is_empty() {
-            out.push_str("#\n");
-        } else {
-            let _ = writeln!(out, "# {l}");
-        }
-    }
-    out
-}
-
-/// A line diff of `expected` against `actual` (longest common subsequence),
-/// with up to three unchanged lines around each change.
-fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            ops.push(('-', a[i]));
-            i += 1;
-        } else {
-            ops.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    let near_change = |k: usize| {
-        ops[k.saturating_sub(3)..(k + 4).min(ops.len())]
-            .iter()
-            .any(|(c, _)| *c != ' ')
-    };
-    let mut out = String::from("--- expected\n+++ actual\n");
-    let mut elided = false;
-    for (k, (c, line)) in ops.iter().enumerate() {
-        if near_change(k) {
-            let _ = writeln!(out, "{c} {line}");
-            elided = false;
-        } else if !elided {
-            out.push_str("  ...\n");
-            elided = true;
-        }
-    }
-    out
-}
-
 /// The last `max` characters of `s` at most, for failure messages.
 fn tail(s: &str, max: usize) -> &str {
     let n = s.chars().count();
@@ -272,7 +161,7 @@ fn check_rejection(text: &str, shown: &str, out: &Outcome) -> Result<(), String>
     if fragments.is_empty() {
         return Err("a rejection test needs at least one `# error: FRAGMENT` line".to_string());
     }
-    if text.lines().any(|l| l == EXPECT) {
+    if text.lines().any(|l| l == filetest::EXPECT) {
         return Err("a rejection test has no `# expect:` block; use `# error:` lines".to_string());
     }
     let mut problems = Vec::new();
@@ -315,17 +204,10 @@ fn check_rejection(text: &str, shown: &str, out: &Outcome) -> Result<(), String>
 }
 
 /// Runs the file test at `path`: a rejection test, or a full-output test
-/// whose expectation is rewritten instead of compared when `BLESS` is set.
+/// whose expectation is rewritten instead of compared under `BLESS=1`.
 fn check(path: &Path) -> Result<(), String> {
     let root = root();
-    let shown = match path.strip_prefix(&root) {
-        Ok(rel) => rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/"),
-        Err(_) => path.display().to_string(),
-    };
+    let shown = filetest::shown(path);
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
     let header = parse_header(&text)?;
@@ -335,33 +217,14 @@ fn check(path: &Path) -> Result<(), String> {
     if header.reject {
         return check_rejection(&text, &shown, &out);
     }
-    let rendered = out.render();
-    let expected = parse_expectation(&text)?;
-    if expected.as_deref() == Some(rendered.as_str()) {
-        return Ok(());
-    }
-    if std::env::var_os("BLESS").is_some() {
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|_| "cannot bless a file that is not UTF-8".to_string())?;
-        return std::fs::write(path, blessed(text, &rendered))
-            .map_err(|e| format!("cannot bless: {e}"));
-    }
-    match expected {
-        None => Err(format!(
-            "no `{EXPECT}` block (run with BLESS=1 to write one); the output is:\n{rendered}"
-        )),
-        Some(e) => Err(format!(
-            "the output differs from the expectation (BLESS=1 rewrites it):\n{}",
-            diff(&e, &rendered)
-        )),
-    }
+    filetest::check_block(path, &text, &out.render())
 }
 
 #[test]
 fn every_file_test_passes() {
     let root = root();
     let dir = root.join("tests/files");
-    let files = tc_files(&dir);
+    let files = filetest::files(&dir, "tc");
     let mut failures = Vec::new();
     let (mut rejects, mut full) = (0, 0);
     for f in &files {
@@ -487,27 +350,4 @@ fn the_paper_examples_get_the_papers_ranges() {
             out.stdout
         );
     }
-}
-
-#[test]
-fn the_diff_shows_changed_lines_with_context() {
-    let d = diff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nd\nE\nf\ng\nh\n");
-    assert_eq!(
-        d,
-        "--- expected\n+++ actual\n  ...\n  b\n  c\n  d\n- e\n+ E\n  f\n  g\n  h\n"
-    );
-}
-
-#[test]
-fn blessing_replaces_only_the_expectation() {
-    let text = "# test: check\ndef f() -> () {\n}\n# expect:\n# exit: 1\n# old\n";
-    let out = blessed(text, "exit: 0\n\nnew\n");
-    assert_eq!(
-        out,
-        "# test: check\ndef f() -> () {\n}\n# expect:\n# exit: 0\n#\n# new\n"
-    );
-    assert_eq!(
-        parse_expectation(&out).unwrap().as_deref(),
-        Some("exit: 0\n\nnew\n")
-    );
 }

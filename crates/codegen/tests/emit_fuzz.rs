@@ -12,25 +12,10 @@
 mod emit_common;
 
 use codegen::emit::emit_c;
-use emit_common::{case, cpu, load, Outcome};
+use emit_common::{case, cpu, Outcome};
 use ir::{BinOp, Builtin, DType, UnOp, Value};
 use kernel::{Agg, Block, Op, Statement, StmtKind};
-
-/// A pseudo-random generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize].clone()
-    }
-}
+use testkit::Rng;
 
 /// The number of statements of `b`'s nest that a mutation can start from.
 fn sites(b: &Block) -> usize {
@@ -107,7 +92,7 @@ fn mutate_here(b: &mut Block, k: usize, rng: &mut Rng) -> Option<String> {
             let new = if dtype.is_float() {
                 Value::Float(rng.pick(&[0.0, -0.0, -1.5, 1e30, f64::NAN, f64::NEG_INFINITY]))
             } else if *dtype == DType::Bool {
-                Value::Bool(rng.next().is_multiple_of(2))
+                Value::Bool(rng.next_u64().is_multiple_of(2))
             } else {
                 Value::Int(rng.pick(&[0, -1, 2, i64::MIN, i64::MAX]))
             };
@@ -189,25 +174,25 @@ fn rename_uses(kind: &mut StmtKind, from: &str, to: &str) {
 
 #[test]
 fn mutated_kernels_are_refused_or_match_the_vm() {
-    let program = load("ops/prelude.tc");
+    let program = testkit::prelude();
     let target = kernel::Target::generic();
-    let mut rng = Rng(0x005e_ed0f_c0de);
+    let mut rng = Rng::new(0x005e_ed0f_c0de);
     let mut bases = Vec::new();
     for d in &program.defs {
-        if let Outcome::Case(c) = case(&program, &d.name, 3, &[], &[]) {
+        if let Outcome::Case(c) = case(program, &d.name, 3, &[], &[]) {
             let kernel = cpu(&c.block, &target, &c.label);
             bases.push((c, kernel));
         }
     }
     let (mut accepted, mut refused) = (Vec::new(), 0usize);
     for round in 0..500 {
-        let (c, base) = &bases[(rng.next() % bases.len() as u64) as usize];
+        let (c, base) = &bases[rng.below(bases.len())];
         let mut mutant = base.clone();
         let n = sites(&mutant);
         if n == 0 {
             continue;
         }
-        let mut at = (rng.next() % n as u64) as usize;
+        let mut at = rng.below(n);
         let Some(Some(what)) = mutate(&mut mutant, &mut at, &mut rng) else {
             continue;
         };

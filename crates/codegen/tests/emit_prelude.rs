@@ -7,17 +7,17 @@
 
 mod emit_common;
 
-use emit_common::{case, job, load, run_jobs, targets, Outcome};
+use emit_common::{case, job, run_jobs, targets, Outcome};
 
 /// Emits, compiles and checks every prelude def for target number `t`.
 fn sweep(t: usize) {
-    let program = load("ops/prelude.tc");
+    let program = testkit::prelude();
     let targets = targets();
     let target = &targets[t];
     let (mut jobs, mut not_lowered) = (Vec::new(), Vec::new());
     for d in &program.defs {
         for size in [3, 5] {
-            match case(&program, &d.name, size, &[], &[]) {
+            match case(program, &d.name, size, &[], &[]) {
                 Outcome::Case(c) => {
                     let prefix = format!("p{}", jobs.len());
                     jobs.push(job(&c, target, &prefix));

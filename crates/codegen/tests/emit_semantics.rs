@@ -20,6 +20,7 @@ use codegen::exec::run_serial;
 use codegen::load::Kernel;
 use ir::{arith, DType, Value};
 use kernel::Block;
+use testkit::Rng;
 
 const INTS: [DType; 8] = [
     DType::I8,
@@ -51,18 +52,6 @@ fn parse(text: &str) -> Block {
     b
 }
 
-/// A pseudo-random generator (xorshift64*), for reproducible inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 /// `n` integer values of type `t`: edge values, then random ones of every
 /// magnitude, wrapped to `t` (as the VM holds them).
 fn ints(t: DType, n: usize, seed: u64) -> Vec<Value> {
@@ -76,14 +65,14 @@ fn ints(t: DType, n: usize, seed: u64) -> Vec<Value> {
     for v in [min, max, min + 1, max - 1] {
         edge.push(v as i64);
     }
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut out: Vec<Value> = edge
         .into_iter()
         .map(|v| Value::Int(arith::wrap(t, v)))
         .collect();
     while out.len() < n {
-        let shift = rng.next() % 64;
-        let v = (rng.next() >> shift) as i64;
+        let shift = rng.next_u64() % 64;
+        let v = (rng.next_u64() >> shift) as i64;
         out.push(Value::Int(arith::wrap(t, v)));
     }
     out.truncate(n);
@@ -113,11 +102,11 @@ fn floats(t: DType, n: usize, seed: u64) -> Vec<Value> {
         1.9e19,
         4294967296.5,
     ];
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut out: Vec<f64> = edge.to_vec();
     while out.len() < n {
-        let m = (rng.next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-        let e = (rng.next() % 20) as i32 - 10;
+        let m = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+        let e = (rng.next_u64() % 20) as i32 - 10;
         out.push(m * 2f64.powi(e));
     }
     out.truncate(n);
@@ -127,8 +116,10 @@ fn floats(t: DType, n: usize, seed: u64) -> Vec<Value> {
 }
 
 fn bools(n: usize, seed: u64) -> Vec<Value> {
-    let mut rng = Rng(seed);
-    (0..n).map(|_| Value::Bool(rng.next() % 2 == 1)).collect()
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| Value::Bool(rng.next_u64() % 2 == 1))
+        .collect()
 }
 
 /// A kernel with one block over `i:n` that loads `ins` (buffers of `n`

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use codegen::emit::emit_c;
 use emit_common::{case, cpu, load, Outcome};
 use ir::Value;
+use testkit::filetest;
 
 /// The expected file of `name`.
 fn expected_path(name: &str) -> PathBuf {
@@ -21,7 +22,7 @@ fn expected_path(name: &str) -> PathBuf {
         .join(format!("{name}.c"))
 }
 
-/// Emits `def` of `file` at `sizes` and compares with (or, under `BLESS`,
+/// Emits `def` of `file` at `sizes` and compares with (or, under `BLESS=1`,
 /// writes) the expected file; returns a problem, if any.
 fn check(
     name: &str,
@@ -38,34 +39,7 @@ fn check(
         Ok(p) => p.source,
         Err(e) => return Some(format!("{name}: {e}")),
     };
-    let path = expected_path(name);
-    if std::env::var_os("BLESS").is_some() {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        }
-        std::fs::write(&path, &got).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return None;
-    }
-    let want = match std::fs::read_to_string(&path) {
-        Ok(w) => w,
-        Err(e) => return Some(format!("{}: {e} (run with BLESS=1)", path.display())),
-    };
-    if got == want {
-        return None;
-    }
-    let (g, w): (Vec<&str>, Vec<&str>) = (got.lines().collect(), want.lines().collect());
-    let at = g
-        .iter()
-        .zip(&w)
-        .position(|(a, b)| a != b)
-        .unwrap_or(g.len().min(w.len()));
-    Some(format!(
-        "{}: the emitted C differs from line {}:\n  emitted:  {}\n  expected: {}\n(BLESS=1 rewrites the file)",
-        path.display(),
-        at + 1,
-        g.get(at).unwrap_or(&"<end>"),
-        w.get(at).unwrap_or(&"<end>"),
-    ))
+    filetest::check_file(&expected_path(name), &got).err()
 }
 
 #[test]

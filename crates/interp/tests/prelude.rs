@@ -11,31 +11,17 @@
 mod prelude_ref;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::OnceLock;
 
 use interp::{Arg, Mode, Tensor};
 use ir::{DType, Value};
 use prelude_ref::{self as r, Nd, Pool, Reduce, Window};
-
-const PRELUDE: &str = include_str!("../../../ops/prelude.tc");
+use testkit::prelude;
 
 /// The relative tolerance of every comparison (absolute below magnitude 1).
 const RTOL: f64 = 1e-4;
 
 /// Named arguments of a def call.
 type Args = Vec<(String, Arg)>;
-
-/// The checked prelude, built once for all tests.
-fn prelude() -> &'static ir::Program {
-    static PROGRAM: OnceLock<ir::Program> = OnceLock::new();
-    PROGRAM.get_or_init(|| match tc::check_source(PRELUDE) {
-        Ok(checked) => checked.program,
-        Err(diags) => panic!(
-            "{}",
-            tc::render_diagnostics(&diags, "ops/prelude.tc", PRELUDE)
-        ),
-    })
-}
 
 /// Runs prelude def `name` on `args` and compares its results, in order, with
 /// `expected`: shapes exactly, values within `RTOL`. Returns the results.

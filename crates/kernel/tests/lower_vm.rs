@@ -180,7 +180,7 @@ fn padding_becomes_constraints_and_stays_exact() {
 
 #[test]
 fn prelude_operators_lower_exactly() {
-    let p = load("ops/prelude.tc");
+    let p = testkit::prelude();
     let i = |v: i64| Value::Int(v);
     let conv = |sh, ph0, ph1, dh| {
         [
@@ -205,8 +205,8 @@ fn prelude_operators_lower_exactly() {
         ("KH", 3),
         ("KW", 2),
     ];
-    check(&p, "conv2d", &dims, &conv(1, 1, 1, 1), 20);
-    check(&p, "conv2d", &dims, &conv(2, 0, 2, 2), 21);
+    check(p, "conv2d", &dims, &conv(1, 1, 1, 1), 20);
+    check(p, "conv2d", &dims, &conv(2, 0, 2, 2), 21);
     let pool = [
         ("KH", i(3)),
         ("KW", i(2)),
@@ -218,64 +218,64 @@ fn prelude_operators_lower_exactly() {
         ("pw1", i(1)),
     ];
     check(
-        &p,
+        p,
         "maxpool2d",
         &[("N", 1), ("C", 2), ("H", 6), ("W", 5)],
         &pool,
         22,
     );
     check(
-        &p,
+        p,
         "avgpool2d",
         &[("N", 1), ("C", 2), ("H", 6), ("W", 5)],
         &pool,
         23,
     );
-    check(&p, "softmax_r2", &[("N0", 3), ("N1", 5)], &[], 24);
+    check(p, "softmax_r2", &[("N0", 3), ("N1", 5)], &[], 24);
     check(
-        &p,
+        p,
         "layernorm_r2",
         &[("N0", 3), ("D", 6)],
         &[("eps", Value::Float(1e-5))],
         25,
     );
     check(
-        &p,
+        p,
         "gemm",
         &[("M", 3), ("K", 4), ("N", 5)],
         &[("alpha", Value::Float(0.5)), ("beta", Value::Float(2.0))],
         26,
     );
     check(
-        &p,
+        p,
         "batchnorm_r4",
         &[("N", 2), ("C", 3), ("S0", 2), ("S1", 3)],
         &[("eps", Value::Float(1e-3))],
         27,
     );
     check(
-        &p,
+        p,
         "g2bmm",
         &[("NB", 2), ("M", 6), ("K", 3)],
         &[("W", i(2)), ("D", i(2))],
         28,
     );
     check(
-        &p,
+        p,
         "transpose_r4_0213",
         &[("N0", 2), ("N1", 3), ("N2", 2), ("N3", 4)],
         &[],
         29,
     );
     check(
-        &p,
+        p,
         "reduce_mean_r3_a2",
         &[("N0", 2), ("N1", 3), ("N2", 4)],
         &[],
         30,
     );
     check(
-        &p,
+        p,
         "reshape_r4_r2",
         &[("I0", 2), ("I1", 3), ("I2", 2), ("I3", 2)],
         &[("O0", i(4)), ("O1", i(6))],
@@ -285,15 +285,9 @@ fn prelude_operators_lower_exactly() {
 
 #[test]
 fn guarded_branches_lower_to_guard_blocks() {
-    let p = load("ops/prelude.tc");
+    let p = testkit::prelude();
     let i = |v: i64| Value::Int(v);
-    check(
-        &p,
-        "concat_r2_a1",
-        &[("N0", 2), ("P", 3), ("Q", 2)],
-        &[],
-        40,
-    );
+    check(p, "concat_r2_a1", &[("N0", 2), ("P", 3), ("Q", 2)], &[], 40);
     let pads = [
         ("pb0", i(1)),
         ("pb1", i(2)),
@@ -301,16 +295,16 @@ fn guarded_branches_lower_to_guard_blocks() {
         ("pe1", i(1)),
         ("v", Value::Float(0.5)),
     ];
-    check(&p, "pad_r2", &[("N0", 3), ("N1", 2)], &pads, 41);
+    check(p, "pad_r2", &[("N0", 3), ("N1", 2)], &pads, 41);
     check(
-        &p,
+        p,
         "split_r2_a1",
         &[("N0", 2), ("N1", 5)],
         &[("s", i(2))],
         42,
     );
     check(
-        &p,
+        p,
         "global_avgpool2d",
         &[("N", 2), ("C", 3), ("H", 4), ("W", 3)],
         &[],
@@ -330,7 +324,7 @@ fn floor_quotients_get_indices_of_their_own() {
     // A strided, padded, grouped transposed convolution: `th % sh == 0`
     // guards the reads `X(.., th / sh, ..)`, and the input channel is
     // `f / FG * C / G + c`.
-    let p = load("ops/prelude.tc");
+    let p = testkit::prelude();
     let i = |v: i64| Value::Int(v);
     let scalars = [
         ("sh", i(2)),
@@ -354,7 +348,7 @@ fn floor_quotients_get_indices_of_their_own() {
         ("KH", 2),
         ("KW", 2),
     ];
-    check(&p, "conv_transpose2d", &sizes, &scalars, 46);
+    check(p, "conv_transpose2d", &sizes, &scalars, 46);
     // A strided reduction over a quotient that skips: upsampling by
     // summing neighbours, reads out of bounds contribute nothing.
     let src = "def up(float(N) A) -> (O) {\n  O(i) +=! A((i + k - 1) / 2) where i in 0:2*N, k in 0:3\n}\n";

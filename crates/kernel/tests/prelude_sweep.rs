@@ -28,11 +28,7 @@ fn every_prelude_def_lowers_and_survives_every_pass_odd() {
 }
 
 fn sweep(half: usize) {
-    let path = format!("{}/../../ops/prelude.tc", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    let program = tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, "prelude", &text)))
-        .program;
+    let program = testkit::prelude();
     let target = kernel::Target::generic();
     let cpu = kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default()).unwrap();
     let mut pipelines: Vec<Vec<String>> = kernel::pass_names()
@@ -74,10 +70,10 @@ fn sweep(half: usize) {
             if !ok {
                 continue;
             }
-            let Ok(want) = interp::run(&program, &def.name, &args, &given, Mode::Real) else {
+            let Ok(want) = interp::run(program, &def.name, &args, &given, Mode::Real) else {
                 continue;
             };
-            let block = kernel::lower_def(&program, &def.name, &bound)
+            let block = kernel::lower_def(program, &def.name, &bound)
                 .unwrap_or_else(|e| panic!("{} (size {size}) does not lower: {e}", def.name));
             let inputs: kernel::vm::Buffers = args
                 .iter()

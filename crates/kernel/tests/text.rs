@@ -7,6 +7,7 @@ use kernel::{
     parse_block, print_block, row_major, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement,
     Statement, StmtKind, Tags,
 };
+use testkit::Rng;
 
 fn tags(names: &[&str]) -> Tags {
     names.iter().map(|s| s.to_string()).collect()
@@ -780,28 +781,11 @@ fn malformed_texts_fail_where_and_why() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// SplitMix64: a small deterministic generator for the mutation test.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 #[test]
 fn mutated_texts_never_panic() {
     let original = print_block(&everything()).into_bytes();
     let specials = b"{}[]()<>=:,.#@$\"\\/-+*0123456789 \n\te";
-    let mut rng = SplitMix64(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let mut parsed = 0;
     for _ in 0..3000 {
         let mut bytes = original.clone();
@@ -812,7 +796,7 @@ fn mutated_texts_never_panic() {
                     bytes.remove(at);
                 }
                 1 => bytes.insert(at, specials[rng.below(specials.len())]),
-                2 => bytes.insert(at, rng.next() as u8),
+                2 => bytes.insert(at, rng.next_u64() as u8),
                 _ => bytes[at] ^= 1 << rng.below(8),
             }
         }
@@ -830,7 +814,7 @@ fn mutated_texts_never_panic() {
 /// Builds random blocks from `rng`: names from a pool with awkward
 /// spellings, extreme integers, floats from random bits, up to `depth`
 /// levels of nesting.
-struct Gen(SplitMix64);
+struct Gen(Rng);
 
 impl Gen {
     fn pick<T: Clone>(&mut self, items: &[T]) -> T {
@@ -844,7 +828,7 @@ impl Gen {
     }
 
     fn int(&mut self) -> i64 {
-        let raw = self.0.next() as i64;
+        let raw = self.0.next_u64() as i64;
         self.pick(&[0, 1, -1, 2, -3, i64::MIN, i64::MAX, raw, raw >> 40])
     }
 
@@ -866,7 +850,7 @@ impl Gen {
             0 => Value::Int(self.int()),
             1 => Value::Bool(self.0.below(2) == 0),
             _ => {
-                let f = f64::from_bits(self.0.next());
+                let f = f64::from_bits(self.0.next_u64());
                 Value::Float(if f.is_nan() { 0.5 } else { f })
             }
         }
@@ -884,7 +868,7 @@ impl Gen {
             let affine = (self.0.below(2) == 0).then(|| self.affine());
             b.idxs.push(Index {
                 name: self.name(),
-                range: self.0.next() >> self.0.below(64),
+                range: self.0.next_u64() >> self.0.below(64),
                 affine,
                 tags: self.tags(),
             });
@@ -896,7 +880,7 @@ impl Gen {
             let from = self.pick(&[None, Some(into.clone()), Some(other)]);
             let shape = (0..self.0.below(3))
                 .map(|_| Dim {
-                    size: self.0.next() >> self.0.below(64),
+                    size: self.0.next_u64() >> self.0.below(64),
                     stride: self.int(),
                 })
                 .collect();
@@ -963,7 +947,7 @@ impl Gen {
 
 #[test]
 fn random_blocks_round_trip() {
-    let mut g = Gen(SplitMix64(7));
+    let mut g = Gen(Rng::new(7));
     for _ in 0..500 {
         round_trip(&g.block(3));
     }

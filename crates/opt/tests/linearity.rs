@@ -14,13 +14,7 @@ use interp::{Arg, Mode, Tensor};
 use ir::{DType, Def, Param, Program, Value};
 use opt::PartKind;
 
-fn prelude() -> Program {
-    let path = format!("{}/../../ops/prelude.tc", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, "prelude", &text)))
-        .program
-}
+use testkit::prelude;
 
 /// Arguments for `def` with every size 4: scalars fixed, tensors seeded
 /// random (integer tensors 0 and 1, valid indices). `None` when the def
@@ -114,7 +108,7 @@ fn defs_split_as_one_multilinear_subprogram_are_affine_in_each_input() {
     let p = prelude();
     let mut checked = Vec::new();
     for def in &p.defs {
-        let split = opt::split(&p, &def.name).unwrap();
+        let split = opt::split(p, &def.name).unwrap();
         let whole = matches!(split.parts.as_slice(), [part] if matches!(part.kind, PartKind::MultiLinear { .. }));
         if !whole {
             continue;
@@ -123,13 +117,13 @@ fn defs_split_as_one_multilinear_subprogram_are_affine_in_each_input() {
             continue;
         };
         // Some defs need sizes other than 4 (a slice's bounds); skip them.
-        if interp::run(&p, &def.name, &args, &sizes, Mode::Real).is_err() {
+        if interp::run(p, &def.name, &args, &sizes, Mode::Real).is_err() {
             continue;
         }
         for t in def.tensor_params() {
             if t.dtype.is_float() {
                 assert!(
-                    affine_in(&p, def, &args, &sizes, &t.name),
+                    affine_in(p, def, &args, &sizes, &t.name),
                     "`{}` is split as multi-linear but is not affine in `{}`",
                     def.name,
                     t.name
@@ -149,7 +143,7 @@ fn defs_split_as_one_multilinear_subprogram_are_affine_in_each_input() {
 fn linear_operators_are_recognized_and_activations_are_cut() {
     let p = prelude();
     let whole = |name: &str| {
-        let split = opt::split(&p, name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let split = opt::split(p, name).unwrap_or_else(|e| panic!("{name}: {e}"));
         matches!(split.parts.as_slice(), [part] if matches!(part.kind, PartKind::MultiLinear { .. }))
     };
     let linear: Vec<&str> = p

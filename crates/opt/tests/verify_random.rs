@@ -1,6 +1,6 @@
 //! Random programs against the equivalence verifier (`opt::verify`).
 //!
-//! A seeded generator (splitmix64; the cases are the same on every run)
+//! A seeded generator (`testkit::Rng`; the cases are the same on every run)
 //! writes multi-linear Tensor Comprehensions defs over float tensors,
 //! small (iterator ranges of 1 to 6 points) so the interpreter is quick:
 //! ranks 1 to 4; `+=!` contractions (matmul-like, transposed operands,
@@ -56,6 +56,7 @@ use std::time::Instant;
 use interp::{Arg, Mode, Tensor};
 use ir::DType;
 use opt::verify::{verify, Method, Options, Region, Report, Verdict};
+use testkit::Rng;
 
 /// Base programs; each gives one equivalent pair and, without float
 /// literals, up to two perturbed ones.
@@ -64,50 +65,6 @@ const SEED: u64 = 0x5eed_7e55_e7a0_0001;
 /// Perturbations tried per base before giving up (one may make a read
 /// fall out of bounds, which is an error rather than a program).
 const ATTEMPTS: usize = 8;
-
-// ---------------------------------------------------------------------
-// The random numbers.
-
-/// splitmix64.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())].clone()
-    }
-
-    fn shuffle<T>(&mut self, xs: &mut [T]) {
-        for k in (1..xs.len()).rev() {
-            xs.swap(k, self.below(k + 1));
-        }
-    }
-}
 
 // ---------------------------------------------------------------------
 // Programs.

@@ -16,11 +16,7 @@ use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
 
 fn load(path: &str) -> Program {
-    let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
+    testkit::load(path)
 }
 
 /// Compiles and runs `def` at `sizes` with seeded inputs, matmuls by the

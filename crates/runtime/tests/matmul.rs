@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use ir::{DType, Value};
 use kernel::{Affine, Block, StmtKind};
 use runtime::matmul::{mark, run, spec, BatchDim, MatmulSpec, Operand};
+use testkit::Rng;
 
 /// Lowers `def` of `src` for `sizes`.
 fn lower(src: &str, def: &str, sizes: &[(&str, i64)]) -> Block {
@@ -42,15 +43,8 @@ fn children(root: &Block) -> Vec<&Block> {
 
 /// Seeded values in [-1, 1).
 fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.unit_f64()).collect()
 }
 
 /// Random values for the root's inputs, rounded to their type.

@@ -1214,15 +1214,9 @@ proptest! {
 /// measure of its coverage over a fixed sequence of inputs.
 #[test]
 fn the_generator_covers_the_language() {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state as u32
-    };
+    let mut rng = testkit::Rng::new(0x2545_f491_4f6c_dd1d);
     let programs: Vec<String> = (0..256)
-        .map(|_| program(&(0..800).map(|_| next()).collect::<Vec<_>>()))
+        .map(|_| program(&(0..800).map(|_| rng.next_u64() as u32).collect::<Vec<_>>()))
         .collect();
     let all = programs.join("\n");
     for construct in [

@@ -20,11 +20,7 @@ use kernel::{Block, Target};
 
 /// A TC file of the repository, checked.
 pub fn load(path: &str) -> Program {
-    let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
+    testkit::load(path)
 }
 
 /// A def lowered for concrete sizes, with seeded inputs as VM buffers and

@@ -39,11 +39,7 @@ pub fn identical(got: &[Value], want: &[Value]) -> bool {
 
 /// A TC file of the repository, checked.
 pub fn load(path: &str) -> Program {
-    let text =
-        std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, path, &text)))
-        .program
+    testkit::load(path)
 }
 
 /// A def lowered for concrete sizes, with seeded inputs as VM buffers and

@@ -6,18 +6,11 @@
 use std::collections::HashMap;
 
 use interp::{Arg, Mode, Tensor};
-use ir::{DType, Param, Program, Value};
+use ir::{DType, Param, Value};
+use testkit::prelude;
 
 use super::eval::{random, Evaluator};
 use super::graph;
-
-fn prelude() -> Program {
-    let path = format!("{}/../../ops/prelude.tc", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).expect("the prelude exists");
-    tc::check_source(&text)
-        .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, "prelude", &text)))
-        .program
-}
 
 #[test]
 fn lazy_evaluation_agrees_with_the_mod_p_interpreter_on_the_prelude() {
@@ -37,7 +30,7 @@ fn lazy_evaluation_agrees_with_the_mod_p_interpreter_on_the_prelude() {
         let Ok(sizes) = interp::bind_sizes(def, &HashMap::new(), &given) else {
             continue;
         };
-        let Ok(g) = graph::build(&program, def, &sizes) else {
+        let Ok(g) = graph::build(program, def, &sizes) else {
             continue;
         };
         let mut args = HashMap::new();
@@ -58,7 +51,7 @@ fn lazy_evaluation_agrees_with_the_mod_p_interpreter_on_the_prelude() {
         }
         // The interpreter's mod-p mode takes no division; the evaluator
         // does (by inverses), so those defs are compared elsewhere.
-        let Ok(outputs) = interp::run(&program, &def.name, &args, &sizes, Mode::ModP) else {
+        let Ok(outputs) = interp::run(program, &def.name, &args, &sizes, Mode::ModP) else {
             continue;
         };
         let mut ev = Evaluator::new(&g, seed);

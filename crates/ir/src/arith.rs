@@ -1,6 +1,10 @@
-//! Scalar semantics of real arithmetic (the interpreter's `Mode::Real` and
-//! the kernel VM): how each element type is stored,
+//! Scalar semantics of real arithmetic: how each element type is stored,
 //! rounded and wrapped, and what every operator, cast and builtin computes.
+//! This is the one definition: the interpreter's `Mode::Real` (through the
+//! typed forms `float_arith`, `int_arith`, `float_builtin`, ...), the kernel
+//! VM, the equivalence verifier's float path and the ONNX importer's
+//! constant folding (through `unary`, `binary`, `builtin` on values) all
+//! call these functions, and the C backend is tested against them.
 //!
 //! Representation (the invariant every tensor and every compiled closure
 //! keeps): `float32` and `float64` values are `f64`s, a `float32` value being

@@ -244,19 +244,24 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
     let index = |t: &Tensor, flat: usize| broadcast_index(t, shape, flat);
     if a.dtype.is_float() {
         let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+        // The interpreter's operations (`ir::arith`), rounded to the type.
+        let op = match n.op {
+            "Add" => Some(ir::BinOp::Add),
+            "Sub" => Some(ir::BinOp::Sub),
+            "Mul" => Some(ir::BinOp::Mul),
+            "Div" => Some(ir::BinOp::Div),
+            _ => None,
+        };
         let v = (0..count)
             .map(|f| {
                 let (p, q) = (x[index(a, f)], y[index(b, f)]);
-                let r = match n.op {
-                    "Add" => p + q,
-                    "Sub" => p - q,
-                    "Mul" => p * q,
-                    "Div" => p / q,
-                    _ => p.powf(q),
-                };
-                ir::arith::round(a.dtype, r)
+                match op {
+                    Some(op) => ir::arith::float_arith(op, a.dtype, p, q),
+                    None => ir::arith::float_builtin(ir::Builtin::Pow, a.dtype, &[p, q]),
+                }
+                .ok_or_else(|| n.error(format!("{} of float constants", n.op)))
             })
-            .collect();
+            .collect::<Result<Vec<f64>, String>>()?;
         return Ok(Tensor::from_f64(a.dtype, shape, v));
     }
     let (x, y) = (super::ints(a), super::ints(b));

@@ -204,9 +204,12 @@ struct Pointers(Vec<*mut c_void>);
 
 // SAFETY: the pointers are only dereferenced by the step function, and
 // `Kernel::run_partitions` hands them to several threads only for the
-// partitions of one `#parallel` step, which write disjoint elements (the
-// `parallelize` pass tags an index only when every view the block writes is
-// indexed by it) and read nothing another partition writes.
+// partitions of one `#parallel` step, which write disjoint elements and
+// read nothing another partition writes: that is the kernel verifier's
+// parallel-partition invariant (`kernel::verify_block`, proved in
+// `kernel/src/partition.rs` for every index tagged `parallel`, through
+// every child block), and the emitter refuses any kernel that does not
+// verify.
 unsafe impl Send for Pointers {}
 // SAFETY: as for `Send`; the vector itself is never modified while shared.
 unsafe impl Sync for Pointers {}

@@ -11,7 +11,6 @@
 //! conditions and subscripts, which may use iterators, sizes, scalars and
 //! literals but never tensor values; a read here is then an error.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
@@ -57,48 +56,23 @@ pub(crate) struct Scope<'a> {
     pub lets: HashMap<String, LetSlots>,
 }
 
-fn float_op<'a>(
-    x: FloatFn<'a>,
-    y: FloatFn<'a>,
-    t: DType,
-    op: impl Fn(f64, f64) -> f64 + 'a,
-) -> FloatFn<'a> {
-    if t == DType::F32 {
-        Box::new(move |f| {
-            let a = x(f)?;
-            Ok(op(a, y(f)?) as f32 as f64)
-        })
-    } else {
-        Box::new(move |f| {
-            let a = x(f)?;
-            Ok(op(a, y(f)?))
-        })
-    }
-}
-
-fn int_op<'a>(
-    x: IntFn<'a>,
-    y: IntFn<'a>,
-    t: DType,
-    op: impl Fn(i64, i64) -> i64 + 'a,
-) -> IntFn<'a> {
-    Box::new(move |f| {
-        let a = x(f)?;
-        Ok(arith::wrap(t, op(a, y(f)?)))
-    })
-}
-
-/// Integer `/` or `%`, which fail on a zero divisor.
-fn int_division<'a>(
-    x: IntFn<'a>,
-    y: IntFn<'a>,
-    t: DType,
-    op: fn(DType, i64, i64) -> Option<i64>,
-) -> IntFn<'a> {
+/// `x op y` on floats of type `t` (`+ - * / %`): `arith::float_arith`.
+fn float_op<'a>(x: FloatFn<'a>, y: FloatFn<'a>, t: DType, op: BinOp) -> FloatFn<'a> {
     Box::new(move |f| {
         let a = x(f)?;
         let b = y(f)?;
-        op(t, a, b).ok_or_else(|| f.fail(format!("integer division by zero ({a} / {b} in {t})")))
+        arith::float_arith(op, t, a, b)
+            .ok_or_else(|| f.fail(format!("ill-typed IR: `{}` on {t}", op.symbol())))
+    })
+}
+
+/// `x op y` on integers of type `t` (`+ - * / %`, which fail on a zero
+/// divisor): `arith::int_arith`.
+fn int_op<'a>(x: IntFn<'a>, y: IntFn<'a>, t: DType, op: BinOp) -> IntFn<'a> {
+    Box::new(move |f| {
+        let a = x(f)?;
+        let b = y(f)?;
+        arith::int_arith(op, t, a, b).map_err(|e| f.fail(e.to_string()))
     })
 }
 
@@ -165,11 +139,12 @@ impl<'a> Scope<'a> {
             Expr::Local(n) => self.local(n)?,
             Expr::Read(t, subs) => self.read(t, subs)?,
             Expr::Unary(UnOp::Neg, a) => match self.any(a)? {
-                Compiled::Float(g, t) => Compiled::Float(Box::new(move |f| Ok(-g(f)?)), t),
-                Compiled::Int(g, t) => Compiled::Int(
-                    Box::new(move |f| Ok(arith::wrap(t, g(f)?.wrapping_neg()))),
-                    t,
-                ),
+                Compiled::Float(g, t) => {
+                    Compiled::Float(Box::new(move |f| Ok(arith::float_neg(t, g(f)?))), t)
+                }
+                Compiled::Int(g, t) => {
+                    Compiled::Int(Box::new(move |f| Ok(arith::int_neg(t, g(f)?))), t)
+                }
                 Compiled::Bool(_) => return Err("ill-typed IR: `-` applied to bool".into()),
             },
             Expr::Unary(UnOp::Not, a) => {
@@ -332,41 +307,35 @@ impl<'a> Scope<'a> {
         if x.dtype() != y.dtype() {
             return Err(mismatch(&x, &y));
         }
+        let ill = |t: DType| Err(format!("ill-typed IR: `{}` applied to {t}", op.symbol()));
         Ok(match (x, y) {
             (Compiled::Bool(x), Compiled::Bool(y)) => match op {
+                // `&&` and `||` evaluate their second operand only when it
+                // decides the result.
                 BinOp::And => Compiled::Bool(Box::new(move |f| Ok(x(f)? && y(f)?))),
                 BinOp::Or => Compiled::Bool(Box::new(move |f| Ok(x(f)? || y(f)?))),
-                BinOp::Eq => Compiled::Bool(Box::new(move |f| Ok(x(f)? == y(f)?))),
-                BinOp::Ne => Compiled::Bool(Box::new(move |f| Ok(x(f)? != y(f)?))),
-                _ => return Err(format!("ill-typed IR: `{}` applied to bool", op.symbol())),
+                _ if op.is_comparison() => Compiled::Bool(Box::new(move |f| {
+                    let a = x(f)?;
+                    let b = y(f)?;
+                    arith::bool_binary(op, a, b).map_err(|e| f.fail(e.to_string()))
+                })),
+                _ => return ill(DType::Bool),
             },
             (Compiled::Float(x, t), Compiled::Float(y, _)) => match op {
-                BinOp::Add => Compiled::Float(float_op(x, y, t, |a, b| a + b), t),
-                BinOp::Sub => Compiled::Float(float_op(x, y, t, |a, b| a - b), t),
-                BinOp::Mul => Compiled::Float(float_op(x, y, t, |a, b| a * b), t),
-                BinOp::Div => Compiled::Float(float_op(x, y, t, |a, b| a / b), t),
-                BinOp::Mod => Compiled::Float(float_op(x, y, t, arith::float_mod), t),
-                BinOp::And | BinOp::Or => {
-                    return Err(format!("ill-typed IR: `{}` applied to {t}", op.symbol()))
-                }
-                _ => Compiled::Bool(Box::new(move |f| {
+                BinOp::And | BinOp::Or => return ill(t),
+                _ if op.is_comparison() => Compiled::Bool(Box::new(move |f| {
                     let a = x(f)?;
-                    Ok(arith::compares(op, a.partial_cmp(&y(f)?)))
+                    Ok(arith::float_compare(op, a, y(f)?))
                 })),
+                _ => Compiled::Float(float_op(x, y, t, op), t),
             },
             (Compiled::Int(x, t), Compiled::Int(y, _)) => match op {
-                BinOp::Add => Compiled::Int(int_op(x, y, t, i64::wrapping_add), t),
-                BinOp::Sub => Compiled::Int(int_op(x, y, t, i64::wrapping_sub), t),
-                BinOp::Mul => Compiled::Int(int_op(x, y, t, i64::wrapping_mul), t),
-                BinOp::Div => Compiled::Int(int_division(x, y, t, arith::floor_div), t),
-                BinOp::Mod => Compiled::Int(int_division(x, y, t, arith::floor_mod), t),
-                BinOp::And | BinOp::Or => {
-                    return Err(format!("ill-typed IR: `{}` applied to {t}", op.symbol()))
-                }
-                _ => Compiled::Bool(Box::new(move |f| {
+                BinOp::And | BinOp::Or => return ill(t),
+                _ if op.is_comparison() => Compiled::Bool(Box::new(move |f| {
                     let a = x(f)?;
-                    Ok(arith::compares(op, Some(arith::int_cmp(t, a, y(f)?))))
+                    Ok(arith::int_compare(op, t, a, y(f)?))
                 })),
+                _ => Compiled::Int(int_op(x, y, t, op), t),
             },
             (x, y) => return Err(mismatch(&x, &y)),
         })
@@ -398,30 +367,29 @@ impl<'a> Scope<'a> {
                 })
                 .collect();
             // Every argument has the float type `t` and the count is the
-            // arity, so each conversion to an array below succeeds.
-            let g: FloatFn<'a> = if let Some(op) = arith::float_unary(b) {
-                let [x]: [FloatFn<'a>; 1] = fs.try_into().map_err(|_| bad())?;
-                Box::new(move |f| Ok(op(x(f)?)))
-            } else if let Some(op) = arith::float_binary(b) {
-                let [x, y]: [FloatFn<'a>; 2] = fs.try_into().map_err(|_| bad())?;
-                Box::new(move |f| {
+            // arity; the common arities get closures without a vector.
+            let fail = move |f: &mut Frame| f.fail(format!("ill-typed IR: `{}` on {t}", b.name()));
+            let g: FloatFn<'a> = match <[FloatFn<'a>; 1]>::try_from(fs) {
+                Ok([x]) => Box::new(move |f| {
                     let a = x(f)?;
-                    Ok(op(a, y(f)?))
-                })
-            } else {
-                let [x, y, z]: [FloatFn<'a>; 3] = fs.try_into().map_err(|_| bad())?;
-                Box::new(move |f| {
-                    let a = x(f)?;
-                    let b = y(f)?;
-                    Ok(a.mul_add(b, z(f)?))
-                })
-            };
-            let g: FloatFn<'a> = if t == DType::F32 {
-                Box::new(move |f| Ok(g(f)? as f32 as f64))
-            } else {
-                g
+                    arith::float_builtin(b, t, &[a]).ok_or_else(|| fail(f))
+                }),
+                Err(fs) => match <[FloatFn<'a>; 2]>::try_from(fs) {
+                    Ok([x, y]) => Box::new(move |f| {
+                        let a = x(f)?;
+                        let c = y(f)?;
+                        arith::float_builtin(b, t, &[a, c]).ok_or_else(|| fail(f))
+                    }),
+                    Err(fs) => Box::new(move |f| {
+                        let args = fs.iter().map(|x| x(f)).collect::<Result<Vec<f64>, _>>()?;
+                        arith::float_builtin(b, t, &args).ok_or_else(|| fail(f))
+                    }),
+                },
             };
             return Ok(Compiled::Float(g, t));
+        }
+        if !b.accepts_int() {
+            return Err(bad());
         }
         let is: Vec<IntFn<'a>> = compiled
             .into_iter()
@@ -430,29 +398,11 @@ impl<'a> Scope<'a> {
                 _ => None,
             })
             .collect();
-        let g: IntFn<'a> = match b {
-            Builtin::Abs => {
-                let [x]: [IntFn<'a>; 1] = is.try_into().map_err(|_| bad())?;
-                Box::new(move |f| Ok(arith::int_abs(t, x(f)?)))
-            }
-            Builtin::Max | Builtin::Min => {
-                let [x, y]: [IntFn<'a>; 2] = is.try_into().map_err(|_| bad())?;
-                let want = if b == Builtin::Max {
-                    Ordering::Greater
-                } else {
-                    Ordering::Less
-                };
-                Box::new(move |f| {
-                    let (a, c) = (x(f)?, y(f)?);
-                    Ok(if arith::int_cmp(t, a, c) == want {
-                        a
-                    } else {
-                        c
-                    })
-                })
-            }
-            _ => return Err(bad()),
-        };
+        let fail = move |f: &mut Frame| f.fail(format!("ill-typed IR: `{}` on {t}", b.name()));
+        let g: IntFn<'a> = Box::new(move |f| {
+            let args = is.iter().map(|x| x(f)).collect::<Result<Vec<i64>, _>>()?;
+            arith::int_builtin(b, t, &args).ok_or_else(|| fail(f))
+        });
         Ok(Compiled::Int(g, t))
     }
 }

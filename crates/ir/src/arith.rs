@@ -1,6 +1,10 @@
-//! Scalar semantics of real arithmetic (the interpreter's `Mode::Real` and
-//! the kernel VM): how each element type is stored,
+//! Scalar semantics of real arithmetic: how each element type is stored,
 //! rounded and wrapped, and what every operator, cast and builtin computes.
+//! This is the one definition: the interpreter's `Mode::Real` (through the
+//! typed forms `float_arith`, `int_arith`, `float_builtin`, ...), the kernel
+//! VM, the equivalence verifier's float path and the ONNX importer's
+//! constant folding (through `unary`, `binary`, `builtin` on values) all
+//! call these functions, and the C backend is tested against them.
 //!
 //! Representation (the invariant every tensor and every compiled closure
 //! keeps): `float32` and `float64` values are `f64`s, a `float32` value being
@@ -12,7 +16,7 @@
 
 use std::cmp::Ordering;
 
-use crate::{Builtin, DType, Value};
+use crate::{special, BinOp, Builtin, DType, UnOp, Value};
 
 /// Rounds a float to the precision of `t` (only `float32` loses anything).
 ///
@@ -53,8 +57,7 @@ pub fn int_cmp(t: DType, a: i64, b: i64) -> Ordering {
 
 /// Whether an ordering satisfies a comparison operator (`None`: unordered,
 /// a NaN operand, for which only `!=` holds).
-pub fn compares(op: crate::BinOp, o: Option<Ordering>) -> bool {
-    use crate::BinOp;
+pub fn compares(op: BinOp, o: Option<Ordering>) -> bool {
     match op {
         BinOp::Lt => o == Some(Ordering::Less),
         BinOp::Le => matches!(o, Some(Ordering::Less | Ordering::Equal)),
@@ -150,35 +153,278 @@ pub fn int_abs(t: DType, v: i64) -> i64 {
     }
 }
 
-/// A one-argument float builtin, computed in `f64` (rounding to `f32` is the
-/// caller's job); `None` for builtins of other arities.
-pub fn float_unary(b: Builtin) -> Option<fn(f64) -> f64> {
-    Some(match b {
-        Builtin::Exp => f64::exp,
-        Builtin::Log => f64::ln,
-        Builtin::Tanh => f64::tanh,
-        Builtin::Sqrt => f64::sqrt,
-        Builtin::Rsqrt => |x| 1.0 / x.sqrt(),
-        Builtin::Abs => f64::abs,
-        Builtin::Erf => libm::erf,
-        Builtin::Sin => f64::sin,
-        Builtin::Cos => f64::cos,
-        Builtin::Floor => f64::floor,
-        Builtin::Ceil => f64::ceil,
-        Builtin::Sigmoid => |x| 1.0 / (1.0 + (-x).exp()),
-        Builtin::Max | Builtin::Min | Builtin::Pow | Builtin::Fma => return None,
+/// Why a scalar operation has no value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArithError {
+    /// An integer `/` or `%` whose divisor is 0.
+    DivisionByZero { op: BinOp, t: DType, a: i64, b: i64 },
+    /// Operands the operation is not defined on (ill-typed IR), described.
+    Operands(String),
+}
+
+impl std::fmt::Display for ArithError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArithError::DivisionByZero { op, t, a, b } => write!(
+                f,
+                "integer division by zero ({a} {} {b} in {t})",
+                op.symbol()
+            ),
+            ArithError::Operands(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for ArithError {}
+
+/// `-x` in the float type `t`.
+pub fn float_neg(t: DType, x: f64) -> f64 {
+    round(t, -x)
+}
+
+/// `-x` in the integer type `t`, wrapped (`-(-128i8)` is -128).
+pub fn int_neg(t: DType, x: i64) -> i64 {
+    wrap(t, x.wrapping_neg())
+}
+
+/// A unary operator on a value of type `t`.
+pub fn unary(op: UnOp, t: DType, a: Value) -> Result<Value, ArithError> {
+    Ok(match (op, a) {
+        (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
+        (UnOp::Neg, Value::Float(x)) => Value::Float(float_neg(t, x)),
+        (UnOp::Neg, Value::Int(i)) => Value::Int(int_neg(t, i)),
+        (op, v) => return Err(ArithError::Operands(format!("{op:?} of {v:?}"))),
     })
 }
 
-/// A two-argument float builtin. `fmax`/`fmin` follow C: a NaN operand is
-/// ignored (as `f64::max` does).
-pub fn float_binary(b: Builtin) -> Option<fn(f64, f64) -> f64> {
+/// `+ - * / %` on floats of type `t`, rounded once to `t`; `None` for
+/// other operators. `%` is [`float_mod`].
+pub fn float_arith(op: BinOp, t: DType, x: f64, y: f64) -> Option<f64> {
+    let r = match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Mod => float_mod(x, y),
+        _ => return None,
+    };
+    Some(round(t, r))
+}
+
+/// `+ - * / %` on integers of type `t`, wrapped to `t`; `/` and `%` are
+/// [`floor_div`] and [`floor_mod`], failing on a zero divisor.
+pub fn int_arith(op: BinOp, t: DType, x: i64, y: i64) -> Result<i64, ArithError> {
+    let zero = || ArithError::DivisionByZero { op, t, a: x, b: y };
+    let r = match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div => floor_div(t, x, y).ok_or_else(zero)?,
+        BinOp::Mod => floor_mod(t, x, y).ok_or_else(zero)?,
+        _ => {
+            return Err(ArithError::Operands(format!(
+                "`{}` on integers",
+                op.symbol()
+            )))
+        }
+    };
+    Ok(wrap(t, r))
+}
+
+/// A comparison of two floats (NaN is unordered: only `!=` holds).
+pub fn float_compare(op: BinOp, x: f64, y: f64) -> bool {
+    compares(op, x.partial_cmp(&y))
+}
+
+/// A comparison of two integers of type `t`.
+pub fn int_compare(op: BinOp, t: DType, x: i64, y: i64) -> bool {
+    compares(op, Some(int_cmp(t, x, y)))
+}
+
+/// A comparison or `&&`, `||` of two booleans (`false < true`).
+pub fn bool_binary(op: BinOp, x: bool, y: bool) -> Result<bool, ArithError> {
+    Ok(match op {
+        BinOp::And => x && y,
+        BinOp::Or => x || y,
+        _ if op.is_comparison() => compares(op, Some(x.cmp(&y))),
+        _ => {
+            return Err(ArithError::Operands(format!(
+                "`{}` on bool values",
+                op.symbol()
+            )))
+        }
+    })
+}
+
+/// A binary operator on two values of type `t` (for comparisons, the
+/// operands' type): the one definition every executor applies.
+pub fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, ArithError> {
+    Ok(match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => Value::Bool(bool_binary(op, x, y)?),
+        (Value::Float(x), Value::Float(y)) if op.is_comparison() => {
+            Value::Bool(float_compare(op, x, y))
+        }
+        (Value::Float(x), Value::Float(y)) => Value::Float(
+            float_arith(op, t, x, y)
+                .ok_or_else(|| ArithError::Operands(format!("`{}` on floats", op.symbol())))?,
+        ),
+        (Value::Int(x), Value::Int(y)) if op.is_comparison() => {
+            Value::Bool(int_compare(op, t, x, y))
+        }
+        (Value::Int(x), Value::Int(y)) => Value::Int(int_arith(op, t, x, y)?),
+        (a, b) => {
+            return Err(ArithError::Operands(format!(
+                "`{}` on mismatched values {a:?} and {b:?}",
+                op.symbol()
+            )))
+        }
+    })
+}
+
+/// A float builtin on arguments of the float type `t`: computed in `f64`
+/// and rounded once to `t` (`nextafter`, a property of the type, in `t`
+/// itself). `None` when the number of arguments is not the arity.
+pub fn float_builtin(b: Builtin, t: DType, args: &[f64]) -> Option<f64> {
+    use Builtin as B;
+    if args.len() != b.arity() {
+        return None;
+    }
+    let r = match (b, args) {
+        (B::Nextafter, &[x, y]) => {
+            return Some(if t == DType::F32 {
+                f64::from(libm::nextafterf(x as f32, y as f32))
+            } else {
+                libm::nextafter(x, y)
+            })
+        }
+        (_, &[x]) => unary_builtin(b, x)?,
+        (_, &[x, y]) => match b {
+            B::Max => x.max(y),
+            B::Min => x.min(y),
+            B::Pow => x.powf(y),
+            B::Atan2 => x.atan2(y),
+            B::Copysign => x.copysign(y),
+            B::Fdim => libm::fdim(x, y),
+            B::Fdivide => x / y,
+            B::Fmod => x % y,
+            B::Hypot => x.hypot(y),
+            B::Remainder => libm::remainder(x, y),
+            B::Rhypot => 1.0 / x.hypot(y),
+            _ => return None,
+        },
+        (B::Fma, &[x, y, z]) => x.mul_add(y, z),
+        (B::Norm3d | B::Norm4d, xs) => special::norm(xs),
+        (B::Rnorm3d | B::Rnorm4d, xs) => 1.0 / special::norm(xs),
+        _ => return None,
+    };
+    Some(round(t, r))
+}
+
+/// A one-argument float builtin in `f64`; `None` for other arities.
+/// Functions `std` has call it (on Linux, the C library's, as the C
+/// backend does); the others `libm` or [`special`].
+fn unary_builtin(b: Builtin, x: f64) -> Option<f64> {
+    use Builtin as B;
     Some(match b {
-        Builtin::Max => f64::max,
-        Builtin::Min => f64::min,
-        Builtin::Pow => f64::powf,
+        B::Exp => x.exp(),
+        B::Log => x.ln(),
+        B::Tanh => x.tanh(),
+        B::Sqrt => x.sqrt(),
+        B::Rsqrt => 1.0 / x.sqrt(),
+        B::Abs => x.abs(),
+        B::Erf => libm::erf(x),
+        B::Sin => x.sin(),
+        B::Cos => x.cos(),
+        B::Floor => x.floor(),
+        B::Ceil => x.ceil(),
+        B::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        B::Acos => x.acos(),
+        B::Acosh => libm::acosh(x),
+        B::Asin => x.asin(),
+        B::Asinh => libm::asinh(x),
+        B::Atan => x.atan(),
+        B::Atanh => libm::atanh(x),
+        B::Cbrt => x.cbrt(),
+        B::Cosh => x.cosh(),
+        B::Cospi => special::cospi(x),
+        B::CylBesselI0 => special::bessel_i(0, x),
+        B::CylBesselI1 => special::bessel_i(1, x),
+        B::Erfc => libm::erfc(x),
+        B::Erfcinv => special::erfcinv(x),
+        B::Erfcx => special::erfcx(x),
+        B::Erfinv => special::erfinv(x),
+        B::Exp10 => 10f64.powf(x),
+        B::Exp2 => x.exp2(),
+        B::Expm1 => x.exp_m1(),
+        B::J0 => libm::j0(x),
+        B::J1 => libm::j1(x),
+        B::Lgamma => libm::lgamma_r(x).0,
+        B::Log10 => x.log10(),
+        B::Log1p => x.ln_1p(),
+        B::Log2 => x.log2(),
+        B::Logb => special::logb(x),
+        B::Normcdf => special::normcdf(x),
+        B::Normcdfinv => special::normcdfinv(x),
+        B::Rcbrt => 1.0 / x.cbrt(),
+        B::Round => x.round(),
+        B::Sinh => x.sinh(),
+        B::Sinpi => special::sinpi(x),
+        B::Tan => x.tan(),
+        B::Tgamma => libm::tgamma(x),
+        B::Trunc => x.trunc(),
+        B::Y0 => libm::y0(x),
+        B::Y1 => libm::y1(x),
         _ => return None,
     })
+}
+
+/// An integer builtin (`fabs`, `fmax`, `fmin`) on arguments of type `t`,
+/// wrapped; `None` for the float-only builtins. `fmax` takes the first
+/// operand unless it is less, `fmin` unless it is greater.
+pub fn int_builtin(b: Builtin, t: DType, args: &[i64]) -> Option<i64> {
+    Some(match (b, args) {
+        (Builtin::Abs, &[x]) => int_abs(t, x),
+        (Builtin::Max, &[x, y]) => {
+            if int_cmp(t, x, y) == Ordering::Less {
+                y
+            } else {
+                x
+            }
+        }
+        (Builtin::Min, &[x, y]) => {
+            if int_cmp(t, x, y) == Ordering::Greater {
+                y
+            } else {
+                x
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A builtin on values of type `t`.
+pub fn builtin(b: Builtin, t: DType, args: &[Value]) -> Result<Value, ArithError> {
+    let bad = || ArithError::Operands(format!("`{}` of {args:?}", b.name()));
+    if t.is_float() {
+        let xs = args
+            .iter()
+            .map(|a| match a {
+                Value::Float(x) => Some(*x),
+                _ => None,
+            })
+            .collect::<Option<Vec<f64>>>()
+            .ok_or_else(bad)?;
+        return float_builtin(b, t, &xs).map(Value::Float).ok_or_else(bad);
+    }
+    let xs = args
+        .iter()
+        .map(|a| match a {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        })
+        .collect::<Option<Vec<i64>>>()
+        .ok_or_else(bad)?;
+    int_builtin(b, t, &xs).map(Value::Int).ok_or_else(bad)
 }
 
 /// Converts a value to type `t` as a cast does (used for literals, whose

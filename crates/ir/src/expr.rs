@@ -5,7 +5,7 @@
 //! binary operation have the same type (the verifier checks this). Iterators,
 //! size symbols and subscripts are `int64`.
 
-use crate::DType;
+use crate::{Builtin, DType};
 
 /// A literal value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -97,97 +97,6 @@ impl BinOp {
             BinOp::Add | BinOp::Sub => 5,
             BinOp::Mul | BinOp::Div | BinOp::Mod => 6,
         }
-    }
-}
-
-/// Built-in scalar functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Builtin {
-    Exp,
-    Log,
-    Tanh,
-    Sqrt,
-    Rsqrt,
-    Abs,
-    Max,
-    Min,
-    Fma,
-    Pow,
-    Erf,
-    Sin,
-    Cos,
-    Floor,
-    Ceil,
-    Sigmoid,
-}
-
-impl Builtin {
-    pub const ALL: [Builtin; 16] = [
-        Builtin::Exp,
-        Builtin::Log,
-        Builtin::Tanh,
-        Builtin::Sqrt,
-        Builtin::Rsqrt,
-        Builtin::Abs,
-        Builtin::Max,
-        Builtin::Min,
-        Builtin::Fma,
-        Builtin::Pow,
-        Builtin::Erf,
-        Builtin::Sin,
-        Builtin::Cos,
-        Builtin::Floor,
-        Builtin::Ceil,
-        Builtin::Sigmoid,
-    ];
-
-    /// The canonical spelling the printer uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Builtin::Exp => "exp",
-            Builtin::Log => "log",
-            Builtin::Tanh => "tanh",
-            Builtin::Sqrt => "sqrt",
-            Builtin::Rsqrt => "rsqrt",
-            Builtin::Abs => "fabs",
-            Builtin::Max => "fmax",
-            Builtin::Min => "fmin",
-            Builtin::Fma => "fma",
-            Builtin::Pow => "pow",
-            Builtin::Erf => "erf",
-            Builtin::Sin => "sin",
-            Builtin::Cos => "cos",
-            Builtin::Floor => "floor",
-            Builtin::Ceil => "ceil",
-            Builtin::Sigmoid => "sigmoid",
-        }
-    }
-
-    /// Resolves a spelling: canonical names, the CUDA `f`-suffixed aliases
-    /// (`expf`, `fmaxf`, ...), and `abs`, `min`, `max`.
-    pub fn from_name(s: &str) -> Option<Builtin> {
-        let base = match s {
-            "abs" | "fabsf" => return Some(Builtin::Abs),
-            "max" | "fmaxf" => return Some(Builtin::Max),
-            "min" | "fminf" => return Some(Builtin::Min),
-            "sigmoidf" => return Some(Builtin::Sigmoid),
-            _ => s,
-        };
-        let found = |n: &str| Builtin::ALL.into_iter().find(|b| b.name() == n);
-        found(base).or_else(|| base.strip_suffix('f').and_then(found))
-    }
-
-    pub fn arity(self) -> usize {
-        match self {
-            Builtin::Max | Builtin::Min | Builtin::Pow => 2,
-            Builtin::Fma => 3,
-            _ => 1,
-        }
-    }
-
-    /// Whether the function is defined on integers too (otherwise floats only).
-    pub fn accepts_int(self) -> bool {
-        matches!(self, Builtin::Abs | Builtin::Max | Builtin::Min)
     }
 }
 

@@ -9,15 +9,18 @@
 //! IR; [`verify_program`] checks the invariants listed in `verify.rs`.
 
 pub mod arith;
+mod builtin;
 mod dtype;
 mod expr;
 mod print;
 mod program;
 mod size;
+mod special;
 mod verify;
 
+pub use builtin::{Builtin, CSpelling};
 pub use dtype::DType;
-pub use expr::{BinOp, Builtin, Expr, UnOp, Value};
+pub use expr::{BinOp, Expr, UnOp, Value};
 pub use print::{
     default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program,
 };

@@ -12,6 +12,7 @@ mod block;
 mod fm;
 mod lower;
 mod parse;
+mod partition;
 mod pass;
 pub mod passes;
 mod print;

@@ -36,6 +36,16 @@
 //!   points of the iteration space (for size-1 views: its access is
 //!   injective), so no element is written by two points; root buffers
 //!   count as views at offset 0 of the same buffer at every root point;
+//! - parallel partitions: a free index tagged `parallel` partitions the
+//!   accesses of its block: in one execution of the block, no two points
+//!   with different values of the index write the same element of any
+//!   buffer, nor does one write an element the other reads, whether by the
+//!   block's statements or by those of any block nested in it (a local
+//!   buffer declared in the block or below is private to a point and never
+//!   counts). The runtime runs the partitions of a `#parallel` step's index
+//!   on different threads, and this is what makes that free of data races
+//!   ([`crate::partition`] has the proof: stride dominance,
+//!   Fourier–Motzkin, enumeration, else "cannot prove");
 //! - statements: scalars are assigned once per statement list and defined
 //!   before use; `load`, `store` and `gather` name refinements of the block;
 //!   `load` and `store` views have size 1 in every dimension; `gather` has
@@ -89,6 +99,7 @@ const MAX_PAIRS: u64 = 1 << 26;
 pub fn verify_block(root: &Block) -> Result<(), Vec<String>> {
     let mut errs = Vec::new();
     check_block(root, None, &root.name, 1, &mut errs);
+    crate::partition::check_kernel(root, &mut errs);
     if errs.is_empty() {
         Ok(())
     } else {

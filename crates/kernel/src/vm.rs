@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use ir::arith;
-use ir::{BinOp, Builtin, DType, UnOp, Value};
+use ir::{BinOp, DType, Value};
 
 use crate::{Agg, Block, Dim, Op, StmtKind};
 
@@ -370,7 +370,7 @@ fn combine(agg: Agg, t: DType, old: Value, new: Value) -> Value {
 /// One intrinsic on values, computed in `t` (for comparisons, the operands'
 /// type).
 pub fn eval(op: &Op, t: DType, args: &[Value]) -> Result<Value, String> {
-    use Value::{Bool, Float, Int};
+    use Value::Bool;
     let arity = |n: usize| {
         if args.len() == n {
             Ok(())
@@ -398,105 +398,15 @@ pub fn eval(op: &Op, t: DType, args: &[Value]) -> Result<Value, String> {
         }
         Op::Unary(u) => {
             arity(1)?;
-            match (u, args[0]) {
-                (UnOp::Not, Bool(b)) => Bool(!b),
-                (UnOp::Neg, Float(x)) => Float(arith::round(t, -x)),
-                (UnOp::Neg, Int(i)) => Int(arith::wrap(t, i.wrapping_neg())),
-                (u, v) => return Err(format!("{u:?} of {v:?}")),
-            }
+            arith::unary(*u, t, args[0]).map_err(|e| e.to_string())?
         }
         Op::Binary(b) => {
             arity(2)?;
-            binary(*b, t, args[0], args[1])?
+            arith::binary(*b, t, args[0], args[1]).map_err(|e| e.to_string())?
         }
         Op::Builtin(f) => {
             arity(f.arity())?;
-            builtin(*f, t, args)?
+            arith::builtin(*f, t, args).map_err(|e| e.to_string())?
         }
-    })
-}
-
-fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
-    use Value::{Bool, Float, Int};
-    let cmp = |o: Option<Ordering>| -> Value {
-        Bool(match (op, o) {
-            (_, None) => op == BinOp::Ne,
-            (BinOp::Lt, Some(o)) => o == Ordering::Less,
-            (BinOp::Le, Some(o)) => o != Ordering::Greater,
-            (BinOp::Gt, Some(o)) => o == Ordering::Greater,
-            (BinOp::Ge, Some(o)) => o != Ordering::Less,
-            (BinOp::Eq, Some(o)) => o == Ordering::Equal,
-            (_, Some(o)) => o != Ordering::Equal,
-        })
-    };
-    Ok(match (a, b) {
-        (Bool(x), Bool(y)) => match op {
-            BinOp::And => Bool(x && y),
-            BinOp::Or => Bool(x || y),
-            _ if op.is_comparison() => cmp(Some(x.cmp(&y))),
-            _ => return Err(format!("`{}` on bool values", op.symbol())),
-        },
-        (Float(x), Float(y)) => {
-            if op.is_comparison() {
-                return Ok(cmp(x.partial_cmp(&y)));
-            }
-            let r = match op {
-                BinOp::Add => x + y,
-                BinOp::Sub => x - y,
-                BinOp::Mul => x * y,
-                BinOp::Div => x / y,
-                BinOp::Mod => arith::float_mod(x, y),
-                _ => return Err(format!("`{}` on floats", op.symbol())),
-            };
-            Float(arith::round(t, r))
-        }
-        (Int(x), Int(y)) => {
-            if op.is_comparison() {
-                return Ok(cmp(Some(arith::int_cmp(t, x, y))));
-            }
-            let r = match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                BinOp::Div => arith::floor_div(t, x, y).ok_or("integer division by zero")?,
-                BinOp::Mod => arith::floor_mod(t, x, y).ok_or("integer modulo by zero")?,
-                _ => return Err(format!("`{}` on integers", op.symbol())),
-            };
-            Int(arith::wrap(t, r))
-        }
-        (a, b) => {
-            return Err(format!(
-                "`{}` on mismatched values {a:?} and {b:?}",
-                op.symbol()
-            ))
-        }
-    })
-}
-
-fn builtin(f: Builtin, t: DType, args: &[Value]) -> Result<Value, String> {
-    use Value::{Float, Int};
-    Ok(match args {
-        [Float(x)] => Float(arith::round(
-            t,
-            arith::float_unary(f).ok_or_else(|| format!("`{}` of one float", f.name()))?(*x),
-        )),
-        [Float(x), Float(y)] => Float(arith::round(
-            t,
-            arith::float_binary(f).ok_or_else(|| format!("`{}` of two floats", f.name()))?(*x, *y),
-        )),
-        [Float(x), Float(y), Float(z)] if f == Builtin::Fma => {
-            Float(arith::round(t, x.mul_add(*y, *z)))
-        }
-        [Int(x)] if f == Builtin::Abs => Int(arith::int_abs(t, *x)),
-        [Int(x), Int(y)] if f == Builtin::Max || f == Builtin::Min => {
-            let o = arith::int_cmp(t, *x, *y);
-            let take_x = if f == Builtin::Max {
-                o != Ordering::Less
-            } else {
-                o != Ordering::Greater
-            };
-            Int(if take_x { *x } else { *y })
-        }
-        _ => return Err(format!("`{}` of {args:?}", f.name())),
     })
 }

@@ -359,7 +359,8 @@ fn everything() -> Block {
         ));
     }
     for b in Builtin::ALL {
-        let inputs = ["a", "b", "c"];
+        // norm4d and rnorm4d take four operands.
+        let inputs = ["a", "b", "c", "a"];
         stmts.push(stmt(intrinsic(
             Op::Builtin(b),
             &inputs[..b.arity()],

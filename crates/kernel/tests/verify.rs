@@ -788,3 +788,42 @@ fn a_declared_buffer_has_row_major_strides() {
         &["main: refinement `I` declares a buffer, so its strides must be row-major for its sizes, not (2)"],
     );
 }
+
+/// The kernel text files of `tests/files/kernel_verify/`: each starts with
+/// `# verify: ok` or `# verify: error FRAGMENT`, and the verifier must
+/// accept the kernel, or reject it with a message containing the fragment.
+#[test]
+fn kernel_verify_files_are_accepted_or_rejected_as_their_headers_say() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/files/kernel_verify");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/files/kernel_verify exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "kernel"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 9, "kernel_verify files are missing");
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header = text.lines().next().unwrap_or_default();
+        // The leading `#` lines are the header and comments, not kernel text.
+        let body: Vec<&str> = text.lines().skip_while(|l| l.starts_with('#')).collect();
+        let b = kernel::parse_block(&body.join("\n"))
+            .unwrap_or_else(|e| panic!("{}: does not parse: {e:?}", path.display()));
+        let got = verify_block(&b);
+        if header == "# verify: ok" {
+            assert!(got.is_ok(), "{}: rejected: {got:?}", path.display());
+        } else {
+            let fragment = header
+                .strip_prefix("# verify: error ")
+                .unwrap_or_else(|| panic!("{}: bad header {header:?}", path.display()));
+            let errs = got.err().unwrap_or_default();
+            assert!(
+                errs.iter().any(|e| e.contains(fragment)),
+                "{}: want an error containing {fragment:?}, got {errs:?}",
+                path.display()
+            );
+        }
+    }
+}

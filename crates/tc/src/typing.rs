@@ -446,7 +446,7 @@ impl Scope<'_> {
         }
         Err(Diagnostic::error(format!("unknown tensor or function `{}`", f.name), f.span)
             .with_label("not a tensor of this def, a builtin or a type")
-            .with_help("builtins: exp log tanh sqrt rsqrt erf sin cos floor ceil sigmoid pow fma fabs fmax fmin (and CUDA spellings such as expf)"))
+            .with_help("builtins: TC's 64 math functions (exp, log, tanh, erf, pow, fma, fmax, ...; docs/LANGUAGE.md lists them) and sigmoid, also in CUDA spellings such as expf"))
     }
 
     /// A size expression (`where` bounds, `T.d`): literals, size symbols,

@@ -16,7 +16,9 @@
 
 use std::collections::HashSet;
 
-/// C keywords (C11) and the library names the generated code spells out.
+/// C keywords (C11), the macros and the step's parameters the generated
+/// code spells out; the math functions it calls are the builtins' C
+/// spellings ([`is_builtin_function`]).
 const RESERVED: &[&str] = &[
     "auto",
     "break",
@@ -58,38 +60,6 @@ const RESERVED: &[&str] = &[
     "NAN",
     "INFINITY",
     "math_errhandling",
-    "exp",
-    "expf",
-    "log",
-    "logf",
-    "tanh",
-    "tanhf",
-    "sqrt",
-    "sqrtf",
-    "fabs",
-    "fabsf",
-    "fmax",
-    "fmaxf",
-    "fmin",
-    "fminf",
-    "fma",
-    "fmaf",
-    "pow",
-    "powf",
-    "erf",
-    "erff",
-    "sin",
-    "sinf",
-    "cos",
-    "cosf",
-    "floor",
-    "floorf",
-    "ceil",
-    "ceilf",
-    "fmod",
-    "fmodf",
-    "copysign",
-    "copysignf",
     "buffers",
     "lo",
     "hi",
@@ -136,10 +106,20 @@ fn sanitize(want: &str) -> String {
     if s.starts_with('_') || s.starts_with("tsr_") {
         s.insert(0, 'v');
     }
-    if RESERVED.contains(&s.as_str()) || looks_like_library_name(&s) {
+    if RESERVED.contains(&s.as_str()) || is_builtin_function(&s) || looks_like_library_name(&s) {
         s.push('_');
     }
     s
+}
+
+/// Whether `s` is a C function a builtin is spelled with (`ir::Builtin`'s
+/// table: the `double` name, and the `float` one for those called in the
+/// operand type).
+fn is_builtin_function(s: &str) -> bool {
+    ir::Builtin::ALL.iter().any(|b| match b.c_spelling() {
+        ir::CSpelling::Typed(n) => s == n || s.strip_suffix('f') == Some(n),
+        ir::CSpelling::Double(n) => s == n,
+    })
 }
 
 /// Names of the shapes the C headers use for their types and macros:
@@ -166,6 +146,9 @@ mod tests {
         assert_eq!(n.fresh("lo"), "lo_");
         assert_eq!(n.fresh("float"), "float_");
         assert_eq!(n.fresh("exp"), "exp_");
+        assert_eq!(n.fresh("expf"), "expf_");
+        assert_eq!(n.fresh("j0"), "j0_");
+        assert_eq!(n.fresh("nextafterf"), "nextafterf_");
         assert_eq!(n.fresh("INT64_MAX"), "INT64_MAX_");
         assert_eq!(n.fresh("size_t"), "size_t_");
         assert_eq!(n.fresh("2LUT"), "v2LUT");

@@ -1,16 +1,17 @@
 //! `parallelize`: marks, in each block directly under the root, the
-//! outermost index whose iterations can run on different cores: every view
-//! the block writes is indexed by it (so different values of the index
-//! write disjoint elements, and reductions along other indices stay within
-//! one partition). The index gets the tag `parallel` and the block the tag
+//! outermost index whose iterations can run on different cores: the
+//! verifier proves that it partitions the block's writes (no two values of
+//! it write one element of any buffer, through any depth of child blocks;
+//! see [`crate::partition`]), so reductions along other indices stay within
+//! one partition. The index gets the tag `parallel` and the block the tag
 //! `parallel`; the runtime partitions that index over the target's cores.
 //!
 //! Requires: a verified kernel. Guarantees: the same kernel up to tags (the
-//! semantics ignore tags), a verified kernel. Blocks that write through
-//! children only, or whose writes do not all depend on one index, are left
-//! alone.
+//! semantics ignore tags), a verified kernel: only an index the verifier's
+//! partition proof accepts is tagged. Blocks that write nothing, or where
+//! no index is proved to partition the writes, are left alone.
 
-use crate::{Block, Pass, RefDir, StmtKind, Target};
+use crate::{Block, Pass, StmtKind, Target};
 
 #[derive(Debug)]
 pub struct Parallelize;
@@ -21,38 +22,46 @@ impl Pass for Parallelize {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
-        for s in &mut root.stmts {
-            if let StmtKind::Block(b) = &mut s.kind {
-                if b.is_library() {
-                    continue;
+        let mut choices = Vec::new();
+        for (k, s) in root.stmts.iter().enumerate() {
+            if let StmtKind::Block(b) = &s.kind {
+                if !b.is_library() {
+                    if let Some(i) = choice(root, b) {
+                        choices.push((k, i));
+                    }
                 }
-                mark(b);
+            }
+        }
+        for (k, i) in choices {
+            if let StmtKind::Block(b) = &mut root.stmts[k].kind {
+                b.idxs[i].tags.insert("parallel".to_string());
+                b.tags.insert("parallel".to_string());
             }
         }
         Ok(())
     }
 }
 
-fn mark(b: &mut Block) {
-    let written: Vec<_> = b
-        .refs
-        .iter()
-        .filter(|r| r.from.is_some() && matches!(r.dir, RefDir::Out | RefDir::InOut))
-        .collect();
-    if written.is_empty() {
-        return;
+/// The outermost free index of `b` (a step of `root`) with more than one
+/// value that the verifier proves partitions `b`'s writes, when `b` writes
+/// anything.
+fn choice(root: &Block, b: &Block) -> Option<usize> {
+    if !writes_anything(b) {
+        return None;
     }
-    let choice = b.idxs.iter().position(|ix| {
+    let path = format!("{}/{}", root.name, b.name);
+    b.idxs.iter().enumerate().position(|(k, ix)| {
         ix.range > 1
             && ix.affine.is_none()
-            && written.iter().all(|r| {
-                r.access
-                    .iter()
-                    .any(|a| a.terms.get(&ix.name).is_some_and(|c| *c != 0))
-            })
-    });
-    if let Some(k) = choice {
-        b.idxs[k].tags.insert("parallel".to_string());
-        b.tags.insert("parallel".to_string());
-    }
+            && crate::partition::prove_index(b, k, Some(root), &path).is_ok()
+    })
+}
+
+/// Whether `b` or a block below it stores into anything.
+fn writes_anything(b: &Block) -> bool {
+    b.stmts.iter().any(|s| match &s.kind {
+        StmtKind::Store { .. } => true,
+        StmtKind::Block(c) => writes_anything(c),
+        _ => false,
+    })
 }

@@ -60,25 +60,28 @@ fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
         let v = super::ints(t).into_iter().map(f).collect();
         return Ok(Tensor::from_i64(t.dtype(), t.shape(), v));
     }
-    // The interpreter's own builtins, so that folding means what the
-    // prelude's defs mean.
-    let builtin = |b| ir::arith::float_unary(b).ok_or_else(|| n.error("no such builtin"));
-    let f: fn(f64) -> f64 = match n.op {
-        "Relu" => |x| x.max(0.0),
-        "Neg" => |x| -x,
-        "Sigmoid" => builtin(ir::Builtin::Sigmoid)?,
-        "Tanh" => builtin(ir::Builtin::Tanh)?,
-        "Exp" => builtin(ir::Builtin::Exp)?,
-        "Log" => builtin(ir::Builtin::Log)?,
-        "Sqrt" => builtin(ir::Builtin::Sqrt)?,
-        "Abs" => builtin(ir::Builtin::Abs)?,
-        _ => builtin(ir::Builtin::Erf)?,
+    // The interpreter's own operations (`ir::arith`), so that folding
+    // means what the prelude's defs mean.
+    let builtin = match n.op {
+        "Relu" | "Neg" => None,
+        "Sigmoid" => Some(ir::Builtin::Sigmoid),
+        "Tanh" => Some(ir::Builtin::Tanh),
+        "Exp" => Some(ir::Builtin::Exp),
+        "Log" => Some(ir::Builtin::Log),
+        "Sqrt" => Some(ir::Builtin::Sqrt),
+        "Abs" => Some(ir::Builtin::Abs),
+        _ => Some(ir::Builtin::Erf),
     };
     let v = t
         .to_f64_vec()
         .into_iter()
-        .map(|x| ir::arith::round(t.dtype(), f(x)))
-        .collect();
+        .map(|x| match builtin {
+            Some(b) => ir::arith::float_builtin(b, t.dtype(), &[x])
+                .ok_or_else(|| n.error(format!("`{}` of one float", b.name()))),
+            None if n.op == "Neg" => Ok(ir::arith::float_neg(t.dtype(), x)),
+            None => Ok(ir::arith::round(t.dtype(), x.max(0.0))),
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
     Ok(Tensor::from_f64(t.dtype(), t.shape(), v))
 }
 
@@ -240,19 +243,24 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
     let index = |t: &Tensor, flat: usize| broadcast_index(t, shape, flat);
     if a.dtype().is_float() {
         let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+        // The interpreter's operations (`ir::arith`), rounded to the type.
+        let op = match n.op {
+            "Add" => Some(ir::BinOp::Add),
+            "Sub" => Some(ir::BinOp::Sub),
+            "Mul" => Some(ir::BinOp::Mul),
+            "Div" => Some(ir::BinOp::Div),
+            _ => None,
+        };
         let v = (0..count)
             .map(|f| {
                 let (p, q) = (x[index(a, f)], y[index(b, f)]);
-                let r = match n.op {
-                    "Add" => p + q,
-                    "Sub" => p - q,
-                    "Mul" => p * q,
-                    "Div" => p / q,
-                    _ => p.powf(q),
-                };
-                ir::arith::round(a.dtype(), r)
+                match op {
+                    Some(op) => ir::arith::float_arith(op, a.dtype(), p, q),
+                    None => ir::arith::float_builtin(ir::Builtin::Pow, a.dtype(), &[p, q]),
+                }
+                .ok_or_else(|| n.error(format!("{} of float constants", n.op)))
             })
-            .collect();
+            .collect::<Result<Vec<f64>, String>>()?;
         return Ok(Tensor::from_f64(a.dtype(), shape, v));
     }
     let (x, y) = (super::ints(a), super::ints(b));
@@ -267,10 +275,26 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
             "Div" => p
                 .checked_div(q)
                 .ok_or_else(|| n.error("integer division by zero in a constant"))?,
-            _ => p.pow(u32::try_from(q).map_err(|_| n.error("negative integer power"))?),
+            _ => wrapping_pow(p, q).ok_or_else(|| n.error("negative integer power"))?,
         });
     }
     Ok(Tensor::from_i64(a.dtype(), shape, v))
+}
+
+/// `p` to the power `q` (`q >= 0`, else `None`) with int64 semantics, as
+/// every other integer operation: wrapping modulo 2^64 on overflow (the
+/// tensor's own width wraps after), by squaring.
+fn wrapping_pow(p: i64, q: i64) -> Option<i64> {
+    let mut e = u64::try_from(q).ok()?;
+    let (mut base, mut r) = (p, 1i64);
+    while e > 0 {
+        if e & 1 == 1 {
+            r = r.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    Some(r)
 }
 
 /// `LeakyRelu`, `Clip`, `Gelu`, `PRelu`: activations with parameters.
@@ -414,4 +438,28 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
     );
     im.set(n, 0, Value::Var(out));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapping_pow;
+
+    #[test]
+    fn integer_powers_wrap_like_int64() {
+        assert_eq!(wrapping_pow(7, 0), Some(1));
+        assert_eq!(wrapping_pow(0, 0), Some(1));
+        assert_eq!(wrapping_pow(-2, 3), Some(-8));
+        assert_eq!(wrapping_pow(10, 18), Some(1_000_000_000_000_000_000));
+        // Past i64::MAX: the values modulo 2^64 (worked out with Python's
+        // unbounded integers).
+        assert_eq!(wrapping_pow(10, 19), Some(-8_446_744_073_709_551_616));
+        assert_eq!(wrapping_pow(3, 40), Some(-6_289_078_614_652_622_815));
+        assert_eq!(wrapping_pow(-3, 41), Some(420_491_770_248_316_829));
+        assert_eq!(wrapping_pow(2, 64), Some(0));
+        assert_eq!(wrapping_pow(-2, 63), Some(i64::MIN));
+        // A huge exponent terminates (63 squarings) instead of looping.
+        assert_eq!(wrapping_pow(1, i64::MAX), Some(1));
+        assert_eq!(wrapping_pow(-1, i64::MAX), Some(-1));
+        assert_eq!(wrapping_pow(2, -1), None);
+    }
 }

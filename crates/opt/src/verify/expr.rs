@@ -8,8 +8,6 @@
 //! integer expression that is affine up to floors is kept as a [`Form`],
 //! which box propagation reads and which evaluates without a tree walk.
 
-use std::cmp::Ordering;
-
 use ir::{arith, BinOp, Builtin, DType, UnOp, Value};
 
 use super::form::Form;
@@ -105,10 +103,9 @@ impl Ord {
             Ord::Form(f) => Value::Int(f.eval(iters)),
             Ord::Const(v) => *v,
             Ord::Unary(UnOp::Not, _, a) => Value::Bool(!a.eval(iters)?.truth()),
-            Ord::Unary(UnOp::Neg, t, a) => match a.eval(iters)? {
-                Value::Float(x) => Value::Float(-x),
-                v => Value::Int(arith::wrap(*t, v.int().wrapping_neg())),
-            },
+            Ord::Unary(UnOp::Neg, t, a) => {
+                arith::unary(UnOp::Neg, *t, typed(*t, a.eval(iters)?)).map_err(|e| e.to_string())?
+            }
             Ord::Binary(BinOp::And, _, a, b) => {
                 Value::Bool(a.eval(iters)?.truth() && b.eval(iters)?.truth())
             }
@@ -192,63 +189,26 @@ impl Scalar for Value {
     }
 }
 
+/// `v` as the value `arith` expects of type `t` (the evaluator keeps
+/// iterator forms as integers and conditions as booleans whatever the type
+/// they are used at).
+fn typed(t: DType, v: Value) -> Value {
+    if t == DType::Bool {
+        Value::Bool(v.truth())
+    } else if t.is_float() {
+        Value::Float(v.float())
+    } else {
+        Value::Int(v.int())
+    }
+}
+
 /// A binary operator on operands of type `t` (not `&&`, `||`).
 fn binary(op: BinOp, t: DType, a: Value, b: Value) -> Result<Value, String> {
-    if op.is_comparison() {
-        let o = if t.is_float() {
-            a.float().partial_cmp(&b.float())
-        } else {
-            Some(arith::int_cmp(t, a.int(), b.int()))
-        };
-        return Ok(Value::Bool(arith::compares(op, o)));
-    }
-    if t.is_float() {
-        let (x, y) = (a.float(), b.float());
-        let r = match op {
-            BinOp::Add => x + y,
-            BinOp::Sub => x - y,
-            BinOp::Mul => x * y,
-            BinOp::Div => x / y,
-            _ => arith::float_mod(x, y),
-        };
-        return Ok(Value::Float(arith::round(t, r)));
-    }
-    let (x, y) = (a.int(), b.int());
-    let r = match op {
-        BinOp::Add => x.wrapping_add(y),
-        BinOp::Sub => x.wrapping_sub(y),
-        BinOp::Mul => x.wrapping_mul(y),
-        BinOp::Div => arith::floor_div(t, x, y)
-            .ok_or_else(|| format!("integer division by zero ({x} / {y} in {t})"))?,
-        _ => arith::floor_mod(t, x, y)
-            .ok_or_else(|| format!("integer division by zero ({x} % {y} in {t})"))?,
-    };
-    Ok(Value::Int(arith::wrap(t, r)))
+    arith::binary(op, t, typed(t, a), typed(t, b)).map_err(|e| e.to_string())
 }
 
 /// A builtin on arguments of type `t`.
 fn call(b: Builtin, t: DType, v: &[Value]) -> Result<Value, String> {
-    if t.is_float() {
-        let x: Vec<f64> = v.iter().map(|a| a.float()).collect();
-        let r = match (arith::float_unary(b), arith::float_binary(b), x.as_slice()) {
-            (Some(f), _, [a]) => f(*a),
-            (_, Some(f), [a, c]) => f(*a, *c),
-            _ if b == Builtin::Fma && x.len() == 3 => x[0].mul_add(x[1], x[2]),
-            _ => return Err(format!("`{}` with {} arguments", b.name(), x.len())),
-        };
-        return Ok(Value::Float(arith::round(t, r)));
-    }
-    let x: Vec<i64> = v.iter().map(|a| a.int()).collect();
-    Ok(Value::Int(match (b, x.as_slice()) {
-        (Builtin::Abs, [a]) => arith::int_abs(t, *a),
-        (Builtin::Max, [a, c]) => match arith::int_cmp(t, *a, *c) {
-            Ordering::Less => *c,
-            _ => *a,
-        },
-        (Builtin::Min, [a, c]) => match arith::int_cmp(t, *a, *c) {
-            Ordering::Greater => *c,
-            _ => *a,
-        },
-        _ => return Err(format!("`{}` on {t}", b.name())),
-    }))
+    let args: Vec<Value> = v.iter().map(|a| typed(t, *a)).collect();
+    arith::builtin(b, t, &args).map_err(|e| e.to_string())
 }

@@ -72,6 +72,111 @@ static inline double tsr_fmod(double a, double b) {
   return ((r < 0) != (b < 0)) ? r + b : r;
 }
 
+/* rsqrt and sigmoid in the operand type. */
+static inline float tsr_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double tsr_rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline double tsr_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* The C library's functions that strict C11 does not declare. */
+double j0(double);
+double j1(double);
+double y0(double);
+double y1(double);
+double lgamma_r(double, int *);
+
+/* TC's CUDA functions that C lacks, in double, each repeating ir's
+   special.rs (and arith.rs) operation for operation. The constants are
+   the doubles nearest pi, 1/sqrt(2) and sqrt(2), as Rust's. */
+#define TSR_PI 3.141592653589793
+#define TSR_FRAC_1_SQRT_2 0.7071067811865476
+#define TSR_SQRT_2 1.4142135623730951
+static inline double tsr_fdivide(double x, double y) { return x / y; }
+static inline double tsr_exp10(double x) { return pow(10.0, x); }
+static inline double tsr_rcbrt(double x) { return 1.0 / cbrt(x); }
+static inline double tsr_rhypot(double x, double y) { return 1.0 / hypot(x, y); }
+/* lgamma_r rather than lgamma, which writes the global signgam. */
+static inline double tsr_lgamma(double x) { int sign; return lgamma_r(x, &sign); }
+static inline double tsr_norm3d(double a, double b, double c) {
+  return sqrt(0.0 + a * a + b * b + c * c);
+}
+static inline double tsr_norm4d(double a, double b, double c, double d) {
+  return sqrt(0.0 + a * a + b * b + c * c + d * d);
+}
+static inline double tsr_rnorm3d(double a, double b, double c) { return 1.0 / tsr_norm3d(a, b, c); }
+static inline double tsr_rnorm4d(double a, double b, double c, double d) {
+  return 1.0 / tsr_norm4d(a, b, c, d);
+}
+static inline double tsr_cospi(double x) {
+  double r = fabs(fmod(x, 2.0));
+  if (r > 1.0) r = 2.0 - r;
+  return sin(TSR_PI * (0.5 - r));
+}
+static inline double tsr_sinpi(double x) {
+  double s = fmod(x, 2.0);
+  if (s > 1.0) s -= 2.0;
+  else if (s < -1.0) s += 2.0;
+  if (s > 0.5) s = 1.0 - s;
+  else if (s < -0.5) s = -1.0 - s;
+  return sin(TSR_PI * s);
+}
+static double tsr_bessel_i(double n, double x) {
+  if (x != x) return x;
+  double q = (x / 2.0) * (x / 2.0);
+  double term = n == 0.0 ? 1.0 : x / 2.0;
+  double sum = term;
+  for (double k = 1.0; k <= 1000.0; k += 1.0) {
+    term *= q / (k * (k + n));
+    double next = sum + term;
+    if (next == sum) break;
+    sum = next;
+  }
+  return sum;
+}
+static inline double tsr_bessel_i0(double x) { return tsr_bessel_i(0.0, x); }
+static inline double tsr_bessel_i1(double x) { return tsr_bessel_i(1.0, x); }
+static inline double tsr_erfcx(double x) {
+  if (x < 26.0) return exp(x * x) * erfc(x);
+  double v = 1.0 / (x * x);
+  double series = 1.0 - v * (0.5 - v * (0.75 - v * 1.875));
+  return series / (x * sqrt(TSR_PI));
+}
+static double tsr_solve_erf(double y, bool use_erfc) {
+  double lo = 0.0, hi = 28.0;
+  double x = use_erfc ? sqrt(fmax(-log(y), 0.0)) : y * sqrt(TSR_PI) / 2.0;
+  x = x < lo ? lo : (x > hi ? hi : x);
+  for (int i = 0; i < 100; i++) {
+    double f = use_erfc ? erfc(x) - y : erf(x) - y;
+    if (f == 0.0) return x;
+    if ((f < 0.0) != use_erfc) lo = x;
+    else hi = x;
+    double slope = 2.0 / sqrt(TSR_PI) * exp(-x * x);
+    double next = use_erfc ? x + f / slope : x - f / slope;
+    if (!(next > lo && next < hi)) next = (lo + hi) / 2.0;
+    if (next == x) return x;
+    x = next;
+  }
+  return x;
+}
+static double tsr_erfinv(double y) {
+  double a = fabs(y);
+  if (y != y || a > 1.0) return NAN;
+  if (a == 1.0) return copysign(INFINITY, y);
+  if (a == 0.0) return y;
+  double x = a <= 0.5 ? tsr_solve_erf(a, false) : tsr_solve_erf(1.0 - a, true);
+  return copysign(x, y);
+}
+static double tsr_erfcinv(double y) {
+  if (y != y || y < 0.0 || y > 2.0) return NAN;
+  if (y == 0.0) return INFINITY;
+  if (y == 2.0) return -INFINITY;
+  if (y == 1.0) return 0.0;
+  if (y > 1.0) return -tsr_erfcinv(2.0 - y);
+  return y >= 0.5 ? tsr_solve_erf(1.0 - y, false) : tsr_solve_erf(y, true);
+}
+static inline double tsr_normcdf(double x) { return 0.5 * erfc(-x * TSR_FRAC_1_SQRT_2); }
+static inline double tsr_normcdfinv(double p) { return -TSR_SQRT_2 * tsr_erfcinv(2.0 * p); }
+
 /* Float to integer: truncation toward zero, saturating at the ends of
    int64 (uint64 for tsr_f2u), NaN to 0. */
 static inline int64_t tsr_f2i(double x) {

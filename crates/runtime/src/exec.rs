@@ -285,14 +285,25 @@ pub struct StepProfile {
 }
 
 impl Executable {
-    /// Fresh, zeroed memory for a run.
+    /// Fresh, zeroed memory for a run. A tensor parameter's slot stays
+    /// empty until [`Executable::bind`] gives it the caller's buffer (or
+    /// [`Executable::set_values`] fills it): allocating it here would hold
+    /// a model's weights twice at once. A step that reads an unbound
+    /// parameter fails its size check, naming the buffer.
     pub fn state(&self) -> State {
+        let mut bound_later = vec![false; self.plan.slot_bytes.len()];
+        for (b, info) in self.c.buffers.iter().enumerate() {
+            if self.param[b] && self.shapes.contains_key(&info.name) {
+                bound_later[self.plan.map[b]] = true;
+            }
+        }
         State {
             slots: self
                 .plan
                 .slot_bytes
                 .iter()
-                .map(|&b| Arc::new(Buffer::zeroed(b)))
+                .zip(bound_later)
+                .map(|(&b, later)| Arc::new(Buffer::zeroed(if later { 0 } else { b })))
                 .collect(),
         }
     }
@@ -324,8 +335,12 @@ impl Executable {
             ));
         }
         let t = Tensor::from_values(dtype, &[len], values);
-        let slot = Arc::make_mut(&mut state.slots[self.plan.map[k]]);
         let bytes = len * element_bytes(dtype);
+        let s = self.plan.map[k];
+        if state.slots[s].bytes() < bytes {
+            state.slots[s] = Arc::new(Buffer::zeroed(self.plan.slot_bytes[s]));
+        }
+        let slot = Arc::make_mut(&mut state.slots[s]);
         slot.as_bytes_mut()[..bytes].copy_from_slice(&t.buffer().as_bytes()[..bytes]);
         Ok(())
     }
@@ -396,6 +411,15 @@ impl Executable {
         mut profile: Option<&mut Vec<StepProfile>>,
     ) -> Result<(), String> {
         let threads = rayon::current_num_threads().max(1) as u64;
+        for (b, info) in self.c.buffers.iter().enumerate() {
+            let need = info.len * element_bytes(info.dtype);
+            if self.param[b] && state.slots[self.plan.map[b]].bytes() < need {
+                return Err(format!(
+                    "input `{}` has no value: bind it before running",
+                    info.name
+                ));
+            }
+        }
         // A result slot a caller still holds (a tensor handed out by
         // `output` after an earlier run) is replaced by fresh zeros, which
         // is what the slot held before the first run, instead of being

@@ -299,3 +299,54 @@ fn temporaries_share_memory_and_start_at_zero() {
     };
     assert_eq!(slot_of("t1"), slot_of("t3"), "{:?}", exe.plan);
 }
+
+/// Callers' tensors are bound without copies and results handed out over
+/// their slots; a result a caller still holds is not overwritten by the
+/// next run; an input never bound is an error naming it.
+#[test]
+fn tensors_are_bound_and_handed_out_without_copies() {
+    let program = tc::check_source(
+        "def scale(float(N) X, float(N) Y) -> (O) {\n  O(i) = X(i) * 2.0 + Y(i)\n}\n",
+    )
+    .unwrap()
+    .program;
+    let sizes: HashMap<String, i64> = [("N".to_string(), 40)].into();
+    let cache = cache("bind");
+    let exe = runtime::build(&program, "scale", &sizes, &options(true), &cache).unwrap();
+    let mut state = exe.state();
+    let x = Tensor::random(DType::F32, &[40], 1);
+    let y = Tensor::random(DType::F32, &[40], 2);
+    let unbound = exe.run(&mut state, None).unwrap_err();
+    assert!(unbound.contains("input `X` has no value"), "{unbound}");
+    exe.bind(&mut state, "X", &x).unwrap();
+    exe.bind(&mut state, "Y", &y).unwrap();
+    let bound = exe.output(&state, "X").unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(bound.buffer(), x.buffer()),
+        "X was copied"
+    );
+    exe.run(&mut state, None).unwrap();
+    let first = exe.output(&state, "O").unwrap();
+    let (xs, ys) = (x.to_f64_vec(), y.to_f64_vec());
+    let want: Vec<f64> = (0..40)
+        .map(|i| f64::from((xs[i] as f32) * 2.0 + ys[i] as f32))
+        .collect();
+    assert_eq!(first.to_f64_vec(), want);
+    // Rebinding an input and running again writes a fresh result slot:
+    // the first result, still held, is untouched.
+    let wide = Tensor::random(DType::F32, &[40, 2], 3);
+    let column = wide.slice(1, 1, 2).unwrap().reshape(&[40]).unwrap();
+    exe.bind(&mut state, "X", &column).unwrap();
+    exe.run(&mut state, None).unwrap();
+    assert_eq!(first.to_f64_vec(), want, "the held result changed");
+    let second = exe.output(&state, "O").unwrap();
+    let cs = column.to_f64_vec();
+    let want2: Vec<f64> = (0..40)
+        .map(|i| f64::from((cs[i] as f32) * 2.0 + ys[i] as f32))
+        .collect();
+    assert_eq!(second.to_f64_vec(), want2);
+    let wrong = exe.bind(&mut state, "Y", &Tensor::zeros(DType::F32, &[41]));
+    assert!(wrong
+        .unwrap_err()
+        .contains("`Y` is float32(40), got float32(41)"));
+}

@@ -302,8 +302,8 @@ fn compiled(
     profile_text: &mut String,
 ) -> Result<Vec<(String, Tensor)>, Fallback> {
     let exe = crate::compiled::build(&a.compile, program, def, sizes).map_err(|e| match e {
-        Built::Failed(BuildError::Lower(l)) if l.0.contains("not lowered yet") => {
-            Fallback::NotCompiled(l.0)
+        Built::Failed(BuildError::Lower(l)) if l.kind == kernel::LowerErrorKind::NotLoweredYet => {
+            Fallback::NotCompiled(l.message)
         }
         // A program error the lowering finds (an `=` reading out of
         // bounds) or a bug: the interpreter tells which.

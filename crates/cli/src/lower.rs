@@ -40,7 +40,8 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
     let passes = pass_list(a)?;
     let (name, text) = crate::load::read_source(&a.file)?;
     let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-    let def = crate::run::pick_def(&checked.program, a.def.as_deref(), &name)?;
+    let def = engine::source::pick_def(&checked.program, a.def.as_deref(), &name)
+        .map_err(|e| e.to_string())?;
     let given = crate::load::parse_sizes(&a.sizes)?;
     let sizes = interp::bind_sizes(def, &std::collections::HashMap::new(), &given)
         .map_err(|e| format!("error: {}", e.message))?;

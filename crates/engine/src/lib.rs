@@ -15,6 +15,7 @@ pub mod bind;
 pub mod compile;
 pub mod cost;
 pub mod error;
+pub mod lowering;
 pub mod note;
 pub mod session;
 pub mod source;

@@ -142,3 +142,18 @@ fn the_estimate_counts_a_matmuls_operations_and_bytes() {
     // Nothing was compiled or run for it.
     assert_eq!(s.measurements(), 0);
 }
+
+#[test]
+fn two_services_asking_at_once_measure_once() {
+    let dir = fresh_dir("concurrent");
+    let p = program();
+    let (a, b) = (service(&dir), service(&dir));
+    let (ta, tb) = std::thread::scope(|scope| {
+        let ha = scope.spawn(|| a.measure(&p, "twice", &sizes(16, 8, 12)).unwrap());
+        let hb = scope.spawn(|| b.measure(&p, "twice", &sizes(16, 8, 12)).unwrap());
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    // The key's lock makes the second wait for the first's entry.
+    assert_eq!(ta, tb);
+    assert_eq!(a.measurements() + b.measurements(), 1);
+}

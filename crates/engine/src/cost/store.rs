@@ -10,7 +10,7 @@
 //! program at once (which would also disturb both measurements). An entry
 //! that does not parse reads as no entry and is measured again.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use codegen::cache::{lock_key, read_if_present, write_atomically};
@@ -40,10 +40,6 @@ impl Store {
         kernel::cache_dir()
             .map(|d| d.join("costs"))
             .map_err(Error::Environment)
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// The time stored for `key`, else the one `measure` gives, stored

@@ -139,6 +139,13 @@ fn the_estimate_counts_a_matmuls_operations_and_bytes() {
     let at_peak = e.flops as f64 / 10e9;
     let at_bandwidth = e.bytes as f64 / engine::cost::estimate::BANDWIDTH;
     assert!(e.seconds >= at_peak.max(at_bandwidth) * 0.999, "{e:?}");
+    // The kernel's estimate is the def's, lowered.
+    let sizes = sizes(m as i64, k as i64, n as i64);
+    let root = kernel::lower_def(&p, "mm", &sizes).unwrap();
+    let mut target = kernel::Target::generic();
+    target.peak_mflops = Some(10_000);
+    let of_kernel = engine::cost::estimate::estimate_kernel(&root, 10_000, &target);
+    assert_eq!(of_kernel, e);
     // Nothing was compiled or run for it.
     assert_eq!(s.measurements(), 0);
 }

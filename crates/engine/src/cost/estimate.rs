@@ -6,9 +6,10 @@
 //! Traffic is Stripe's cache-line model (`kernel::passes::autotile::
 //! tile_cost` with the whole index box as one tile): the cache lines every
 //! refinement's accesses touch, times the line size of the target's
-//! innermost cache. A line counts in elements of the step's widest element
-//! type, so the count never undercounts the lines of narrower tensors by
-//! more than their width ratio.
+//! innermost cache. A line holds `line_bytes / w` elements for the step's
+//! widest element size w, so the lines of narrower tensors are overcounted,
+//! never undercounted. [`estimate`] takes a def and lowers it;
+//! [`estimate_kernel`] takes a kernel (lowered, before or after passes).
 //!
 //! Requires: sizes binding every size symbol and integer scalar of the
 //! def, and a target with a measured peak (`engine::target::peak_gflops`
@@ -46,6 +47,12 @@ pub fn estimate(
     })?;
     let root = kernel::lower_def(program, def, sizes)
         .map_err(|e| Error::Build(runtime::BuildError::Lower(e)))?;
+    Ok(estimate_kernel(&root, peak_mflops, target))
+}
+
+/// Estimates a run of the kernel `root` (a lowered def, before or after
+/// passes) on `target`, whose measured peak is `peak_mflops`.
+pub fn estimate_kernel(root: &Block, peak_mflops: u64, target: &Target) -> Estimate {
     let line_bytes = target
         .caches
         .first()
@@ -66,7 +73,7 @@ pub fn estimate(
         total.bytes = total.bytes.saturating_add(bytes);
         total.seconds += (flops as f64 / peak).max(bytes as f64 / BANDWIDTH);
     }
-    Ok(total)
+    total
 }
 
 /// The bytes of the cache lines one run of step `b` touches.

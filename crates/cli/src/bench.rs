@@ -42,70 +42,43 @@ pub struct BenchArgs {
 }
 
 pub fn run(a: &BenchArgs) -> Result<String, String> {
-    // An ONNX model runs as its imported `model` def, with its weights.
-    let onnx = a.file.extension().is_some_and(|e| e == "onnx");
-    let (checked, name, want, inputs, preset) = if onnx {
-        let m = crate::run::OnnxProgram::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
-        (
-            m.checked,
-            m.name,
-            Some(onnx::MODEL_DEF),
-            m.inputs,
-            m.weights,
-        )
-    } else {
-        let (name, text) = crate::load::read_source(&a.file)?;
-        let checked =
-            tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-        let inputs = a.inputs.clone();
-        (
-            checked,
-            name,
-            a.def.as_deref(),
-            inputs,
-            std::collections::HashMap::new(),
-        )
-    };
-    let program = &checked.program;
-    let def = crate::run::pick_def(program, want, &name)?;
+    measure(a).map_err(|e| e.to_string())
+}
+
+/// Compiles and times the def the arguments name; returns what to print. Timing always runs fresh (the cost service's
+/// cache of measured times is for searches, which time candidates on the
+/// service's own inputs and options; a benchmark's inputs and options are
+/// the caller's).
+fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
+    let (mut source, items) = crate::run::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
+    let weights = source.take_weights();
+    let def = source.pick_def(a.def.as_deref())?;
     // An ONNX model's sizes went into its import: its def has no size symbols.
-    let given = crate::load::parse_sizes(if onnx { &[] } else { &a.sizes })?;
-    let (args, sizes) = crate::run::prepare_args(def, &inputs, &given, 0, preset)?;
-    let started = Instant::now();
-    let exe = crate::compiled::build(&a.compile, program, def, &sizes)
-        .map_err(crate::compiled::Built::message)?;
-    let build_secs = started.elapsed().as_secs_f64();
-    let mut state = exe.state();
-    crate::compiled::set_args(&exe, &mut state, &args)?;
-    // Warm up for the runs asked and at least a quarter of a second, so
-    // that page faults, thread wake-ups and frequency ramps are over.
-    let warm = Instant::now();
-    let mut warmups = 0;
-    while warmups < a.warmup || warm.elapsed().as_secs_f64() < 0.25 {
-        exe.run(&mut state, None)
-            .map_err(|e| format!("error: {e}"))?;
-        warmups += 1;
-    }
-    let mut times = Vec::with_capacity(a.runs as usize);
-    let mut profiles: Vec<Vec<runtime::StepProfile>> = Vec::new();
-    for _ in 0..a.runs {
-        let mut steps = Vec::new();
-        let t = Instant::now();
-        exe.run(&mut state, a.profile.then_some(&mut steps))
-            .map_err(|e| format!("error: {e}"))?;
-        times.push(t.elapsed().as_secs_f64());
-        profiles.push(steps);
-    }
-    times.sort_by(f64::total_cmp);
-    let median = if times.len() % 2 == 1 {
-        times[times.len() / 2]
+    let given = engine::bind::parse_sizes(if source.model.is_some() {
+        &[]
     } else {
-        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2.0
-    };
-    let min = times[0];
-    let flops = exe.flops() as f64;
+        &a.sizes
+    })?;
+    let mut args = engine::bind::read_items(def, &items)?;
+    args.extend(weights);
+    let bound = engine::bind::bind(def, args, given, 0)?;
+    for n in &bound.notes {
+        eprintln!("{n}");
+    }
+    let options = a.compile.options();
+    let started = Instant::now();
+    let compiled = engine::compile::compile(source.program(), def, &bound.sizes, &options)?;
+    let build_secs = started.elapsed().as_secs_f64();
+    let mut state = compiled.prepare(&bound.args)?;
+    let timing =
+        engine::cost::timing::time_runs(&compiled, &mut state, a.runs, a.warmup, a.profile)?;
+    let (median, min) = (timing.median(), timing.min());
+    let flops = compiled.flops() as f64;
     let gflops = flops / median / 1e9;
-    let peak = peak_gflops(&a.compile)?;
+    if engine::target::peak_unmeasured(options.target.as_deref())? {
+        eprintln!("note: measuring this machine's matmul peak once (a few seconds)");
+    }
+    let peak = engine::target::peak_gflops(options.target.as_deref())?;
     let fraction = peak.map(|p| gflops / p);
     let mut out = String::new();
     if a.json {
@@ -125,8 +98,8 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
     } else {
         let _ = writeln!(
             out,
-            "{}: {} runs after {warmups} warm-up runs",
-            def.name, a.runs
+            "{}: {} runs after {} warm-up runs",
+            def.name, a.runs, timing.warmups
         );
         let _ = writeln!(
             out,
@@ -152,27 +125,12 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
             build_secs
         );
         if a.profile {
-            out.push_str(&crate::compiled::profile_table(&median_steps(&profiles)));
+            out.push_str(&crate::compiled::profile_table(&median_steps(
+                &timing.profiles,
+            )));
         }
     }
     Ok(out)
-}
-
-/// The target's measured peak in GFLOP/s: from `--target` as given, else
-/// from the cached target, measured and stored there the first time.
-fn peak_gflops(a: &crate::compiled::CompileArgs) -> Result<Option<f64>, String> {
-    let mut target = crate::compiled::target(a)?;
-    if target.peak_mflops.is_none() && a.target.is_none() {
-        eprintln!("note: measuring this machine's matmul peak once (a few seconds)");
-        let peak = runtime::matmul::peak_gflops();
-        target.peak_mflops = Some((peak * 1e3) as u64);
-        let path = kernel::Target::cache_path().map_err(|e| format!("error: {e}"))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, target.to_text())
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| format!("error: cannot update `{}`: {e}", path.display()))?;
-    }
-    Ok(target.peak_mflops.map(|p| p as f64 / 1e3))
 }
 
 /// Each step's profile with its median time over the runs.

@@ -1,13 +1,8 @@
-//! The native path shared by `run` and `bench`: the options that choose a
-//! pipeline and a target, building a def into an [`runtime::Executable`],
-//! and moving tensors in and out of it.
+//! The options of every command that compiles, and the per-step profile
+//! table `run --profile` and `bench --profile` print.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-
-use interp::{Arg, Tensor};
-use ir::{Def, Program};
 
 /// Options of every command that compiles.
 #[derive(clap::Args, Debug, Clone)]
@@ -29,88 +24,16 @@ pub struct CompileArgs {
     pub no_library: bool,
 }
 
-/// The target the arguments name.
-pub fn target(a: &CompileArgs) -> Result<kernel::Target, String> {
-    match &a.target {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("error: cannot read `{}`: {e}", f.display()))?;
-            kernel::Target::from_text(&text).map_err(|e| format!("error: `{}`: {e}", f.display()))
-        }
-        None => kernel::Target::cached().map_err(|e| format!("error: {e}")),
-    }
-}
-
-/// Compiles `def` for `sizes`; the cache is tessera's per-user one.
-pub fn build(
-    a: &CompileArgs,
-    program: &Program,
-    def: &Def,
-    sizes: &HashMap<String, i64>,
-) -> Result<runtime::Executable, Built> {
-    let passes = crate::lower::pipeline_passes(&a.pipeline).map_err(Built::Setup)?;
-    let options = runtime::Options {
-        passes,
-        target: target(a).map_err(Built::Setup)?,
-        verify: if a.verify_passes {
-            kernel::Verify::EachPass
-        } else {
-            kernel::Verify::AtEnd
-        },
-        library: !a.no_library,
-    };
-    let cache = codegen::cache::KernelCache::open_default()
-        .map_err(|e| Built::Setup(format!("error: {e}")))?;
-    runtime::build(program, &def.name, sizes, &options, &cache).map_err(Built::Failed)
-}
-
-/// Why [`build`] gave no executable: the arguments or the environment
-/// (a message to report as is), or the build itself.
-#[derive(Debug)]
-pub enum Built {
-    Setup(String),
-    Failed(runtime::BuildError),
-}
-
-impl Built {
-    /// The message to report when nothing else can be done.
-    pub fn message(self) -> String {
-        match self {
-            Built::Setup(m) => m,
-            Built::Failed(e) => format!("error: {e}"),
+impl CompileArgs {
+    /// The engine's compile options these arguments give.
+    pub fn options(&self) -> engine::Options {
+        engine::Options {
+            pipeline: self.pipeline.clone(),
+            target: self.target.clone(),
+            verify_passes: self.verify_passes,
+            library: !self.no_library,
         }
     }
-}
-
-/// Sets every argument in `state`.
-pub fn set_args(
-    exe: &runtime::Executable,
-    state: &mut runtime::State,
-    args: &HashMap<String, Arg>,
-) -> Result<(), String> {
-    for (name, a) in args {
-        match a {
-            Arg::Tensor(t) => exe.bind(state, name, t),
-            Arg::Scalar(v) => exe.set_values(state, name, &[*v]),
-        }
-        .map_err(|e| format!("error: input `{name}`: {e}"))?;
-    }
-    Ok(())
-}
-
-/// The def's results from `state`, as tensors.
-pub fn outputs(
-    exe: &runtime::Executable,
-    state: &runtime::State,
-    def: &Def,
-) -> Result<Vec<(String, Tensor)>, String> {
-    def.outputs
-        .iter()
-        .map(|name| {
-            let t = exe.output(state, name).map_err(|e| format!("error: {e}"))?;
-            Ok((name.clone(), t))
-        })
-        .collect()
 }
 
 /// A per-step profile as a table: time, GFLOP/s, bytes moved and share.

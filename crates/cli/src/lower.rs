@@ -37,130 +37,45 @@ pub struct LowerArgs {
 }
 
 pub fn run(a: &LowerArgs) -> Result<String, String> {
-    let passes = pass_list(a)?;
-    let (name, text) = crate::load::read_source(&a.file)?;
-    let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-    let def = crate::run::pick_def(&checked.program, a.def.as_deref(), &name)?;
-    let given = crate::load::parse_sizes(&a.sizes)?;
-    let sizes = interp::bind_sizes(def, &std::collections::HashMap::new(), &given)
-        .map_err(|e| format!("error: {}", e.message))?;
-    let mut missing: Vec<String> = def
-        .size_symbols()
-        .into_iter()
-        .filter(|s| !sizes.contains_key(s))
-        .collect();
-    for p in &def.params {
-        if let ir::Param::Scalar { name, dtype } = p {
-            if dtype.is_int() && !sizes.contains_key(name) && def_uses_in_sizes(def, name) {
-                missing.push(name.clone());
-            }
-        }
-    }
-    if !missing.is_empty() {
-        let list = missing
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(format!(
-            "error: kernels are lowered for concrete sizes; bind {list} with `--size`"
-        ));
-    }
-    let mut block = kernel::lower_def(&checked.program, &def.name, &sizes)
-        .map_err(|e| format!("error: cannot lower `{}`: {e}", def.name))?;
-    if let Err(problems) = kernel::verify_block(&block) {
-        return Err(internal(
-            "the lowered kernel does not verify",
-            &problems.join("\n  "),
-        ));
-    }
+    let message = |e: engine::Error| e.to_string();
+    let passes =
+        engine::lowering::passes(a.passes.as_deref(), a.pipeline.as_deref()).map_err(message)?;
+    let source = engine::Source::read_tc(&a.file).map_err(message)?;
+    let def = source.pick_def(a.def.as_deref()).map_err(message)?;
+    let given = engine::bind::parse_sizes(&a.sizes).map_err(message)?;
     let mut out = String::new();
-    if a.print_after_all {
-        let _ = writeln!(out, "// after lowering\n{}", kernel::print_block(&block));
-    }
-    let target = match &a.target {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("error: cannot read `{}`: {e}", f.display()))?;
-            kernel::Target::from_text(&text)
-                .map_err(|e| format!("error: `{}`: {e}", f.display()))?
+    let block = engine::lowering::lower(
+        source.program(),
+        def,
+        &given,
+        &passes,
+        a.target.as_deref(),
+        a.verify_passes,
+        &mut |pass, b| {
+            if a.print_after_all {
+                match pass {
+                    None => {
+                        let _ = writeln!(out, "// after lowering\n{}", kernel::print_block(b));
+                    }
+                    Some(p) => {
+                        let _ = writeln!(out, "// after pass {p}\n{}", kernel::print_block(b));
+                    }
+                }
+            }
+        },
+    )
+    .map_err(|e| match e {
+        // This command names the def it could not lower.
+        engine::Error::NotLowered { reason, .. } => {
+            format!("error: cannot lower `{}`: {reason}", def.name)
         }
-        // Lowering alone needs no target; probe (and cache) only for passes.
-        None if passes.is_empty() => kernel::Target::generic(),
-        None => kernel::Target::cached().map_err(|e| format!("error: {e}"))?,
-    };
-    let verify = if a.verify_passes {
-        kernel::Verify::EachPass
-    } else {
-        kernel::Verify::AtEnd
-    };
-    kernel::run_pipeline_verifying(&mut block, &passes, &target, verify, &mut |pass, b| {
-        if a.print_after_all {
-            let _ = writeln!(out, "// after pass {pass}\n{}", kernel::print_block(b));
+        engine::Error::Build(runtime::BuildError::Lower(l)) => {
+            format!("error: cannot lower `{}`: {l}", def.name)
         }
-    })
-    .map_err(|e| internal("a pass failed", &e))?;
+        e => e.to_string(),
+    })?;
     if !a.print_after_all {
         out.push_str(&kernel::print_block(&block));
     }
     Ok(out)
-}
-
-fn internal(what: &str, detail: &str) -> String {
-    format!("error: internal error: {what}:\n  {detail}\n  = help: this is a bug in tessera; please report it with this file")
-}
-
-/// The passes `--passes` or `--pipeline` ask for (none by default).
-fn pass_list(a: &LowerArgs) -> Result<Vec<String>, String> {
-    if let Some(list) = &a.passes {
-        let names: Vec<String> = list
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if let Some(bad) = names.iter().find(|n| kernel::pass_by_name(n).is_none()) {
-            return Err(format!(
-                "error: unknown pass `{bad}`\n  = help: passes are {}",
-                kernel::pass_names().join(", ")
-            ));
-        }
-        return Ok(names);
-    }
-    match &a.pipeline {
-        Some(p) => pipeline_passes(p),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// The passes of pipeline `p`: a shipped one by name, or a file.
-pub fn pipeline_passes(p: &str) -> Result<Vec<String>, String> {
-    let (source, text) = match kernel::builtin_pipeline(p) {
-        Some(t) => (format!("pipeline `{p}`"), t.to_string()),
-        None => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
-                format!(
-                    "error: `{p}` is neither a shipped pipeline ({}) nor a readable file: {e}",
-                    kernel::BUILTIN_PIPELINES.join(", ")
-                )
-            })?;
-            (format!("`{p}`"), text)
-        }
-    };
-    kernel::parse_pipeline(&text).map_err(|e| format!("error: {source}: {e}"))
-}
-
-/// Whether integer scalar `s` appears in a shape or range of `def`.
-fn def_uses_in_sizes(def: &ir::Def, s: &str) -> bool {
-    let in_shapes = def
-        .tensors
-        .iter()
-        .any(|t| t.shape.iter().any(|d| d.symbols().contains(s)));
-    let in_ranges = def.stmts.iter().any(|st| match st {
-        ir::Stmt::Comp(c) => c
-            .ranges
-            .iter()
-            .any(|r| r.lo.symbols().contains(s) || r.hi.symbols().contains(s)),
-        ir::Stmt::Call(_) => false,
-    });
-    in_shapes || in_ranges
 }

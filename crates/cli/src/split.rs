@@ -15,7 +15,8 @@ pub struct SplitArgs {
 pub fn run(a: &SplitArgs) -> Result<String, String> {
     let (name, text) = crate::load::read_source(&a.file)?;
     let checked = tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-    let def = crate::run::pick_def(&checked.program, a.def.as_deref(), &name)?;
+    let def = engine::source::pick_def(&checked.program, a.def.as_deref(), &name)
+        .map_err(|e| e.to_string())?;
     let split = opt::split(&checked.program, &def.name).map_err(|e| format!("error: {e}"))?;
     Ok(opt::print_split(&checked.program, &split))
 }

@@ -43,9 +43,9 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         }
         None => (name_a.clone(), pa.clone()),
     };
-    let da = crate::run::pick_def(&pa, a.def.as_deref(), &name_a)?;
+    let da = engine::source::pick_def(&pa, a.def.as_deref(), &name_a).map_err(|e| e.to_string())?;
     let want_b = a.def_b.as_deref().unwrap_or(&da.name);
-    let db = crate::run::pick_def(&pb, Some(want_b), &name_b)?;
+    let db = engine::source::pick_def(&pb, Some(want_b), &name_b).map_err(|e| e.to_string())?;
     if a.b.is_none() && da.name == db.name {
         return Err(format!(
             "error: both sides are `{}` of `{name_a}`\n  = help: name the second def with `--def-b NAME`, or give a second file",

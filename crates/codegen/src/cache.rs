@@ -59,6 +59,10 @@
 //! hit the disk or hit the in-process map, so callers can tell a cold start
 //! from a warm one.
 //!
+//! **Shared helpers.** [`hash_parts`], [`lock_key`], [`write_atomically`]
+//! and [`read_if_present`] are public so that the engine's cache of
+//! measured times keys, locks and writes its entries by the same rules.
+//!
 //! **CLI.** `tessera cache stats` is [`stats`] on [`default_dir`] (entries
 //! and bytes), `tessera cache clear` is [`clear`] on it (the number of
 //! entries removed); neither needs a C compiler.
@@ -188,12 +192,13 @@ impl KernelCache {
 
     /// The key of `source` compiled for `target_text`: 64 hex digits.
     pub fn key(&self, source: &str, target_text: &str) -> String {
-        let mut hash = Sha256::new();
-        for part in [KEY_VERSION, source, &self.compiler_id, target_text] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part.as_bytes());
-        }
-        hex(&hash.finalize())
+        hash_parts(&[KEY_VERSION, source, &self.compiler_id, target_text])
+    }
+
+    /// The compiler's part of every key: its identity and the path its
+    /// command resolves to.
+    pub fn compiler_id(&self) -> &str {
+        &self.compiler_id
     }
 
     /// The loaded kernel compiled from `source` for `target_text`: from the
@@ -466,9 +471,20 @@ fn key_of(name: &str) -> Option<&str> {
     (is_key && name[64..].starts_with('.')).then_some(key)
 }
 
-/// Takes the exclusive lock of `key` in `dir`; it is released when the
-/// returned file is dropped.
-fn lock_key(dir: &Path, key: &str) -> Result<File, CacheError> {
+/// The hex SHA-256 of `parts`, each hashed with its length in front so that
+/// no two different lists share a key: 64 lowercase hex digits.
+pub fn hash_parts(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part.as_bytes());
+    }
+    hex(&hash.finalize())
+}
+
+/// Takes the exclusive lock of `key` in `dir` (the file `KEY.lock`); it is
+/// released when the returned file is dropped.
+pub fn lock_key(dir: &Path, key: &str) -> Result<File, CacheError> {
     let path = dir.join(format!("{key}.lock"));
     let file = OpenOptions::new()
         .read(true)
@@ -552,7 +568,7 @@ fn unique_suffix(what: &str) -> String {
 
 /// Writes `text` to `path` through a scratch file and a rename, so readers
 /// see the old file or the whole new one.
-fn write_atomically(path: &Path, text: &str) -> Result<(), CacheError> {
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), CacheError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".{}", unique_suffix("tmp")));
     let scratch = Scratch(vec![PathBuf::from(tmp)]);
@@ -560,7 +576,8 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), CacheError> {
     rename(&scratch.0[0], path)
 }
 
-fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, CacheError> {
+/// The bytes of `path`, or `None` when it does not exist.
+pub fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>, CacheError> {
     match fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),

@@ -24,7 +24,7 @@ pub use affine::Affine;
 pub use block::{
     row_major, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
 };
-pub use lower::{lower_def, LowerError};
+pub use lower::{lower_def, LowerError, LowerErrorKind};
 pub use parse::{parse_block, ParseError};
 pub use pass::{
     builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline,

@@ -48,20 +48,55 @@ use crate::{
     row_major, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
 };
 
-/// Why a def could not be lowered.
+/// Why a def could not be lowered: its kind, and a message naming the
+/// statement and the form.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LowerError(pub String);
+pub struct LowerError {
+    pub kind: LowerErrorKind,
+    pub message: String,
+}
+
+/// Whether lowering refused a def because of a form it does not handle yet
+/// (the program is fine, and the interpreter runs it) or because of the
+/// program, its sizes or a bug (an `=` reading out of bounds, a size with
+/// no value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LowerErrorKind {
+    /// A form lowering does not handle yet.
+    NotLoweredYet,
+    /// An error in the program or its sizes, or an inconsistency that is a
+    /// bug in tessera.
+    Invalid,
+}
+
+impl LowerError {
+    /// An error in the program, its sizes or tessera.
+    pub fn invalid(message: impl Into<String>) -> LowerError {
+        LowerError {
+            kind: LowerErrorKind::Invalid,
+            message: message.into(),
+        }
+    }
+
+    /// A form lowering does not handle yet.
+    pub fn not_lowered_yet(message: impl Into<String>) -> LowerError {
+        LowerError {
+            kind: LowerErrorKind::NotLoweredYet,
+            message: message.into(),
+        }
+    }
+}
 
 impl std::fmt::Display for LowerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl std::error::Error for LowerError {}
 
 fn err<T>(m: impl Into<String>) -> Result<T, LowerError> {
-    Err(LowerError(m.into()))
+    Err(LowerError::invalid(m))
 }
 
 /// Lowers def `name` of `program` with `sizes` bound.
@@ -72,12 +107,12 @@ pub fn lower_def(
 ) -> Result<Block, LowerError> {
     let source = program
         .def(name)
-        .ok_or_else(|| LowerError(format!("no def `{name}`")))?;
+        .ok_or_else(|| LowerError::invalid(format!("no def `{name}`")))?;
     let (with_copies, origin) = copy_old_values(source);
     let def = &with_copies;
     let size = |s: &ir::SizeExpr, what: &str| -> Result<i64, LowerError> {
         s.eval_map(sizes)
-            .map_err(|e| LowerError(format!("{what}: {e}")))
+            .map_err(|e| LowerError::invalid(format!("{what}: {e}")))
     };
     let mut root = Block::new(&def.name);
     root.tags.insert("main".to_string());
@@ -115,8 +150,9 @@ pub fn lower_def(
             .iter()
             .map(|d| {
                 let v = size(d, &format!("the shape of `{}`", t.name))?;
-                u64::try_from(v)
-                    .map_err(|_| LowerError(format!("`{}` has a negative dimension {v}", t.name)))
+                u64::try_from(v).map_err(|_| {
+                    LowerError::invalid(format!("`{}` has a negative dimension {v}", t.name))
+                })
             })
             .collect::<Result<Vec<u64>, _>>()?;
         let dir = match t.role {
@@ -258,7 +294,10 @@ fn lower_call(
     shapes: &HashMap<String, Vec<u64>>,
     k: usize,
 ) -> Result<Block, LowerError> {
-    let at = |m: String| LowerError(format!("statement {} of `{}`: {m}", k + 1, def.name));
+    let at = |m: String| LowerError::invalid(format!("statement {} of `{}`: {m}", k + 1, def.name));
+    let not_yet = |m: String| {
+        LowerError::not_lowered_yet(format!("statement {} of `{}`: {m}", k + 1, def.name))
+    };
     let callee = program
         .def(&call.callee)
         .ok_or_else(|| at(format!("unknown def `{}`", call.callee)))?;
@@ -314,7 +353,7 @@ fn lower_call(
         let result = results.get(r.into.as_str()).copied();
         let target = match (param, result) {
             (Some(a), Some(res)) if a != res => {
-                return Err(at(format!(
+                return Err(not_yet(format!(
                     "`{}` updates `{}` in place into a different tensor `{res}`; not lowered yet",
                     callee.name, r.into
                 )))
@@ -363,7 +402,7 @@ fn lower_call(
                 }
             }
             _ => {
-                return Err(at(format!(
+                return Err(not_yet(format!(
                     "the argument for `{}` is not lowered yet (only constants and scalars)",
                     r.into
                 )))
@@ -485,7 +524,7 @@ impl Cx<'_> {
         let dims = self
             .shapes
             .get(t)
-            .ok_or_else(|| LowerError(format!("unknown tensor `{t}`")))?;
+            .ok_or_else(|| LowerError::invalid(format!("unknown tensor `{t}`")))?;
         Ok(row_major(dims)
             .into_iter()
             .map(|d| Dim {
@@ -506,15 +545,15 @@ impl Cx<'_> {
             }
             let lo =
                 r.lo.eval_map(self.sizes)
-                    .map_err(|e| LowerError(format!("range of `{}`: {e}", r.name)))?;
+                    .map_err(|e| LowerError::invalid(format!("range of `{}`: {e}", r.name)))?;
             let hi =
                 r.hi.eval_map(self.sizes)
-                    .map_err(|e| LowerError(format!("range of `{}`: {e}", r.name)))?;
+                    .map_err(|e| LowerError::invalid(format!("range of `{}`: {e}", r.name)))?;
             let range = u64::try_from(hi - lo)
                 .ok()
                 .filter(|n| *n > 0)
                 .ok_or_else(|| {
-                    LowerError(format!(
+                    LowerError::invalid(format!(
                         "iterator `{}` has the empty range {lo}:{hi}",
                         r.name
                     ))
@@ -544,7 +583,7 @@ impl Cx<'_> {
         let decl = self
             .def
             .tensor(&c.tensor)
-            .ok_or_else(|| LowerError(format!("unknown tensor `{}`", c.tensor)))?;
+            .ok_or_else(|| LowerError::invalid(format!("unknown tensor `{}`", c.tensor)))?;
         Ok(Refinement {
             dir,
             from: Some(c.tensor.clone()),
@@ -1006,7 +1045,7 @@ impl Builder<'_> {
             return self.expr(e);
         }
         let constraints = self.guard(cond, taken).ok_or_else(|| {
-            LowerError(format!(
+            LowerError::not_lowered_yet(format!(
                 "statement {}: a `?:` branch with reads under a condition that is not a conjunction of affine comparisons is not lowered yet",
                 self.cx.stmt + 1
             ))
@@ -1196,11 +1235,10 @@ impl Builder<'_> {
                 dtype: *t,
             }),
             Expr::Iter(n) => {
-                let from = self
-                    .iters
-                    .get(n)
-                    .cloned()
-                    .ok_or_else(|| LowerError(format!("iterator `{n}` has no range")))?;
+                let from =
+                    self.iters.get(n).cloned().ok_or_else(|| {
+                        LowerError::invalid(format!("iterator `{n}` has no range"))
+                    })?;
                 self.emit_into(|into| StmtKind::LoadIndex { from, into })
             }
             Expr::Sym(s) => match def.scalar(s) {
@@ -1209,11 +1247,10 @@ impl Builder<'_> {
                     self.emit_into(|into| StmtKind::Load { from: view, into })
                 }
                 None => {
-                    let v = *self
-                        .cx
-                        .sizes
-                        .get(s)
-                        .ok_or_else(|| LowerError(format!("size `{s}` has no value")))?;
+                    let v =
+                        *self.cx.sizes.get(s).ok_or_else(|| {
+                            LowerError::invalid(format!("size `{s}` has no value"))
+                        })?;
                     self.emit_into(|into| StmtKind::Constant {
                         into,
                         value: Value::Int(v),
@@ -1225,12 +1262,10 @@ impl Builder<'_> {
                 Some(v) => v.clone(),
                 // A guard block recomputes the lets it uses.
                 None => {
-                    let (_, value) = self
-                        .comp
-                        .lets
-                        .iter()
-                        .find(|(m, _)| m == n)
-                        .ok_or_else(|| LowerError(format!("let `{n}` is not bound")))?;
+                    let (_, value) =
+                        self.comp.lets.iter().find(|(m, _)| m == n).ok_or_else(|| {
+                            LowerError::invalid(format!("let `{n}` is not bound"))
+                        })?;
                     let v = self.expr(value)?;
                     self.lets.insert(n.clone(), v.clone());
                     v
@@ -1247,10 +1282,10 @@ impl Builder<'_> {
                     None => {
                         let indirect = subs.iter().any(|s| s.any(&|x| matches!(x, Expr::Read(..))));
                         if self.comp.op != Reduction::Assign && !indirect {
-                            return err(format!(
+                            return Err(LowerError::not_lowered_yet(format!(
                                 "statement {}: a non-affine subscript of `{t}` in a reduction is not lowered yet",
                                 self.cx.stmt + 1
-                            ));
+                            )));
                         }
                         let indices = subs
                             .iter()

@@ -11,6 +11,7 @@ mod common;
 
 use common::load;
 use ir::{Program, Value};
+use kernel::LowerErrorKind;
 
 /// Lowers `def` for `sizes` and checks it against the interpreter: the
 /// lowered kernel exactly, then after every pass alone and after the whole
@@ -361,23 +362,33 @@ fn unsupported_forms_are_clear_errors() {
     let lower = |src: &str, sizes: &[(&str, i64)]| {
         let p = tc::check_source(src).unwrap().program;
         let sizes: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        kernel::lower_def(&p, &p.defs[0].name, &sizes)
-            .unwrap_err()
-            .0
+        kernel::lower_def(&p, &p.defs[0].name, &sizes).unwrap_err()
     };
     let e = lower(
         "def f(float(N) A) -> (O) {\n  O(i) +=! A(i * k) where i in 0:N, k in 0:N\n}\n",
         &[("N", 4)],
     );
+    assert_eq!(e.kind, LowerErrorKind::NotLoweredYet, "{e}");
     assert!(
-        e.contains("statement 1: a non-affine subscript of `A` in a reduction is not lowered yet"),
+        e.message.contains(
+            "statement 1: a non-affine subscript of `A` in a reduction is not lowered yet"
+        ),
         "{e}"
     );
     let e = lower(
         "def f(float(N) A) -> (O) {\n  O(i) +=! (i < 1 || i > 2) ? A(i + k - 1) : 0.0 where i in 0:N, k in 0:3\n}\n",
         &[("N", 4)],
     );
-    assert!(e.contains("not a conjunction of affine comparisons"), "{e}");
+    assert_eq!(e.kind, LowerErrorKind::NotLoweredYet, "{e}");
+    assert!(
+        e.message
+            .contains("not a conjunction of affine comparisons"),
+        "{e}"
+    );
+    // A size without a value is the caller's error, not a form to lower
+    // later: no fallback note may call it "not lowered yet".
+    let e = lower("def f(float(N) A) -> (O) {\n  O(i) = A(i)\n}\n", &[]);
+    assert_eq!(e.kind, LowerErrorKind::Invalid, "{e}");
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! tessera's optimizer layer. Today: the multi-linearity of comprehensions
 //! ([`linearity`]) and program splitting at non-linear statements
 //! ([`split`]), the ground the equivalence verifier and the searches will
-//! stand on.
+//! stand on, and the [`cost::CostModel`] the searches will time candidates
+//! through.
 
+pub mod cost;
 pub mod linearity;
 pub mod split;
 pub mod verify;

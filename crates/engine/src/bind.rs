@@ -1,0 +1,252 @@
+//! Binding a def's arguments and sizes: sizes given as `SYM=N`, arguments
+//! given as `NAME=FILE.npy` or `NAME=NUMBER` items, sizes read off the
+//! arguments' shapes, and seeded random tensors for the inputs not given
+//! (each reported as a [`Note`]).
+//!
+//! Guarantees: a [`Bound`] binds every size symbol and integer scalar the
+//! def's shapes use that the arguments and given sizes determine, and has
+//! an argument for every parameter; every problem is an [`Error`] naming
+//! the item or the parameter.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use interp::{Arg, Tensor};
+use ir::{DType, Def, Param, Value};
+
+use crate::note::{join, Note};
+use crate::Error;
+
+/// Size symbols and integer scalars, bound.
+pub type Sizes = HashMap<String, i64>;
+
+/// A def's arguments with its sizes bound.
+#[derive(Debug)]
+pub struct Bound {
+    /// An argument for every parameter.
+    pub args: HashMap<String, Arg>,
+    /// The sizes given by the caller.
+    pub given: Sizes,
+    /// Every size symbol and integer scalar, bound.
+    pub sizes: Sizes,
+    /// The random inputs made.
+    pub notes: Vec<Note>,
+}
+
+/// Parses `SYM=N` items (positive integers, each symbol once).
+pub fn parse_sizes(items: &[String]) -> Result<Sizes, Error> {
+    let mut out = HashMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "`--size {it}` is not of the form SYM=N"
+            )));
+        };
+        let v: i64 = v
+            .trim()
+            .parse()
+            .map_err(|_| Error::Usage(format!("`--size {it}`: `{v}` is not an integer")))?;
+        if v < 1 {
+            return Err(Error::Usage(format!(
+                "`--size {it}`: sizes must be positive"
+            )));
+        }
+        if out.insert(k.trim().to_string(), v).is_some() {
+            return Err(Error::Usage(format!("size `{k}` is given twice")));
+        }
+    }
+    Ok(out)
+}
+
+/// The shapes of the `.npy` files among `NAME=VALUE` items, by name, read
+/// from their headers (an imported model's symbolic dimensions are bound
+/// from them).
+pub fn item_shapes(items: &[String]) -> Result<HashMap<String, Vec<usize>>, Error> {
+    let mut shapes = HashMap::new();
+    for it in items {
+        if let Some((k, v)) = it.split_once('=') {
+            let v = v.trim();
+            if v.ends_with(".npy") {
+                let shape = npy::shape(Path::new(v)).map_err(|message| Error::Npy {
+                    path: v.to_string(),
+                    message,
+                })?;
+                shapes.insert(k.trim().to_string(), shape);
+            }
+        }
+    }
+    Ok(shapes)
+}
+
+/// `NAME=VALUE` items of an imported model with the model's input names
+/// replaced by the model def's parameters.
+pub fn model_items(source: &crate::Source, items: &[String]) -> Result<Vec<String>, Error> {
+    items
+        .iter()
+        .map(|it| {
+            let (k, v) = it.split_once('=').ok_or_else(|| {
+                Error::Usage(format!("`--input {it}` is not of the form NAME=FILE.npy"))
+            })?;
+            Ok(format!("{}={v}", source.parameter_of(k.trim())?))
+        })
+        .collect()
+}
+
+/// The arguments `NAME=FILE.npy` or `NAME=NUMBER` items give `def`.
+pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, Error> {
+    let mut args = HashMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else {
+            return Err(Error::Usage(format!(
+                "`--input {it}` is not of the form NAME=FILE.npy or NAME=NUMBER"
+            )));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let input = |message: String| Error::Input {
+            name: k.to_string(),
+            message,
+        };
+        let Some(param) = def.params.iter().find(|p| p.name() == k) else {
+            let names = def
+                .params
+                .iter()
+                .map(|p| format!("`{}`", p.name()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(input(format!(
+                "def `{}` has no parameter `{k}`\n  = help: its parameters are {names}",
+                def.name
+            )));
+        };
+        let arg = match param {
+            Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
+            Param::Tensor(t) => {
+                let tensor = npy::read(Path::new(v)).map_err(|message| Error::Npy {
+                    path: v.to_string(),
+                    message,
+                })?;
+                let decl = def
+                    .tensor(t)
+                    .ok_or_else(|| Error::Internal(format!("no declaration for `{t}`")))?;
+                if tensor.dtype() != decl.dtype {
+                    return Err(input(format!(
+                        "input `{t}`: `{v}` holds {} but `{t}` is {}",
+                        tensor.dtype(),
+                        decl.dtype
+                    )));
+                }
+                if tensor.shape().len() != decl.shape.len() {
+                    return Err(input(format!(
+                        "input `{t}`: `{v}` has {} dimensions ({}), but `{t}` has {} ({})",
+                        tensor.shape().len(),
+                        join(tensor.shape()),
+                        decl.shape.len(),
+                        decl.shape
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+                Arg::Tensor(tensor)
+            }
+        };
+        if args.insert(k.to_string(), arg).is_some() {
+            return Err(input(format!("input `{k}` is given twice")));
+        }
+    }
+    Ok(args)
+}
+
+/// Binds `def`'s sizes from `given` and the shapes of `args`, and fills
+/// every tensor parameter `args` lacks with seeded random values (the seed
+/// of parameter k is `seed + k`), noting each. A scalar parameter must be
+/// given.
+pub fn bind(
+    def: &Def,
+    mut args: HashMap<String, Arg>,
+    given: Sizes,
+    seed: u64,
+) -> Result<Bound, Error> {
+    let sizes = interp::bind_sizes(def, &args, &given).map_err(|e| Error::Sizes(e.message))?;
+    let mut notes = Vec::new();
+    for (k, p) in def.params.iter().enumerate() {
+        if args.contains_key(p.name()) {
+            continue;
+        }
+        match p {
+            Param::Scalar { name, dtype } => {
+                return Err(Error::Input {
+                    name: name.clone(),
+                    message: format!(
+                        "scalar `{name}` ({dtype}) has no value\n  = help: pass `--input {name}=NUMBER`"
+                    ),
+                });
+            }
+            Param::Tensor(t) => {
+                let shape = interp::param_shape(def, t, &sizes).map_err(|e| Error::Input {
+                    name: t.clone(),
+                    message: format!(
+                        "cannot make a random value for input `{t}`: {}\n  = help: pass `--input {t}=FILE.npy` or bind the size with `--size`",
+                        e.message
+                    ),
+                })?;
+                let dtype = def.tensor(t).map_or(DType::F32, |d| d.dtype);
+                let seed = seed.wrapping_add(k as u64);
+                args.insert(t.clone(), Arg::Tensor(Tensor::random(dtype, &shape, seed)));
+                notes.push(Note::RandomInput {
+                    name: t.clone(),
+                    dtype,
+                    shape,
+                    seed,
+                });
+            }
+        }
+    }
+    Ok(Bound {
+        args,
+        given,
+        sizes,
+        notes,
+    })
+}
+
+/// A scalar argument's value: `true`/`false`/`1`/`0` for bool, a number
+/// (rounded to float32 for `float`) or an integer that fits its type.
+fn parse_scalar(name: &str, v: &str, dtype: DType) -> Result<Value, Error> {
+    let bad = |message: String| Error::Input {
+        name: name.to_string(),
+        message,
+    };
+    let invalid = || bad(format!("input `{name}`: `{v}` is not a valid {dtype}"));
+    if dtype == DType::Bool {
+        return match v {
+            "true" | "1" => Ok(Value::Bool(true)),
+            "false" | "0" => Ok(Value::Bool(false)),
+            _ => Err(invalid()),
+        };
+    }
+    if dtype.is_float() {
+        let x: f64 = v.parse().map_err(|_| invalid())?;
+        return Ok(Value::Float(if dtype == DType::F32 {
+            f64::from(x as f32)
+        } else {
+            x
+        }));
+    }
+    let x: i64 = v.parse().map_err(|_| invalid())?;
+    let fits = match dtype {
+        DType::I8 => i8::try_from(x).is_ok(),
+        DType::I16 => i16::try_from(x).is_ok(),
+        DType::I32 => i32::try_from(x).is_ok(),
+        DType::U8 => u8::try_from(x).is_ok(),
+        DType::U16 => u16::try_from(x).is_ok(),
+        DType::U32 => u32::try_from(x).is_ok(),
+        DType::U64 => x >= 0,
+        _ => true,
+    };
+    if !fits {
+        return Err(bad(format!("input `{name}`: {x} does not fit in {dtype}")));
+    }
+    Ok(Value::Int(x))
+}

@@ -1,0 +1,168 @@
+//! Compiling a def for bound sizes: lowering, the pass pipeline, C, the
+//! kernel cache and loading (all in `runtime::build`), into a [`Compiled`]
+//! that runs many times on new arguments without compiling again.
+//!
+//! Requires: sizes binding every size symbol and integer scalar of the
+//! def. Guarantees: a form lowering does not handle yet is
+//! [`Error::NotLowered`] (decided on `kernel::LowerErrorKind`, never on a
+//! message), every other build failure is [`Error::Build`] or a problem
+//! with the options ([`Error::Usage`], [`Error::Read`],
+//! [`Error::Environment`]).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use interp::{Arg, Tensor};
+use ir::{Def, Program};
+use runtime::{BuildError, Executable, State, StepProfile};
+
+use crate::bind::Sizes;
+use crate::{transfer, Error};
+
+/// How to compile: the choices of every command that compiles.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A shipped pipeline by name (`cpu`, `cpu-serial`) or a file of pass
+    /// names.
+    pub pipeline: String,
+    /// A target file; `None` for this machine, probed once and cached.
+    pub target: Option<PathBuf>,
+    /// Run the kernel verifier after every pass, not only after the last.
+    pub verify_passes: bool,
+    /// Run matmuls with the matmul library instead of generated code.
+    pub library: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            pipeline: "cpu".to_string(),
+            target: None,
+            verify_passes: false,
+            library: true,
+        }
+    }
+}
+
+impl Options {
+    /// The runtime's options: the pipeline's passes and the target read.
+    pub fn resolve(&self) -> Result<runtime::Options, Error> {
+        Ok(runtime::Options {
+            passes: pipeline_passes(&self.pipeline)?,
+            target: crate::target::load(self.target.as_deref())?,
+            verify: if self.verify_passes {
+                kernel::Verify::EachPass
+            } else {
+                kernel::Verify::AtEnd
+            },
+            library: self.library,
+        })
+    }
+}
+
+/// The passes of pipeline `p`: a shipped one by name, or a file.
+pub fn pipeline_passes(p: &str) -> Result<Vec<String>, Error> {
+    let (source, text) = match kernel::builtin_pipeline(p) {
+        Some(t) => (format!("pipeline `{p}`"), t.to_string()),
+        None => {
+            let text = std::fs::read_to_string(p).map_err(|e| {
+                Error::Usage(format!(
+                    "`{p}` is neither a shipped pipeline ({}) nor a readable file: {e}",
+                    kernel::BUILTIN_PIPELINES.join(", ")
+                ))
+            })?;
+            (format!("`{p}`"), text)
+        }
+    };
+    kernel::parse_pipeline(&text).map_err(|e| Error::Usage(format!("{source}: {e}")))
+}
+
+/// A def compiled for concrete sizes and loaded, with its outputs.
+/// and shapes.
+#[derive(Debug)]
+pub struct Compiled {
+    pub(crate) exe: Executable,
+    /// The def's outputs, in order.
+    pub(crate) outputs: Vec<String>,
+}
+
+/// Compiles `def` of `program` for `sizes` with the per-user kernel cache.
+pub fn compile(
+    program: &Program,
+    def: &Def,
+    sizes: &Sizes,
+    options: &Options,
+) -> Result<Compiled, Error> {
+    let options = options.resolve()?;
+    let cache = codegen::cache::KernelCache::open_default()
+        .map_err(|e| Error::Environment(e.to_string()))?;
+    compile_with(program, def, sizes, &options, &cache)
+}
+
+/// [`compile`] with resolved options and a given kernel cache.
+pub fn compile_with(
+    program: &Program,
+    def: &Def,
+    sizes: &Sizes,
+    options: &runtime::Options,
+    cache: &codegen::cache::KernelCache,
+) -> Result<Compiled, Error> {
+    let exe = runtime::build(program, &def.name, sizes, options, cache).map_err(|e| match e {
+        BuildError::Lower(l) if l.kind == kernel::LowerErrorKind::NotLoweredYet => {
+            Error::NotLowered {
+                def: def.name.clone(),
+                reason: l.message,
+            }
+        }
+        e => Error::Build(e),
+    })?;
+    Ok(Compiled {
+        exe,
+        outputs: def.outputs.clone(),
+    })
+}
+
+impl Compiled {
+    /// The generated C.
+    pub fn c_source(&self) -> &str {
+        &self.exe.c.source
+    }
+
+    /// The kernel after the pipeline, as text.
+    pub fn kernel_text(&self) -> String {
+        kernel::print_block(&self.exe.block)
+    }
+
+    /// The floating-point operations of one run.
+    pub fn flops(&self) -> u64 {
+        self.exe.flops()
+    }
+
+    /// The bytes of the memory plan's slots (inputs, weights, outputs and
+    /// temporaries sharing slots by liveness).
+    pub fn slot_bytes(&self) -> usize {
+        self.exe.plan.total_bytes()
+    }
+
+    /// Fresh memory holding `args`, ready for [`Compiled::run_state`].
+    pub fn prepare(&self, args: &HashMap<String, Arg>) -> Result<State, Error> {
+        let mut state = self.exe.state();
+        transfer::set_args(&self.exe, &mut state, args)?;
+        Ok(state)
+    }
+
+    /// Runs every step on `state`; with `profile`, records each step's
+    /// time. The error is the failing step's message.
+    pub fn run_state(
+        &self,
+        state: &mut State,
+        profile: Option<&mut Vec<StepProfile>>,
+    ) -> Result<(), String> {
+        self.exe.run(state, profile)
+    }
+
+    /// The outputs `state` holds, as tensors.
+    pub fn outputs(&self, state: &State) -> Result<Vec<(String, Tensor)>, Error> {
+        transfer::outputs(&self.exe, state, &self.outputs)
+    }
+}

@@ -1,0 +1,94 @@
+//! The analytic estimate of a run: a roofline per step of the lowered
+//! kernel. A step takes the longer of its floating-point operations at the
+//! target's measured peak and its memory traffic at [`BANDWIDTH`].
+//!
+//! Operations are `runtime::cost::flops` (the figure the profiles use).
+//! Traffic is Stripe's cache-line model (`kernel::passes::autotile::
+//! tile_cost` with the whole index box as one tile): the cache lines every
+//! refinement's accesses touch, times the line size of the target's
+//! innermost cache. A line holds `line_bytes / w` elements for the step's
+//! widest element size w, so the lines of narrower tensors are overcounted,
+//! never undercounted. [`estimate`] takes a def and lowers it;
+//! [`estimate_kernel`] takes a kernel (lowered, before or after passes).
+//!
+//! Requires: sizes binding every size symbol and integer scalar of the
+//! def, and a target with a measured peak (`engine::target::peak_gflops`
+//! measures it once).
+
+use std::collections::HashMap;
+
+use kernel::{Block, StmtKind, Target};
+use opt::cost::Estimate;
+
+use crate::Error;
+
+/// The memory bandwidth the estimate assumes, in bytes per second. It is
+/// an assumption, not a measurement: the target description has no
+/// bandwidth yet, and 10 GB/s is a conservative figure for one socket's
+/// DRAM. It only scales the memory-bound side of the estimate; measured
+/// times are what a search trusts.
+pub const BANDWIDTH: f64 = 10e9;
+
+/// The line size used when the target lists no cache.
+const DEFAULT_LINE_BYTES: u64 = 64;
+
+/// Estimates a run of def `def` of `program` for `sizes` on `target`.
+pub fn estimate(
+    program: &ir::Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+    target: &Target,
+) -> Result<Estimate, Error> {
+    let peak_mflops = target.peak_mflops.ok_or_else(|| {
+        Error::Environment(format!(
+            "target `{}` has no measured peak; `tessera bench` measures this machine's once",
+            target.name
+        ))
+    })?;
+    let root = kernel::lower_def(program, def, sizes)
+        .map_err(|e| Error::Build(runtime::BuildError::Lower(e)))?;
+    Ok(estimate_kernel(&root, peak_mflops, target))
+}
+
+/// Estimates a run of the kernel `root` (a lowered def, before or after
+/// passes) on `target`, whose measured peak is `peak_mflops`.
+pub fn estimate_kernel(root: &Block, peak_mflops: u64, target: &Target) -> Estimate {
+    let line_bytes = target
+        .caches
+        .first()
+        .map_or(DEFAULT_LINE_BYTES, |c| c.line_bytes.max(1));
+    let peak = peak_mflops.max(1) as f64 * 1e6;
+    let mut total = Estimate {
+        flops: 0,
+        bytes: 0,
+        seconds: 0.0,
+    };
+    for s in &root.stmts {
+        let StmtKind::Block(b) = &s.kind else {
+            continue;
+        };
+        let flops = runtime::cost::flops(b);
+        let bytes = traffic(b, line_bytes);
+        total.flops = total.flops.saturating_add(flops);
+        total.bytes = total.bytes.saturating_add(bytes);
+        total.seconds += (flops as f64 / peak).max(bytes as f64 / BANDWIDTH);
+    }
+    total
+}
+
+/// The bytes of the cache lines one run of step `b` touches.
+fn traffic(b: &Block, line_bytes: u64) -> u64 {
+    let widest = b
+        .refs
+        .iter()
+        .map(|r| tensor::element_bytes(r.dtype) as u64)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let line_elems = (line_bytes / widest).max(1);
+    let whole: Vec<u64> = b.idxs.iter().map(|i| i.range).collect();
+    let per_point =
+        kernel::passes::autotile::tile_cost(b, &whole, line_elems, u64::MAX).unwrap_or(0.0);
+    let lines = (per_point * b.points().max(1) as f64).round() as u64;
+    lines.saturating_mul(line_bytes)
+}

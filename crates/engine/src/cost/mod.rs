@@ -1,0 +1,189 @@
+//! The cost service: given a def and its sizes, an analytic estimate
+//! ([`estimate`]) and a measured time (the median of repeated runs after a
+//! warm-up, [`timing`]), the measured times cached on disk ([`store`])
+//! keyed by the canonical program text (the def and every def it calls, as
+//! `ir`'s printer prints them), the sizes, the target, the compiler's
+//! identity and the compile options.
+//!
+//! [`CostService`] implements `opt::cost::CostModel`, which is how `opt`
+//! times candidates without depending on the runtime. A measurement runs
+//! on seeded random inputs (seed 0, as `tessera bench` uses), so its time
+//! stands for the program and sizes, not for particular values.
+
+pub mod estimate;
+pub mod store;
+pub mod timing;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use codegen::cache::KernelCache;
+use interp::Arg;
+use ir::{Param, Program, Stmt, Value};
+use opt::cost::{CostModel, Estimate};
+
+use crate::{bind, compile, Error};
+use store::Store;
+
+/// Versions the key and the entry format: changing either changes this,
+/// so old entries are simply never found again.
+const KEY_VERSION: &str = "tessera measured-time cache 1";
+
+/// Timed runs per measurement.
+pub const RUNS: u32 = 10;
+
+/// Warm-up runs per measurement (and at least a quarter of a second).
+pub const WARMUP: u32 = 2;
+
+/// Costs of defs compiled with one set of options on one target.
+#[derive(Debug)]
+pub struct CostService {
+    store: Store,
+    options: runtime::Options,
+    kernels: KernelCache,
+    /// Measurements this service made (requests the store answered are not
+    /// counted).
+    measured: AtomicU64,
+}
+
+impl CostService {
+    /// A service storing times in `store`, compiling with `options` through
+    /// `kernels`.
+    pub fn new(store: Store, options: runtime::Options, kernels: KernelCache) -> CostService {
+        CostService {
+            store,
+            options,
+            kernels,
+            measured: AtomicU64::new(0),
+        }
+    }
+
+    /// The per-user service: times in [`Store::default_dir`], kernels in
+    /// the kernel cache, compiled with `options`. This machine's matmul
+    /// peak is measured first when its cached target has none (once per
+    /// machine, a few seconds), since estimates need it.
+    pub fn open_default(options: &compile::Options) -> Result<CostService, Error> {
+        if options.target.is_none() {
+            crate::target::peak_gflops(None)?;
+        }
+        let kernels = KernelCache::open_default().map_err(|e| Error::Environment(e.to_string()))?;
+        Ok(CostService::new(
+            Store::open(Store::default_dir()?)?,
+            options.resolve()?,
+            kernels,
+        ))
+    }
+
+    /// How many measurements this service made (not answered from disk).
+    pub fn measurements(&self) -> u64 {
+        self.measured.load(Ordering::Relaxed)
+    }
+
+    /// The disk cache key of a measurement of `def` for `sizes`.
+    pub fn key(
+        &self,
+        program: &Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<String, Error> {
+        let text = canonical_text(program, def)?;
+        let mut bound: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        bound.sort();
+        let options = format!(
+            "passes {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}",
+            self.options.passes.join(","),
+            self.options.library
+        );
+        Ok(codegen::cache::hash_parts(&[
+            KEY_VERSION,
+            &text,
+            &bound.join("\n"),
+            &self.options.target.codegen_text(),
+            self.kernels.compiler_id(),
+            &options,
+        ]))
+    }
+
+    /// Compiles and times `def` now: the median of [`RUNS`] runs after
+    /// [`WARMUP`] warm-up runs, on seeded random tensors.
+    fn measure_now(
+        &self,
+        program: &Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Duration, Error> {
+        let d = crate::source::pick_def(program, Some(def), "the program")?;
+        // Integer scalars are sizes; other scalars have no value to time
+        // with, and `bind` says so.
+        let args: HashMap<String, Arg> = d
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Scalar { name, dtype } if dtype.is_int() => sizes
+                    .get(name)
+                    .map(|v| (name.clone(), Arg::Scalar(Value::Int(*v)))),
+                _ => None,
+            })
+            .collect();
+        let bound = bind::bind(d, args, sizes.clone(), 0)?;
+        let compiled =
+            compile::compile_with(program, d, &bound.sizes, &self.options, &self.kernels)?;
+        let mut state = compiled.prepare(&bound.args)?;
+        let timing = timing::time_runs(&compiled, &mut state, RUNS, WARMUP, false)?;
+        self.measured.fetch_add(1, Ordering::Relaxed);
+        Ok(Duration::from_secs_f64(timing.median()))
+    }
+}
+
+impl CostModel for CostService {
+    type Error = Error;
+
+    fn estimate(
+        &self,
+        program: &Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Estimate, Error> {
+        estimate::estimate(program, def, sizes, &self.options.target)
+    }
+
+    /// The stored time of `def` for `sizes`, else measured now and stored.
+    fn measure(
+        &self,
+        program: &Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Duration, Error> {
+        let key = self.key(program, def, sizes)?;
+        self.store
+            .get_or_measure(&key, || self.measure_now(program, def, sizes))
+    }
+}
+
+/// `def` and every def it calls, directly or not, printed by `ir`'s
+/// printer in name order: two programs that print the same compute the
+/// same.
+fn canonical_text(program: &Program, def: &str) -> Result<String, Error> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![def.to_string()];
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let d = crate::source::pick_def(program, Some(&name), "the program")?;
+        for s in &d.stmts {
+            if let Stmt::Call(c) = s {
+                todo.push(c.callee.clone());
+            }
+        }
+    }
+    let mut out = String::new();
+    for name in &seen {
+        if let Some(d) = program.def(name) {
+            out.push_str(&ir::print_def(program, d));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

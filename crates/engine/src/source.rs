@@ -1,0 +1,201 @@
+//! A loaded program: TC text checked, or an ONNX model imported and
+//! checked with the operator prelude. It keeps the file name and text so
+//! that errors found later (by the interpreter) are located in it, and, for
+//! a model, the ports (the model's input and output names beside the
+//! model def's parameters) and the weights as arguments.
+//!
+//! Guarantees: a `Source` holds a program that passed `tc::check_source`;
+//! every error is an [`Error`] naming the file.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use interp::Arg;
+use ir::{Def, Program};
+
+use crate::bind::Sizes;
+use crate::Error;
+
+/// A checked program and where it came from.
+#[derive(Debug)]
+pub struct Source {
+    /// The file name, as messages show it.
+    pub name: String,
+    /// The text that was checked (for a model, the prelude and the model
+    /// def).
+    pub text: String,
+    pub checked: tc::Checked,
+    /// For an ONNX model: its ports.
+    pub model: Option<Ports>,
+    /// For an ONNX model: the constants its def takes as parameters.
+    weights: HashMap<String, Arg>,
+}
+
+/// An imported model's inputs and outputs: the model's names beside the
+/// model def's parameters.
+#[derive(Clone, Debug)]
+pub struct Ports {
+    pub inputs: Vec<onnx::Port>,
+    pub outputs: Vec<onnx::Port>,
+}
+
+/// Reads a text file: its name as messages show it, and its text.
+pub fn read_text(path: &Path) -> Result<(String, String), Error> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::Read {
+        path: name.clone(),
+        message: format!("cannot read `{name}`: {e}"),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Error::Read {
+            path: name.clone(),
+            message: format!("`{name}` is not valid UTF-8 (byte {at})"),
+        }
+    })?;
+    Ok((name, text))
+}
+
+impl Source {
+    /// Checks TC `text` read from the file `name`.
+    pub fn tc(name: String, text: String) -> Result<Source, Error> {
+        let checked = tc::check_source(&text)
+            .map_err(|d| Error::Source(tc::render_diagnostics(&d, &name, &text)))?;
+        Ok(Source {
+            name,
+            text,
+            checked,
+            model: None,
+            weights: HashMap::new(),
+        })
+    }
+
+    /// Reads and checks the TC file at `path`.
+    pub fn read_tc(path: &Path) -> Result<Source, Error> {
+        let (name, text) = read_text(path)?;
+        Source::tc(name, text)
+    }
+
+    /// Loads and imports the ONNX model at `path`. Symbolic input
+    /// dimensions are bound by `sizes`, else read off `input_shapes` (the
+    /// shapes of the tensors the caller will pass, by the model's input
+    /// names).
+    /// `def` is the def the caller asked for: a model has one, so any name
+    /// is an error.
+    pub fn load_onnx(
+        path: &Path,
+        def: Option<&str>,
+        sizes: &Sizes,
+        input_shapes: &HashMap<String, Vec<usize>>,
+    ) -> Result<Source, Error> {
+        if def.is_some() {
+            return Err(no_def_for_model());
+        }
+        let mut model = onnx::load(path)
+            .and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes))
+            .map_err(Error::Model)?;
+        // The weights move into the arguments: one copy of them, not two.
+        let weights = std::mem::take(&mut model.weights)
+            .into_iter()
+            .map(|(n, t)| (n, Arg::Tensor(t)))
+            .collect();
+        let text = format!("{}\n{}", onnx::PRELUDE, model.source);
+        let mut source = Source::tc(path.display().to_string(), text)?;
+        source.model = Some(Ports {
+            inputs: model.inputs,
+            outputs: model.outputs,
+        });
+        source.weights = weights;
+        Ok(source)
+    }
+
+    pub fn program(&self) -> &Program {
+        &self.checked.program
+    }
+
+    /// The def named `want`; with no name, the program's only def. For a
+    /// model, its def ([`onnx::MODEL_DEF`]), which no name may choose.
+    pub fn pick_def(&self, want: Option<&str>) -> Result<&Def, Error> {
+        if self.model.is_some() {
+            if want.is_some() {
+                return Err(no_def_for_model());
+            }
+            return pick_def(self.program(), Some(onnx::MODEL_DEF), &self.name);
+        }
+        pick_def(self.program(), want, &self.name)
+    }
+
+    /// The weights of a model as arguments of its def, moved out (none for
+    /// TC source, or when taken before).
+    pub fn take_weights(&mut self) -> HashMap<String, Arg> {
+        std::mem::take(&mut self.weights)
+    }
+
+    /// The model def's parameter for the model's input `name`; for TC
+    /// source, `name` itself.
+    pub fn parameter_of(&self, name: &str) -> Result<String, Error> {
+        let Some(ports) = &self.model else {
+            return Ok(name.to_string());
+        };
+        match ports.inputs.iter().find(|p| p.onnx == name) {
+            Some(p) => Ok(p.tc.clone()),
+            None => {
+                let names: Vec<String> = ports
+                    .inputs
+                    .iter()
+                    .map(|p| format!("`{}`", p.onnx))
+                    .collect();
+                Err(Error::Input {
+                    name: name.to_string(),
+                    message: format!(
+                        "the model has no input `{name}`\n  = help: its inputs are {}",
+                        names.join(", ")
+                    ),
+                })
+            }
+        }
+    }
+
+    /// The name callers know output `tc` by: the model's for a model, else
+    /// the def's.
+    pub fn output_name(&self, tc: &str) -> String {
+        self.model
+            .as_ref()
+            .and_then(|m| m.outputs.iter().find(|p| p.tc == tc))
+            .map_or_else(|| tc.to_string(), |p| p.onnx.clone())
+    }
+}
+
+fn no_def_for_model() -> Error {
+    Error::Usage("`--def` does not apply to an ONNX model".to_string())
+}
+
+/// The def named `want` of `program` (read from the file `file`); with no
+/// name, the program's only def.
+pub fn pick_def<'p>(
+    program: &'p Program,
+    want: Option<&str>,
+    file: &str,
+) -> Result<&'p Def, Error> {
+    let names = || {
+        program
+            .defs
+            .iter()
+            .map(|d| format!("`{}`", d.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match want {
+        Some(n) => program.def(n).ok_or_else(|| {
+            Error::Usage(format!(
+                "`{file}` has no def `{n}`\n  = help: its defs are {}",
+                names()
+            ))
+        }),
+        None if program.defs.len() == 1 => Ok(&program.defs[0]),
+        None => Err(Error::Usage(format!(
+            "`{file}` has several defs; choose one with `--def`\n  = help: its defs are {}",
+            names()
+        ))),
+    }
+}

@@ -1,0 +1,166 @@
+//! The cost service: measured times come from the disk cache on a second
+//! identical request (a fresh service measures nothing), a different
+//! request is measured, a damaged entry is measured again, and the
+//! analytic estimate counts a matmul's operations and at least its
+//! tensors' bytes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use codegen::cache::KernelCache;
+use codegen::compile::Compiler;
+use engine::cost::store::Store;
+use engine::cost::CostService;
+use opt::cost::CostModel;
+
+const MATMUL: &str = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n\ndef twice(float(M,K) A, float(K,N) B) -> (D) {\n  C = mm(A, B)\n  D(m,n) = C(m,n) + C(m,n)\n}\n";
+
+/// An empty directory of its own for each test, under cargo's temporary
+/// directory for integration tests.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("engine-cost-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// A service on `dir`'s stores, with the generic target at a stated peak
+/// of 10 GFLOP/s.
+fn service(dir: &std::path::Path) -> CostService {
+    let mut target = kernel::Target::generic();
+    target.peak_mflops = Some(10_000);
+    let options = runtime::Options {
+        passes: engine::compile::pipeline_passes("cpu").expect("the cpu pipeline"),
+        target,
+        verify: kernel::Verify::AtEnd,
+        library: true,
+    };
+    let kernels = KernelCache::open(
+        dir.join("kernels"),
+        Compiler::detect().expect("a C compiler"),
+    )
+    .expect("a kernel cache");
+    let store = Store::open(dir.join("costs")).expect("a cost store");
+    CostService::new(store, options, kernels)
+}
+
+fn sizes(m: i64, k: i64, n: i64) -> HashMap<String, i64> {
+    [("M", m), ("K", k), ("N", n)]
+        .into_iter()
+        .map(|(s, v)| (s.to_string(), v))
+        .collect()
+}
+
+fn program() -> ir::Program {
+    tc::check_source(MATMUL).expect("the matmul checks").program
+}
+
+#[test]
+fn a_second_identical_request_is_answered_from_disk() {
+    let dir = fresh_dir("repeat");
+    let p = program();
+    let first = service(&dir);
+    let t = first.measure(&p, "mm", &sizes(32, 16, 24)).unwrap();
+    assert_eq!(first.measurements(), 1);
+    assert!(t.as_nanos() > 0);
+    let key = first.key(&p, "mm", &sizes(32, 16, 24)).unwrap();
+    assert!(dir.join("costs").join(format!("{key}.time")).is_file());
+    // The same request again, from this service and from a new one (as a
+    // new process would make it): no measurement, the stored time.
+    assert_eq!(first.measure(&p, "mm", &sizes(32, 16, 24)).unwrap(), t);
+    assert_eq!(first.measurements(), 1);
+    let second = service(&dir);
+    assert_eq!(second.measure(&p, "mm", &sizes(32, 16, 24)).unwrap(), t);
+    assert_eq!(second.measurements(), 0);
+    // The same request through the trait `opt` uses.
+    let best = opt::cost::fastest(&second, &p, &["mm"], &sizes(32, 16, 24)).unwrap();
+    assert_eq!(best, Some(("mm", t)));
+    assert_eq!(second.measurements(), 0);
+}
+
+#[test]
+fn different_sizes_defs_and_damaged_entries_are_measured() {
+    let dir = fresh_dir("distinct");
+    let p = program();
+    let s = service(&dir);
+    s.measure(&p, "mm", &sizes(8, 8, 8)).unwrap();
+    s.measure(&p, "mm", &sizes(8, 8, 9)).unwrap();
+    s.measure(&p, "twice", &sizes(8, 8, 8)).unwrap();
+    assert_eq!(s.measurements(), 3);
+    let keys = [
+        s.key(&p, "mm", &sizes(8, 8, 8)).unwrap(),
+        s.key(&p, "mm", &sizes(8, 8, 9)).unwrap(),
+        s.key(&p, "twice", &sizes(8, 8, 8)).unwrap(),
+    ];
+    assert!(keys[0] != keys[1] && keys[0] != keys[2] && keys[1] != keys[2]);
+    // A truncated entry reads as none: measured again, and rewritten whole.
+    let entry = dir.join("costs").join(format!("{}.time", keys[0]));
+    std::fs::write(&entry, "12").unwrap();
+    let t = s.measure(&p, "mm", &sizes(8, 8, 8)).unwrap();
+    assert_eq!(s.measurements(), 4);
+    assert_eq!(
+        std::fs::read_to_string(&entry).unwrap(),
+        format!("{}\n", t.as_nanos())
+    );
+}
+
+#[test]
+fn the_key_follows_the_canonical_text_not_its_spacing() {
+    let dir = fresh_dir("key");
+    let s = service(&dir);
+    let p = program();
+    let spaced = tc::check_source(&MATMUL.replace("+=! A(m,k) * B(k,n)", "+=!   A(m, k)*B(k, n)"))
+        .unwrap()
+        .program;
+    let key = |p: &ir::Program, def: &str| s.key(p, def, &sizes(4, 4, 4)).unwrap();
+    assert_eq!(key(&p, "mm"), key(&spaced, "mm"));
+    // `twice` calls `mm`: changing the callee changes the caller's key.
+    let changed = tc::check_source(&MATMUL.replace("+=! A(m,k) * B(k,n)", "+=! A(m,k) + B(k,n)"))
+        .unwrap()
+        .program;
+    assert_ne!(key(&p, "twice"), key(&changed, "twice"));
+}
+
+#[test]
+fn the_estimate_counts_a_matmuls_operations_and_bytes() {
+    let dir = fresh_dir("estimate");
+    let s = service(&dir);
+    let p = program();
+    let (m, k, n) = (64u64, 32u64, 48u64);
+    let e = s
+        .estimate(&p, "mm", &sizes(m as i64, k as i64, n as i64))
+        .unwrap();
+    // Two operations per multiply-accumulate.
+    assert_eq!(e.flops, 2 * m * k * n);
+    // At least every element of A, B and C once (float32).
+    assert!(e.bytes >= 4 * (m * k + k * n + m * n), "{e:?}");
+    // The roofline: no faster than the peak, nor than the bandwidth.
+    let at_peak = e.flops as f64 / 10e9;
+    let at_bandwidth = e.bytes as f64 / engine::cost::estimate::BANDWIDTH;
+    assert!(e.seconds >= at_peak.max(at_bandwidth) * 0.999, "{e:?}");
+    // The kernel's estimate is the def's, lowered.
+    let sizes = sizes(m as i64, k as i64, n as i64);
+    let root = kernel::lower_def(&p, "mm", &sizes).unwrap();
+    let mut target = kernel::Target::generic();
+    target.peak_mflops = Some(10_000);
+    let of_kernel = engine::cost::estimate::estimate_kernel(&root, 10_000, &target);
+    assert_eq!(of_kernel, e);
+    // Nothing was compiled or run for it.
+    assert_eq!(s.measurements(), 0);
+}
+
+#[test]
+fn two_services_asking_at_once_measure_once() {
+    let dir = fresh_dir("concurrent");
+    let p = program();
+    let (a, b) = (service(&dir), service(&dir));
+    let (ta, tb) = std::thread::scope(|scope| {
+        let ha = scope.spawn(|| a.measure(&p, "twice", &sizes(16, 8, 12)).unwrap());
+        let hb = scope.spawn(|| b.measure(&p, "twice", &sizes(16, 8, 12)).unwrap());
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    // The key's lock makes the second wait for the first's entry.
+    assert_eq!(ta, tb);
+    assert_eq!(a.measurements() + b.measurements(), 1);
+}

@@ -27,8 +27,10 @@
 //! followed by `size=`, `line=` and `shared=`, each exactly once; sizes may
 //! carry a `K`, `M` or `G` suffix (powers of 1024). `peak_mflops` (at most
 //! once) is the measured float32 matmul peak of all cores, for reports of
-//! the fraction of peak a kernel reaches; it is not part of the target that
-//! compiled kernels are keyed on ([`Target::codegen_text`]).
+//! the fraction of peak a kernel reaches, and `bandwidth_mbps` (at most once)
+//! the measured memory read bandwidth of all cores in MB/s, for the cost
+//! estimate's memory side; neither is part of the target that compiled
+//! kernels are keyed on ([`Target::codegen_text`]).
 //!
 //! Invariants: every target that [`Target::from_text`] accepts has at least
 //! one core, a positive vector width, a non-empty single-line name, isa words
@@ -66,6 +68,8 @@ pub struct Target {
     /// The measured float32 matmul peak of all cores, in MFLOP/s (measured
     /// once with the matmul library; `None` until then).
     pub peak_mflops: Option<u64>,
+    /// Measured read bandwidth of all cores, MB/s.
+    pub bandwidth_mbps: Option<u64>,
 }
 
 /// The file name of the cached target inside the cache directory.
@@ -85,6 +89,7 @@ impl Target {
             isa: vec!["avx2".to_string(), "fma".to_string()],
             caches: generic_caches(),
             peak_mflops: None,
+            bandwidth_mbps: None,
         }
     }
 
@@ -125,6 +130,7 @@ impl Target {
             isa,
             caches,
             peak_mflops: None,
+            bandwidth_mbps: None,
         })
     }
 
@@ -149,14 +155,18 @@ impl Target {
         if let Some(p) = self.peak_mflops {
             out.push_str(&format!("peak_mflops = {p}\n"));
         }
+        if let Some(b) = self.bandwidth_mbps {
+            out.push_str(&format!("bandwidth_mbps = {b}\n"));
+        }
         out
     }
 
-    /// The text form without the measured peak: what generated code
-    /// depends on.
+    /// The text form without the measured peak and bandwidth: what
+    /// generated code depends on.
     pub fn codegen_text(&self) -> String {
         Target {
             peak_mflops: None,
+            bandwidth_mbps: None,
             ..self.clone()
         }
         .to_text()
@@ -171,6 +181,7 @@ impl Target {
         let mut isa: Option<(usize, Vec<String>)> = None;
         let mut caches: Vec<Cache> = Vec::new();
         let mut peak_mflops: Option<(usize, u64)> = None;
+        let mut bandwidth_mbps: Option<(usize, u64)> = None;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.trim();
@@ -188,10 +199,11 @@ impl Target {
                 "vector_bits" => vector_bits.as_ref().map(|p| p.0),
                 "isa" => isa.as_ref().map(|p| p.0),
                 "peak_mflops" => peak_mflops.as_ref().map(|p| p.0),
+                "bandwidth_mbps" => bandwidth_mbps.as_ref().map(|p| p.0),
                 "cache" => None,
                 _ => {
                     return Err(err(format!(
-                        "unknown key `{key}` (expected name, cores, vector_bits, isa, cache or peak_mflops)"
+                        "unknown key `{key}` (expected name, cores, vector_bits, isa, cache, peak_mflops or bandwidth_mbps)"
                     )))
                 }
             };
@@ -211,6 +223,10 @@ impl Target {
                 "peak_mflops" => {
                     let p = positive(value, "peak_mflops").map_err(err)?;
                     peak_mflops = Some((n, u64::from(p)));
+                }
+                "bandwidth_mbps" => {
+                    let b = positive(value, "bandwidth_mbps").map_err(err)?;
+                    bandwidth_mbps = Some((n, u64::from(b)));
                 }
                 _ => {
                     let cache = parse_cache(value).map_err(err)?;
@@ -233,6 +249,7 @@ impl Target {
             isa: isa.map(|p| p.1).unwrap_or_default(),
             caches,
             peak_mflops: peak_mflops.map(|p| p.1),
+            bandwidth_mbps: bandwidth_mbps.map(|p| p.1),
         })
     }
 

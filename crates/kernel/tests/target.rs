@@ -56,13 +56,16 @@ fn round_trip_several_caches() {
             cache(4, 1 << 30, 128, 16),
         ],
         peak_mflops: Some(181_234),
+        bandwidth_mbps: Some(20_500),
     };
     let text = t.to_text();
     assert_eq!(Target::from_text(&text), Ok(t.clone()), "{text}");
     assert_eq!(Target::from_text(&text).unwrap().to_text(), text);
     // Compiled kernels do not depend on the measured peak.
     assert!(text.contains("peak_mflops = 181234"), "{text}");
+    assert!(text.contains("bandwidth_mbps = 20500"), "{text}");
     assert!(!t.codegen_text().contains("peak"));
+    assert!(!t.codegen_text().contains("bandwidth"));
 }
 
 #[test]
@@ -74,6 +77,7 @@ fn round_trip_empty_isa_and_no_caches() {
         isa: Vec::new(),
         caches: Vec::new(),
         peak_mflops: None,
+        bandwidth_mbps: None,
     };
     let text = t.to_text();
     assert!(text.contains("\nisa =\n"), "{text}");

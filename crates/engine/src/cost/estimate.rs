@@ -1,6 +1,7 @@
 //! The analytic estimate of a run: a roofline per step of the lowered
 //! kernel. A step takes the longer of its floating-point operations at the
-//! target's measured peak and its memory traffic at [`BANDWIDTH`].
+//! target's measured peak and its memory traffic at the target's measured
+//! bandwidth.
 //!
 //! Operations are `runtime::cost::flops` (the figure the profiles use).
 //! Traffic is Stripe's cache-line model (`kernel::passes::autotile::
@@ -12,8 +13,8 @@
 //! [`estimate_kernel`] takes a kernel (lowered, before or after passes).
 //!
 //! Requires: sizes binding every size symbol and integer scalar of the
-//! def, and a target with a measured peak (`engine::target::peak_gflops`
-//! measures it once).
+//! def, and a target with a measured peak and bandwidth
+//! (`engine::target::peak_gflops` and `bandwidth_gbps` measure them once).
 
 use std::collections::HashMap;
 
@@ -21,13 +22,6 @@ use kernel::{Block, StmtKind, Target};
 use opt::cost::Estimate;
 
 use crate::Error;
-
-/// The memory bandwidth the estimate assumes, in bytes per second. It is
-/// an assumption, not a measurement: the target description has no
-/// bandwidth yet, and 10 GB/s is a conservative figure for one socket's
-/// DRAM. It only scales the memory-bound side of the estimate; measured
-/// times are what a search trusts.
-pub const BANDWIDTH: f64 = 10e9;
 
 /// The line size used when the target lists no cache.
 const DEFAULT_LINE_BYTES: u64 = 64;
@@ -39,25 +33,30 @@ pub fn estimate(
     sizes: &HashMap<String, i64>,
     target: &Target,
 ) -> Result<Estimate, Error> {
-    let peak_mflops = target.peak_mflops.ok_or_else(|| {
-        Error::Environment(format!(
-            "target `{}` has no measured peak; `tessera bench` measures this machine's once",
-            target.name
-        ))
-    })?;
     let root = kernel::lower_def(program, def, sizes)
         .map_err(|e| Error::Build(runtime::BuildError::Lower(e)))?;
-    Ok(estimate_kernel(&root, peak_mflops, target))
+    estimate_kernel(&root, target)
 }
 
 /// Estimates a run of the kernel `root` (a lowered def, before or after
-/// passes) on `target`, whose measured peak is `peak_mflops`.
-pub fn estimate_kernel(root: &Block, peak_mflops: u64, target: &Target) -> Estimate {
+/// passes) on `target`, which must carry its measured peak and bandwidth.
+pub fn estimate_kernel(root: &Block, target: &Target) -> Result<Estimate, Error> {
+    let unmeasured = |what: &str| {
+        Error::Environment(format!(
+            "target `{}` has no measured {what}; the cost service measures this machine's once",
+            target.name
+        ))
+    };
+    let peak = target.peak_mflops.ok_or_else(|| unmeasured("peak"))?.max(1) as f64 * 1e6;
+    let bandwidth = target
+        .bandwidth_mbps
+        .ok_or_else(|| unmeasured("bandwidth"))?
+        .max(1) as f64
+        * 1e6;
     let line_bytes = target
         .caches
         .first()
         .map_or(DEFAULT_LINE_BYTES, |c| c.line_bytes.max(1));
-    let peak = peak_mflops.max(1) as f64 * 1e6;
     let mut total = Estimate {
         flops: 0,
         bytes: 0,
@@ -71,9 +70,9 @@ pub fn estimate_kernel(root: &Block, peak_mflops: u64, target: &Target) -> Estim
         let bytes = traffic(b, line_bytes);
         total.flops = total.flops.saturating_add(flops);
         total.bytes = total.bytes.saturating_add(bytes);
-        total.seconds += (flops as f64 / peak).max(bytes as f64 / BANDWIDTH);
+        total.seconds += (flops as f64 / peak).max(bytes as f64 / bandwidth);
     }
-    total
+    Ok(total)
 }
 
 /// The bytes of the cache lines one run of step `b` touches.

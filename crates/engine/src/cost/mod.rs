@@ -61,11 +61,13 @@ impl CostService {
 
     /// The per-user service: times in [`Store::default_dir`], kernels in
     /// the kernel cache, compiled with `options`. This machine's matmul
-    /// peak is measured first when its cached target has none (once per
-    /// machine, a few seconds), since estimates need it.
+    /// peak and memory bandwidth are measured first when its cached target
+    /// has none (once per machine, a few seconds), since estimates need
+    /// them.
     pub fn open_default(options: &compile::Options) -> Result<CostService, Error> {
         if options.target.is_none() {
             crate::target::peak_gflops(None)?;
+            crate::target::bandwidth_gbps(None)?;
         }
         let kernels = KernelCache::open_default().map_err(|e| Error::Environment(e.to_string()))?;
         Ok(CostService::new(

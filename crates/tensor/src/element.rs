@@ -94,41 +94,15 @@ pub fn element_bytes(t: DType) -> usize {
     (t.bits() / 8).max(1) as usize
 }
 
-/// Runs `$body` with `$T` bound to the Rust element type of dtype `$t`.
+/// Runs `$body` with `$T` bound to the Rust element type of dtype `$t`
+/// (the integer types through [`with_int_element!`], so the table of them
+/// is written once).
 #[macro_export]
 macro_rules! with_element {
     ($t:expr, $T:ident => $body:expr) => {
         match $t {
-            ir::DType::Bool | ir::DType::U8 => {
+            ir::DType::Bool => {
                 type $T = u8;
-                $body
-            }
-            ir::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            ir::DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            ir::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            ir::DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            ir::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            ir::DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            ir::DType::I64 => {
-                type $T = i64;
                 $body
             }
             ir::DType::F32 => {
@@ -139,6 +113,7 @@ macro_rules! with_element {
                 type $T = f64;
                 $body
             }
+            int => $crate::with_int_element!(int, $T => $body, unreachable!("{int} is an integer type")),
         }
     };
 }

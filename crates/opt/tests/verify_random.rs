@@ -1,7 +1,8 @@
 //! Random programs against the equivalence verifier (`opt::verify`).
 //!
-//! A seeded generator (`testkit::Rng`; the cases are the same on every run)
-//! writes multi-linear Tensor Comprehensions defs over float tensors,
+//! The shared generator (`testkit::gen`, with its multi-statement families
+//! and a multi-linear profile; seeded, so the cases are the same on every
+//! run) writes multi-linear Tensor Comprehensions defs over float tensors,
 //! small (iterator ranges of 1 to 6 points) so the interpreter is quick:
 //! ranks 1 to 4; `+=!` contractions (matmul-like, transposed operands,
 //! several reduction iterators); convolutions whose padding is
@@ -50,12 +51,15 @@
 //! `reads_along_other_directions`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::time::Instant;
 
 use interp::{Arg, Mode, Tensor};
 use ir::DType;
 use opt::verify::{verify, Method, Options, Region, Report, Verdict};
+use testkit::gen::{
+    add, generate, mul, sel, Aff, Agg, Cond, Expr as E, Iv, Op, Profile, Prog, Ranges, Sizes, St,
+    FAMILIES,
+};
 use testkit::Rng;
 
 /// Base programs; each gives one equivalent pair and, without float
@@ -67,1071 +71,20 @@ const SEED: u64 = 0x5eed_7e55_e7a0_0001;
 const ATTEMPTS: usize = 8;
 
 // ---------------------------------------------------------------------
-// Programs.
+// Programs: the shared generator's multi-linear float32 defs.
 
-/// `sum(coef * iterator) + c`.
-#[derive(Clone, Debug, PartialEq)]
-struct Aff {
-    terms: Vec<(i64, String)>,
-    c: i64,
-}
-
-/// Iterator ranges `[lo, hi)` by name.
-type Ranges = BTreeMap<String, (i64, i64)>;
-
-impl Aff {
-    fn var(v: &str) -> Aff {
-        Aff {
-            terms: vec![(1, v.to_string())],
-            c: 0,
-        }
-    }
-
-    fn konst(c: i64) -> Aff {
-        Aff {
-            terms: Vec::new(),
-            c,
-        }
-    }
-
-    fn alone(&self) -> Option<&str> {
-        match &self.terms[..] {
-            [(1, v)] if self.c == 0 => Some(v),
-            _ => None,
-        }
-    }
-
-    /// The least and greatest values over the box.
-    fn interval(&self, r: &Ranges) -> (i64, i64) {
-        let (mut lo, mut hi) = (self.c, self.c);
-        for (a, v) in &self.terms {
-            let (l, h) = r[v];
-            let (x, y) = (a * l, a * (h - 1));
-            lo += x.min(y);
-            hi += x.max(y);
-        }
-        (lo, hi)
-    }
-
-    fn render(&self) -> String {
-        let mut s = String::new();
-        for (a, v) in &self.terms {
-            let term = match a.abs() {
-                1 => v.clone(),
-                k => format!("{k}*{v}"),
-            };
-            s = match (s.is_empty(), *a < 0) {
-                (true, false) => term,
-                (true, true) => format!("-{term}"),
-                (false, false) => format!("{s} + {term}"),
-                (false, true) => format!("{s} - {term}"),
-            };
-        }
-        match (s.is_empty(), self.c) {
-            (true, c) => c.to_string(),
-            (false, 0) => s,
-            (false, c) if c < 0 => format!("{s} - {}", -c),
-            (false, c) => format!("{s} + {c}"),
-        }
-    }
-}
-
-/// A condition on iterators.
-#[derive(Clone, Debug, PartialEq)]
-enum Cond {
-    Lt(Aff, i64),
-    Ge(Aff, i64),
-    And(Box<Cond>, Box<Cond>),
-}
-
-impl Cond {
-    fn render(&self) -> String {
-        match self {
-            Cond::Lt(a, k) => format!("{} < {k}", a.render()),
-            Cond::Ge(a, k) => format!("{} >= {k}", a.render()),
-            Cond::And(a, b) => format!("{} && {}", a.render(), b.render()),
-        }
-    }
-
-    fn affs_mut(&mut self, f: &mut dyn FnMut(&mut Aff, &mut i64)) {
-        match self {
-            Cond::Lt(a, k) | Cond::Ge(a, k) => f(a, k),
-            Cond::And(a, b) => {
-                a.affs_mut(f);
-                b.affs_mut(f);
-            }
-        }
-    }
-
-    fn vars(&self, out: &mut BTreeSet<String>) {
-        match self {
-            Cond::Lt(a, _) | Cond::Ge(a, _) => out.extend(a.terms.iter().map(|t| t.1.clone())),
-            Cond::And(a, b) => {
-                a.vars(out);
-                b.vars(out);
-            }
-        }
-    }
-}
-
-/// A statement's body.
-#[derive(Clone, Debug, PartialEq)]
-enum E {
-    Read(String, Vec<Aff>),
-    Int(i64),
-    Flt(f64),
-    Add(Box<E>, Box<E>),
-    Sub(Box<E>, Box<E>),
-    Mul(Box<E>, Box<E>),
-    Neg(Box<E>),
-    Sel(Cond, Box<E>, Box<E>),
-}
-
-fn add(a: E, b: E) -> E {
-    E::Add(Box::new(a), Box::new(b))
-}
-
-fn mul(a: E, b: E) -> E {
-    E::Mul(Box::new(a), Box::new(b))
-}
-
-fn sel(c: Cond, a: E, b: E) -> E {
-    E::Sel(c, Box::new(a), Box::new(b))
-}
-
-impl E {
-    fn render(&self, outer: u8) -> String {
-        let (prec, s) = match self {
-            E::Read(t, subs) => {
-                let subs: Vec<String> = subs.iter().map(Aff::render).collect();
-                (4, format!("{t}({})", subs.join(", ")))
-            }
-            E::Int(c) if *c < 0 => (3, c.to_string()),
-            E::Int(c) => (4, c.to_string()),
-            E::Flt(x) => (4, format!("{x:?}")),
-            E::Add(a, b) => (1, format!("{} + {}", a.render(1), b.render(2))),
-            E::Sub(a, b) => (1, format!("{} - {}", a.render(1), b.render(2))),
-            E::Mul(a, b) => (2, format!("{} * {}", a.render(2), b.render(3))),
-            E::Neg(a) => (3, format!("-{}", a.render(4))),
-            E::Sel(c, a, b) => (
-                0,
-                format!("{} ? {} : {}", c.render(), a.render(1), b.render(0)),
-            ),
-        };
-        if prec < outer {
-            format!("({s})")
-        } else {
-            s
-        }
-    }
-
-    fn children_mut(&mut self) -> Vec<&mut E> {
-        match self {
-            E::Add(a, b) | E::Sub(a, b) | E::Mul(a, b) | E::Sel(_, a, b) => vec![a, b],
-            E::Neg(a) => vec![a],
-            _ => Vec::new(),
-        }
-    }
-
-    fn children(&self) -> Vec<&E> {
-        match self {
-            E::Add(a, b) | E::Sub(a, b) | E::Mul(a, b) | E::Sel(_, a, b) => vec![a, b],
-            E::Neg(a) => vec![a],
-            _ => Vec::new(),
-        }
-    }
-
-    /// Every node, pre-order.
-    fn nodes(&self) -> Vec<&E> {
-        let mut out = vec![self];
-        for c in self.children() {
-            out.extend(c.nodes());
-        }
-        out
-    }
-
-    /// Calls `f` on every node, pre-order (after `f` changes a node, its
-    /// new children are visited).
-    fn walk_mut(&mut self, f: &mut dyn FnMut(&mut E)) {
-        f(self);
-        for c in self.children_mut() {
-            c.walk_mut(f);
-        }
-    }
-
-    /// The `n`-th node in pre-order.
-    fn nth_mut(&mut self, n: &mut usize) -> Option<&mut E> {
-        if *n == 0 {
-            return Some(self);
-        }
-        *n -= 1;
-        for c in self.children_mut() {
-            if let Some(x) = c.nth_mut(n) {
-                return Some(x);
-            }
-        }
-        None
-    }
-
-    /// The reads, each with whether it lies in a `?:` branch.
-    fn reads(&self, in_branch: bool, out: &mut Vec<(String, Vec<Aff>, bool)>) {
-        match self {
-            E::Read(t, subs) => out.push((t.clone(), subs.clone(), in_branch)),
-            E::Sel(_, a, b) => {
-                a.reads(true, out);
-                b.reads(true, out);
-            }
-            _ => self.children().iter().for_each(|c| c.reads(in_branch, out)),
-        }
-    }
-
-    /// For every node, pre-order: whether it lies in a `?:` branch.
-    fn branch_flags(&self, in_branch: bool, out: &mut Vec<bool>) {
-        out.push(in_branch);
-        let inner = in_branch || matches!(self, E::Sel(..));
-        for c in self.children() {
-            c.branch_flags(inner, out);
-        }
-    }
-
-    /// The iterators it mentions.
-    fn vars(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        for n in self.nodes() {
-            match n {
-                E::Read(_, subs) => {
-                    for s in subs {
-                        out.extend(s.terms.iter().map(|t| t.1.clone()));
-                    }
-                }
-                E::Sel(c, ..) => c.vars(&mut out),
-                _ => {}
-            }
-        }
-        out
-    }
-
-    fn has_float(&self) -> bool {
-        self.nodes().iter().any(|n| matches!(n, E::Flt(_)))
-    }
-
-    fn rename(&mut self, map: &BTreeMap<String, String>) {
-        let fix = |a: &mut Aff| {
-            for t in &mut a.terms {
-                if let Some(n) = map.get(&t.1) {
-                    t.1 = n.clone();
-                }
-            }
-        };
-        self.walk_mut(&mut |e| match e {
-            E::Read(_, subs) => subs.iter_mut().for_each(fix),
-            E::Sel(c, ..) => c.affs_mut(&mut |a, _| fix(a)),
-            _ => {}
-        });
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Assign,
-    /// `+=!`
-    Init,
-    /// `+=`
-    Acc,
-}
-
-impl Op {
-    fn text(self) -> &'static str {
-        match self {
-            Op::Assign => "=",
-            Op::Init => "+=!",
-            Op::Acc => "+=",
-        }
-    }
-}
-
-/// An iterator's range `[lo, hi)`.
-#[derive(Clone, Debug, PartialEq)]
-struct Iv {
-    name: String,
-    lo: i64,
-    hi: i64,
-}
-
-/// `lhs(idx) op body where ranges` (the left-hand iterators first).
-#[derive(Clone, Debug, PartialEq)]
-struct St {
-    lhs: String,
-    idx: Vec<String>,
-    op: Op,
-    body: E,
-    ranges: Vec<Iv>,
-}
-
-impl St {
-    fn range_map(&self) -> Ranges {
-        self.ranges
-            .iter()
-            .map(|r| (r.name.clone(), (r.lo, r.hi)))
-            .collect()
-    }
-
-    fn range(&self, v: &str) -> (i64, i64) {
-        let r = self.ranges.iter().find(|r| r.name == v).expect("a range");
-        (r.lo, r.hi)
-    }
-
-    /// The ranges of `vars`, in that order.
-    fn intervals(&self, vars: &[String]) -> Vec<Iv> {
-        vars.iter()
-            .map(|v| {
-                let (lo, hi) = self.range(v);
-                Iv {
-                    name: v.clone(),
-                    lo,
-                    hi,
-                }
-            })
-            .collect()
-    }
-
-    fn reductions(&self) -> Vec<String> {
-        self.ranges
-            .iter()
-            .filter(|r| !self.idx.contains(&r.name))
-            .map(|r| r.name.clone())
-            .collect()
-    }
-
-    fn reads_tensor(&self, t: &str) -> bool {
-        let mut reads = Vec::new();
-        self.body.reads(false, &mut reads);
-        reads.iter().any(|r| r.0 == t)
-    }
-
-    fn rename(&mut self, map: &BTreeMap<String, String>) {
-        self.body.rename(map);
-        for v in &mut self.idx {
-            *v = map[v].clone();
-        }
-        for r in &mut self.ranges {
-            r.name = map[&r.name].clone();
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Dim {
-    Sym(String),
-    Const(i64),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-struct Input {
-    name: String,
-    dims: Vec<Dim>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-struct Prog {
-    inputs: Vec<Input>,
-    stmts: Vec<St>,
-    outputs: Vec<String>,
-    /// Leave out `where` ranges that inference gives anyway.
-    infer: bool,
-    /// Write `where` bounds as size symbols where one has that value.
-    symbolic: bool,
-}
-
-type Sizes = BTreeMap<String, i64>;
-
-impl Prog {
-    /// The shape of every tensor (a temporary's from its first statement).
-    fn shapes(&self, sizes: &Sizes) -> BTreeMap<String, Vec<i64>> {
-        let mut out = BTreeMap::new();
-        for x in &self.inputs {
-            let dims = x
-                .dims
-                .iter()
-                .map(|d| match d {
-                    Dim::Sym(s) => sizes[s],
-                    Dim::Const(n) => *n,
-                })
-                .collect();
-            out.insert(x.name.clone(), dims);
-        }
-        for s in &self.stmts {
-            if !out.contains_key(&s.lhs) {
-                let shape = s.idx.iter().map(|v| s.range(v).1).collect();
-                out.insert(s.lhs.clone(), shape);
-            }
-        }
-        out
-    }
-
-    fn has_float(&self) -> bool {
-        self.stmts.iter().any(|s| s.body.has_float())
-    }
-
-    /// Every name in use (tensors and iterators), for fresh names.
-    fn names(&self) -> BTreeSet<String> {
-        let mut out: BTreeSet<String> = self.inputs.iter().map(|x| x.name.clone()).collect();
-        for s in &self.stmts {
-            out.insert(s.lhs.clone());
-            out.extend(s.ranges.iter().map(|r| r.name.clone()));
-        }
-        out
-    }
-
-    fn fresh(&self, prefix: &str) -> String {
-        let names = self.names();
-        (0..)
-            .map(|k| format!("{prefix}{k}"))
-            .find(|n| !names.contains(n))
-            .expect("a fresh name")
-    }
-
-    fn render(&self, name: &str, sizes: &Sizes) -> String {
-        let params: Vec<String> = self
-            .inputs
-            .iter()
-            .map(|x| {
-                let dims: Vec<String> = x
-                    .dims
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Sym(s) => s.clone(),
-                        Dim::Const(n) => n.to_string(),
-                    })
-                    .collect();
-                format!("float({}) {}", dims.join(", "), x.name)
-            })
-            .collect();
-        let mut text = format!(
-            "def {name}({}) -> ({}) {{\n",
-            params.join(", "),
-            self.outputs.join(", ")
-        );
-        let all = self.shapes(sizes);
-        let mut known: BTreeMap<String, Vec<i64>> = self
-            .inputs
-            .iter()
-            .map(|x| (x.name.clone(), all[&x.name].clone()))
-            .collect();
-        for s in &self.stmts {
-            let _ = writeln!(text, "  {}", self.render_stmt(s, &known, sizes));
-            known.insert(s.lhs.clone(), all[&s.lhs].clone());
-        }
-        text.push_str("}\n");
-        text
-    }
-
-    fn render_stmt(&self, s: &St, known: &BTreeMap<String, Vec<i64>>, sizes: &Sizes) -> String {
-        let mut reads = Vec::new();
-        s.body.reads(false, &mut reads);
-        let bound = |v: i64| -> String {
-            if self.symbolic {
-                if let Some((name, _)) = sizes.iter().find(|(_, &n)| n == v) {
-                    return name.clone();
-                }
-                if let Some((name, _)) = sizes.iter().find(|(_, &n)| n == v + 1) {
-                    return format!("{name}-1");
-                }
-            }
-            v.to_string()
-        };
-        let mut wheres = Vec::new();
-        for r in &s.ranges {
-            // Inference gives `0:hi` when every subscript outside `?:`
-            // that mentions the iterator is the iterator alone, over a
-            // dimension of extent `hi` (as is the left side's, when its
-            // shape is known).
-            let mut extents = Vec::new();
-            let mut other = false;
-            for (t, subs, _) in reads.iter().filter(|x| !x.2) {
-                for (d, a) in subs.iter().enumerate() {
-                    if a.alone() == Some(r.name.as_str()) {
-                        extents.push(known[t][d]);
-                    } else if a.terms.iter().any(|t| t.1 == r.name) {
-                        other = true;
-                    }
-                }
-            }
-            if let Some(shape) = known.get(&s.lhs) {
-                let d = s.idx.iter().position(|v| *v == r.name);
-                extents.extend(d.map(|d| shape[d]));
-            }
-            let inferred = !other && !extents.is_empty() && extents.iter().all(|&e| e == r.hi);
-            if !(self.infer && r.lo == 0 && inferred) {
-                wheres.push(format!("{} in {}:{}", r.name, r.lo, bound(r.hi)));
-            }
-        }
-        let mut text = format!(
-            "{}({}) {} {}",
-            s.lhs,
-            s.idx.join(", "),
-            s.op.text(),
-            s.body.render(0)
-        );
-        if !wheres.is_empty() {
-            let _ = write!(text, " where {}", wheres.join(", "));
-        }
-        text
-    }
-}
-
-// ---------------------------------------------------------------------
-// The generator.
-
-/// An iterator of a statement being generated.
-#[derive(Clone, Debug)]
-struct It {
-    name: String,
-    lo: i64,
-    hi: i64,
-    lhs: bool,
-}
-
-/// The most points a generated statement iterates over.
-const MAX_VOLUME: i64 = 1500;
-
-#[derive(Debug)]
-struct Gen<'r> {
-    rng: &'r mut Rng,
-    sizes: Sizes,
-    inputs: Vec<Input>,
-    shapes: BTreeMap<String, Vec<i64>>,
-    floats: bool,
-}
-
-impl Gen<'_> {
-    /// A fresh input of these extents: each dimension a new size symbol,
-    /// one already there with that value, or a constant.
-    fn input(&mut self, extents: &[i64]) -> String {
-        let name = format!("X{}", self.inputs.len());
-        let mut dims = Vec::new();
-        for &n in extents {
-            let same: Vec<String> = self
-                .sizes
-                .iter()
-                .filter(|(_, &v)| v == n)
-                .map(|(s, _)| s.clone())
-                .collect();
-            let d = if self.rng.chance(15) {
-                Dim::Const(n)
-            } else if !same.is_empty() && self.rng.chance(30) {
-                Dim::Sym(self.rng.pick(&same))
-            } else {
-                let s = format!("N{}", self.sizes.len());
-                self.sizes.insert(s.clone(), n);
-                Dim::Sym(s)
-            };
-            dims.push(d);
-        }
-        self.inputs.push(Input {
-            name: name.clone(),
-            dims,
-        });
-        self.shapes.insert(name.clone(), extents.to_vec());
-        name
-    }
-
-    fn literal(&mut self) -> E {
-        if self.floats && self.rng.chance(40) {
-            E::Flt(self.rng.pick(&[0.5, 0.25, 1.5, 0.75]))
-        } else {
-            E::Int(self.rng.pick(&[2, 3, 2, 5, 1, 4]))
-        }
-    }
-
-    /// A subscript over `its` (mentioning iterator `must`, if any) and the
-    /// extent of a fresh input's dimension for it: in bounds, or with
-    /// `pad`, sometimes reaching past either edge.
-    fn subscript(&mut self, its: &[It], must: Option<usize>, pad: bool) -> (Aff, i64) {
-        let rng = &mut *self.rng;
-        let v = match must {
-            Some(v) => v,
-            None if rng.chance(8) => {
-                let c = rng.range(0, 1);
-                return (Aff::konst(c), c + 1 + rng.range(0, 1));
-            }
-            None => rng.below(its.len()),
-        };
-        let others: Vec<usize> = (0..its.len()).filter(|&w| w != v).collect();
-        // Prefer a convolution's pair: an output iterator and a reduction
-        // one.
-        let partners: Vec<usize> = others
-            .iter()
-            .copied()
-            .filter(|&w| its[w].lhs != its[v].lhs)
-            .collect();
-        let x = rng.below(100);
-        let mut aff = Aff::var(&its[v].name);
-        let mut extra = 0;
-        if x < 45 {
-        } else if x < 60 {
-            extra = rng.pick(&[1, 2, -1]);
-        } else if x < 90 && !others.is_empty() {
-            let w = if partners.is_empty() || rng.chance(20) {
-                rng.pick(&others)
-            } else {
-                rng.pick(&partners)
-            };
-            let (a, b) = rng.pick(&[(1, 1), (1, 1), (2, 1), (1, 2), (1, -1), (2, 2)]);
-            aff.terms[0].0 = a;
-            aff.terms.push((b, its[w].name.clone()));
-            extra = rng.pick(&[0, 0, -1, 1]);
-        } else {
-            aff.terms[0].0 = 2;
-        }
-        let r: Ranges = its.iter().map(|i| (i.name.clone(), (i.lo, i.hi))).collect();
-        let (mn, mx) = aff.interval(&r);
-        if pad && rng.chance(60) {
-            aff.c = -mn - rng.range(0, 2);
-            let extent = (mx + aff.c + 1 - rng.range(0, 2)).max(1);
-            (aff, extent)
-        } else {
-            aff.c = (-mn).max(0) + extra.max(0);
-            if extra < 0 && mn + extra >= 0 {
-                aff.c = extra;
-            }
-            let extent = mx + aff.c + 1 + rng.range(0, 1);
-            (aff, extent)
-        }
-    }
-
-    /// A read of a fresh input of rank 1 to 4 over `its`, mentioning
-    /// `must`.
-    fn fresh_read(&mut self, its: &[It], must: &[usize], pad: bool) -> E {
-        let rank = (1 + self.rng.below(4)).max(must.len()).min(4);
-        let mut slots: Vec<Option<usize>> = must.iter().copied().map(Some).collect();
-        while slots.len() < rank {
-            slots.push(None);
-        }
-        self.rng.shuffle(&mut slots);
-        let (subs, extents): (Vec<Aff>, Vec<i64>) = slots
-            .into_iter()
-            .map(|m| self.subscript(its, m, pad))
-            .unzip();
-        let name = self.input(&extents);
-        E::Read(name, subs)
-    }
-
-    /// `?:` over iterator `v`: its range cut into two or three pieces, each
-    /// a read of a fresh input (concatenation) or zero (padding).
-    fn concat(&mut self, its: &[It], v: usize) -> E {
-        let (lo, hi) = (its[v].lo, its[v].hi);
-        let rng = &mut *self.rng;
-        let mut cuts = vec![rng.range(lo + 1, hi - 1)];
-        if hi - lo >= 3 && rng.chance(40) {
-            let k = rng.range(lo + 1, hi - 1);
-            if !cuts.contains(&k) {
-                cuts.push(k);
-            }
-        }
-        cuts.sort_unstable();
-        // The other dimensions: the same in-bounds subscripts in every piece.
-        let others: Vec<It> = its
-            .iter()
-            .enumerate()
-            .filter(|&(w, _)| w != v)
-            .map(|(_, i)| i.clone())
-            .collect();
-        let rank = if others.is_empty() {
-            1
-        } else {
-            1 + rng.below(3)
-        };
-        let at = rng.below(rank);
-        let mut rest = Vec::new();
-        for _ in 1..rank {
-            rest.push(self.subscript(&others, None, false));
-        }
-        let mut starts = vec![0];
-        starts.extend(&cuts);
-        let mut ends = cuts.clone();
-        ends.push(hi);
-        let n = starts.len();
-        let zero_at = if self.rng.chance(30) {
-            Some(self.rng.below(n))
-        } else {
-            None
-        };
-        let pieces: Vec<E> = (0..n)
-            .map(|p| {
-                if zero_at == Some(p) {
-                    return E::Int(0);
-                }
-                let off = if self.rng.chance(25) { 1 } else { 0 };
-                let slack = self.rng.pick(&[0, 0, 1, 2]);
-                let mut sub = Aff::var(&its[v].name);
-                sub.c = off - starts[p];
-                let mut subs: Vec<Aff> = rest.iter().map(|r| r.0.clone()).collect();
-                let mut extents: Vec<i64> = rest.iter().map(|r| r.1).collect();
-                subs.insert(at, sub);
-                extents.insert(at, ends[p] - starts[p] + off + slack);
-                let name = self.input(&extents);
-                E::Read(name, subs)
-            })
-            .collect();
-        let var = Aff::var(&its[v].name);
-        match pieces.len() {
-            2 if self.rng.chance(30) => {
-                sel(Cond::Ge(var, cuts[0]), pieces[1].clone(), pieces[0].clone())
-            }
-            2 => sel(Cond::Lt(var, cuts[0]), pieces[0].clone(), pieces[1].clone()),
-            _ if zero_at.is_none() && self.rng.chance(30) => sel(
-                Cond::And(
-                    Box::new(Cond::Ge(var.clone(), cuts[0])),
-                    Box::new(Cond::Lt(var, cuts[1])),
-                ),
-                pieces[1].clone(),
-                E::Int(0),
-            ),
-            _ => sel(
-                Cond::Lt(var.clone(), cuts[0]),
-                pieces[0].clone(),
-                sel(Cond::Lt(var, cuts[1]), pieces[1].clone(), pieces[2].clone()),
-            ),
-        }
-    }
-
-    fn new_iter(&mut self, its: &mut Vec<It>, lhs: bool, slice: bool) {
-        let names: &[&str] = if lhs {
-            &["i", "j", "k", "l", "m", "n"]
-        } else {
-            &["r", "s", "t", "u", "v", "w"]
-        };
-        let name = names
-            .iter()
-            .find(|n| !its.iter().any(|i| i.name == **n))
-            .expect("a free name")
-            .to_string();
-        let volume: i64 = its.iter().map(|i| i.hi - i.lo).product();
-        let most = (MAX_VOLUME / volume).clamp(1, if lhs { 6 } else { 4 });
-        let width = self.rng.range(1, most);
-        let lo = if slice && width >= 2 && self.rng.chance(20) {
-            self.rng.range(1, 2)
-        } else {
-            0
-        };
-        its.push(It {
-            name,
-            lo,
-            hi: lo + width,
-            lhs,
-        });
-    }
-
-    /// A statement `lhs(..) op body`: over `fixed` left-hand iterators (an
-    /// update of an earlier tensor) or new ones; reading temporary `temp`
-    /// in full (shifted, padded, diagonally) when given.
-    fn stmt(
-        &mut self,
-        lhs: &str,
-        op: Op,
-        fixed: Option<Vec<It>>,
-        temps: &[&str],
-        concat: bool,
-    ) -> St {
-        let reduce = op != Op::Assign;
-        let mut its: Vec<It> = fixed.clone().unwrap_or_default();
-        let mut temp_reads = Vec::new();
-        for (n, &t) in temps.iter().enumerate() {
-            let shape = self.shapes[t].clone();
-            let mut order: Vec<usize> = (0..shape.len()).collect();
-            self.rng.shuffle(&mut order);
-            let mut subs = vec![Aff::konst(0); shape.len()];
-            for d in order {
-                let e = shape[d];
-                let x = self.rng.below(100);
-                let n_lhs = its.iter().filter(|i| i.lhs).count();
-                // At most four left-hand iterators, six in all.
-                let lhs = n_lhs < 4 && (!reduce || self.rng.chance(60));
-                let can_new = its.len() < 6 && (lhs || reduce);
-                let reuse: Vec<usize> = (0..its.len())
-                    .filter(|&w| its[w].lo == 0 && its[w].hi == e)
-                    .collect();
-                // Later temporaries mostly share the first one's
-                // iterators.
-                let share = !reuse.is_empty()
-                    && (!can_new || (n > 0 || its.len() >= 3) && self.rng.chance(70));
-                subs[d] = if share {
-                    Aff::var(&its[self.rng.pick(&reuse)].name)
-                } else if !can_new {
-                    Aff::konst(self.rng.range(0, e - 1))
-                } else if x < 55 {
-                    self.new_iter(&mut its, lhs, false);
-                    let last = its.len() - 1;
-                    its[last].hi = e;
-                    if lhs && e >= 2 && self.rng.chance(15) {
-                        its[last].lo = 1;
-                    }
-                    Aff::var(&its[last].name)
-                } else if x < 70 && e >= 2 {
-                    self.new_iter(&mut its, lhs, false);
-                    let last = its.len() - 1;
-                    its[last].hi = e - 1;
-                    let mut a = Aff::var(&its[last].name);
-                    a.c = 1;
-                    a
-                } else if x < 80 && reduce && its.len() < 5 && n_lhs < 4 {
-                    // Padding: h + x - 1 over h in 0:e, x in 0:3.
-                    self.new_iter(&mut its, true, false);
-                    let h = its.len() - 1;
-                    its[h].hi = e;
-                    self.new_iter(&mut its, false, false);
-                    let r = its.len() - 1;
-                    its[r].hi = 3;
-                    Aff {
-                        terms: vec![(1, its[h].name.clone()), (1, its[r].name.clone())],
-                        c: -1,
-                    }
-                } else if x < 92 && !reuse.is_empty() {
-                    Aff::var(&its[self.rng.pick(&reuse)].name)
-                } else {
-                    Aff::konst(self.rng.range(0, e - 1))
-                };
-            }
-            temp_reads.push(E::Read(t.to_string(), subs));
-        }
-        if fixed.is_none() {
-            let n_lhs = self.rng.pick(&[1, 1, 2, 2, 2, 3, 3, 4]);
-            while its.iter().filter(|i| i.lhs).count() < n_lhs && its.len() < 5 {
-                self.new_iter(&mut its, true, true);
-            }
-            if !its.iter().any(|i| i.lhs) {
-                self.new_iter(&mut its, true, true);
-            }
-        }
-        if reduce {
-            let n_red = self.rng.pick(&[0, 1, 1, 1, 2, 2]);
-            while its.iter().filter(|i| !i.lhs).count() < n_red && its.len() < 6 {
-                self.new_iter(&mut its, false, true);
-            }
-        }
-        let pad = reduce && self.rng.chance(45);
-
-        let n_terms = self.rng.pick(&[1, 1, 1, 2, 2, 3]);
-        let mut terms = Vec::new();
-        for k in 0..n_terms {
-            let mut factors = Vec::new();
-            for t in &temp_reads {
-                if k == 0 || self.rng.chance(30) {
-                    factors.push(t.clone());
-                }
-            }
-            let n = self.rng.pick(&[1, 1, 2, 2, 2, 3]);
-            while factors.len() < n {
-                let wide: Vec<usize> = (0..its.len())
-                    .filter(|&v| its[v].hi - its[v].lo >= 2)
-                    .collect();
-                if !wide.is_empty()
-                    && (concat && k == 0 && factors.is_empty() || self.rng.chance(12))
-                {
-                    let v = self.rng.pick(&wide);
-                    factors.push(self.concat(&its, v));
-                } else if n >= 2 && self.rng.chance(12) {
-                    // A sum as a factor: `(A(i) + B(i, k)) * C(k)`.
-                    let (a, b) = (
-                        self.fresh_read(&its, &[], pad),
-                        self.fresh_read(&its, &[], pad),
-                    );
-                    factors.push(if self.rng.chance(25) {
-                        E::Sub(Box::new(a), Box::new(b))
-                    } else {
-                        add(a, b)
-                    });
-                } else {
-                    factors.push(self.fresh_read(&its, &[], pad));
-                }
-            }
-            if self.rng.chance(20) {
-                let at = self.rng.below(factors.len() + 1);
-                let lit = self.literal();
-                factors.insert(at, lit);
-            }
-            let mut term = factors.into_iter().reduce(mul).expect("a factor");
-            if self.rng.chance(8) {
-                term = E::Neg(Box::new(term));
-            }
-            terms.push(term);
-        }
-        // Every reduction iterator (and most left-hand ones) read outside
-        // `?:`.
-        let mut reads = Vec::new();
-        for t in &terms {
-            t.reads(false, &mut reads);
-        }
-        let seen: BTreeSet<String> = reads
-            .iter()
-            .filter(|r| !r.2)
-            .flat_map(|r| r.1.iter().flat_map(|a| a.terms.iter().map(|t| t.1.clone())))
-            .collect();
-        let missing: Vec<usize> = (0..its.len())
-            .filter(|&v| !seen.contains(&its[v].name) && (!its[v].lhs || self.rng.chance(85)))
-            .collect();
-        for chunk in missing.chunks(4) {
-            let subs: Vec<Aff> = chunk.iter().map(|&v| Aff::var(&its[v].name)).collect();
-            let extents: Vec<i64> = chunk
-                .iter()
-                .map(|&v| its[v].hi + self.rng.range(0, 1))
-                .collect();
-            let name = self.input(&extents);
-            let first = terms.remove(0);
-            terms.insert(0, mul(first, E::Read(name, subs)));
-        }
-        let mut body = terms.remove(0);
-        for t in terms {
-            body = if self.rng.chance(20) {
-                E::Sub(Box::new(body), Box::new(t))
-            } else {
-                add(body, t)
-            };
-        }
-        let mut lhs_its: Vec<It> = its.iter().filter(|i| i.lhs).cloned().collect();
-        if fixed.is_none() {
-            self.rng.shuffle(&mut lhs_its);
-        }
-        let idx: Vec<String> = lhs_its.iter().map(|i| i.name.clone()).collect();
-        let ranges: Vec<Iv> = lhs_its
-            .iter()
-            .chain(its.iter().filter(|i| !i.lhs))
-            .map(|i| Iv {
-                name: i.name.clone(),
-                lo: i.lo,
-                hi: i.hi,
-            })
-            .collect();
-        if !self.shapes.contains_key(lhs) {
-            let shape = lhs_its.iter().map(|i| i.hi).collect();
-            self.shapes.insert(lhs.to_string(), shape);
-        }
-        St {
-            lhs: lhs.to_string(),
-            idx,
-            op,
-            body,
-            ranges,
-        }
-    }
-}
-
-/// A generated program with the sizes of its symbols.
-#[derive(Clone, Debug)]
-struct Base {
-    family: &'static str,
-    sizes: Sizes,
-    prog: Prog,
-}
-
-fn generate(rng: &mut Rng) -> Base {
-    let floats = rng.chance(30);
-    let infer = rng.chance(50);
-    let symbolic = rng.chance(50);
-    let family = rng.pick(&[
-        "reduce", "reduce", "assign", "concat", "chain2", "chain3", "fork", "acc",
-    ]);
-    let mut g = Gen {
-        rng,
-        sizes: Sizes::new(),
-        inputs: Vec::new(),
-        shapes: BTreeMap::new(),
-        floats,
-    };
-    let any_op = |g: &mut Gen| {
-        if g.rng.chance(50) {
-            Op::Assign
-        } else {
-            Op::Init
-        }
-    };
-    let mut stmts = Vec::new();
-    let mut outputs = vec!["O".to_string()];
-    match family {
-        "reduce" => stmts.push(g.stmt("O", Op::Init, None, &[], false)),
-        "assign" => stmts.push(g.stmt("O", Op::Assign, None, &[], false)),
-        "concat" => {
-            let op = any_op(&mut g);
-            stmts.push(g.stmt("O", op, None, &[], true));
-        }
-        "fork" => {
-            // Two independent temporaries, both read by the output.
-            for t in ["T0", "T1"] {
-                let op = any_op(&mut g);
-                let concat = g.rng.chance(25);
-                stmts.push(g.stmt(t, op, None, &[], concat));
-            }
-            let op = any_op(&mut g);
-            stmts.push(g.stmt("O", op, None, &["T0", "T1"], false));
-            if g.rng.chance(30) {
-                outputs.push("T1".to_string());
-            }
-        }
-        "chain2" | "chain3" => {
-            let op = any_op(&mut g);
-            let concat = g.rng.chance(25);
-            stmts.push(g.stmt("T0", op, None, &[], concat));
-            let mut last = "T0".to_string();
-            if family == "chain3" {
-                let op = any_op(&mut g);
-                stmts.push(g.stmt("T1", op, None, &["T0"], false));
-                last = "T1".to_string();
-            }
-            let op = any_op(&mut g);
-            let temps: &[&str] = if last == "T1" && g.rng.chance(30) {
-                &["T1", "T0"]
-            } else {
-                &[&last]
-            };
-            stmts.push(g.stmt("O", op, None, temps, false));
-            if g.rng.chance(30) {
-                outputs.push(last);
-            }
-        }
-        _ => {
-            let op = any_op(&mut g);
-            let concat = g.rng.chance(25);
-            let first = g.stmt("O", op, None, &[], concat);
-            // `+=` over the same or a narrower box.
-            let mut fixed: Vec<It> = first
-                .idx
-                .iter()
-                .map(|v| {
-                    let (lo, hi) = first.range(v);
-                    It {
-                        name: v.clone(),
-                        lo,
-                        hi,
-                        lhs: true,
-                    }
-                })
-                .collect();
-            for it in &mut fixed {
-                if it.hi - it.lo >= 2 && g.rng.chance(25) {
-                    if g.rng.chance(50) {
-                        it.lo += 1;
-                    } else {
-                        it.hi -= 1;
-                    }
-                }
-            }
-            stmts.push(first);
-            stmts.push(g.stmt("O", Op::Acc, Some(fixed), &[], false));
-        }
-    }
-    Base {
-        family,
-        sizes: g.sizes,
-        prog: Prog {
-            inputs: g.inputs,
-            stmts,
-            outputs,
-            infer,
-            symbolic,
-        },
-    }
-}
+/// Small float32 programs of sums of products (the verifier's exact
+/// method is for multi-linear programs), from every shared family.
+const PROFILE: Profile = Profile {
+    dtypes: &[(DType::F32, 1)],
+    families: &FAMILIES,
+    float_literals: 30,
+    nonlinear: false,
+    lhs_widths: &[1, 2, 3, 4, 5, 6],
+    reduction_widths: &[1, 2, 3, 4],
+    max_volume: 1500,
+    max_elements: 100_000,
+};
 
 // ---------------------------------------------------------------------
 // Rewrites that keep a program equivalent.
@@ -1165,9 +118,9 @@ const REWRITES: [&str; 11] = [
 ];
 
 /// Applies rewrite `kind` to `p` if it applies somewhere.
-fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> {
+fn rewrite(rng: &mut Rng, p: &Prog, kind: usize) -> Option<Prog> {
     let mut p = p.clone();
-    let shapes = p.shapes(sizes);
+    let shapes = p.shapes();
     let n = p.stmts.len();
     match kind {
         0 => {
@@ -1229,13 +182,13 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
                 .iter_mut()
                 .filter(|r| r.name == v)
                 .for_each(|r| r.lo = k);
-            b.op = Op::Acc;
+            b.op = Op::Acc(Agg::Add);
             p.stmts.splice(s..=s, [a, b]);
         }
         3 => {
             let first = |s: usize| !p.stmts[..s].iter().any(|x| x.lhs == p.stmts[s].lhs);
             let sites: Vec<(usize, usize)> = (0..n)
-                .filter(|&s| p.stmts[s].op != Op::Acc && first(s))
+                .filter(|&s| p.stmts[s].op != Op::Acc(Agg::Add) && first(s))
                 .flat_map(|s| {
                     let st = &p.stmts[s];
                     (0..st.idx.len())
@@ -1268,28 +221,17 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
                 .filter(|r| r.name == v)
                 .for_each(|r| r.lo = k);
             let idx: Vec<Aff> = st.idx.iter().map(|x| Aff::var(x)).collect();
-            let merge = St {
-                lhs: st.lhs.clone(),
-                idx: st.idx.clone(),
-                op: Op::Assign,
-                body: sel(
+            let merge = St::new(
+                &st.lhs,
+                st.idx.clone(),
+                Op::Assign,
+                sel(
                     Cond::Lt(Aff::var(&v), k),
                     E::Read(t1, idx.clone()),
                     E::Read(t2, idx),
                 ),
-                ranges: st
-                    .idx
-                    .iter()
-                    .map(|x| {
-                        let (lo, hi) = st.range(x);
-                        Iv {
-                            name: x.clone(),
-                            lo,
-                            hi,
-                        }
-                    })
-                    .collect(),
-            };
+                st.intervals(&st.idx),
+            );
             p.stmts.splice(s..=s, [a, b, merge]);
         }
         4 => {
@@ -1324,13 +266,7 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
                 E::Read(u.clone(), vars.iter().map(|v| Aff::var(v)).collect()),
             );
             let ranges = st.intervals(&vars);
-            let hoisted = St {
-                lhs: u,
-                idx: vars,
-                op: Op::Assign,
-                body: sub,
-                ranges,
-            };
+            let hoisted = St::new(&u, vars, Op::Assign, sub, ranges);
             p.stmts.insert(s, hoisted);
         }
         5 => {
@@ -1352,13 +288,7 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
             let ranges = st.intervals(&vars);
             // `+=!` over no reduction iterator: the points a read of the
             // body skips stay zero, which add nothing.
-            let hoisted = St {
-                lhs: u,
-                idx: vars,
-                op: Op::Init,
-                body,
-                ranges,
-            };
+            let hoisted = St::new(&u, vars, Op::Init(Agg::Add), body, ranges);
             p.stmts.insert(s, hoisted);
         }
         6 => {
@@ -1445,7 +375,7 @@ fn rewrite(rng: &mut Rng, p: &Prog, sizes: &Sizes, kind: usize) -> Option<Prog> 
             let (mut a, mut b) = (st.clone(), st);
             a.body = x;
             b.body = y;
-            b.op = Op::Acc;
+            b.op = Op::Acc(Agg::Add);
             p.stmts.splice(s..=s, [a, b]);
         }
         9 => {
@@ -1592,7 +522,7 @@ fn sites(p: &mut Prog, kind: usize, apply: Option<(usize, i64)>) -> usize {
     count
 }
 
-fn perturb(rng: &mut Rng, p: &Prog, sizes: &Sizes) -> Option<(Prog, usize)> {
+fn perturb(rng: &mut Rng, p: &Prog) -> Option<(Prog, usize)> {
     let mut q = p.clone();
     let mut kinds: Vec<usize> = (0..7).filter(|&k| sites(&mut q, k, None) > 0).collect();
     kinds.push(7);
@@ -1602,7 +532,7 @@ fn perturb(rng: &mut Rng, p: &Prog, sizes: &Sizes) -> Option<(Prog, usize)> {
         // elements per dimension, after a statement writing `T`.
         let s = rng.below(q.stmts.len());
         let t = q.stmts[s].lhs.clone();
-        let shape = &q.shapes(sizes)[&t];
+        let shape = &q.shapes()[&t];
         let names = ["a", "b", "c", "d", "e", "h", "o"];
         let mut ranges = Vec::new();
         for (d, &n) in shape.iter().enumerate() {
@@ -1620,13 +550,7 @@ fn perturb(rng: &mut Rng, p: &Prog, sizes: &Sizes) -> Option<(Prog, usize)> {
         } else {
             E::Int(1)
         };
-        let update = St {
-            lhs: t,
-            idx,
-            op: Op::Acc,
-            body,
-            ranges,
-        };
+        let update = St::new(&t, idx, Op::Acc(Agg::Add), body, ranges);
         q.stmts.insert(s + 1, update);
         return Some((q, kind));
     }
@@ -1896,10 +820,10 @@ struct Stats {
 fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
     let seed = SEED ^ case.wrapping_mul(0x2545_f491_4f6c_dd1d);
     let mut rng = Rng::new(seed);
-    let base = generate(&mut rng);
-    let sizes = &base.sizes;
+    let base = generate(&mut rng, &PROFILE);
+    let sizes = &base.prog.sizes;
     *stats.families.entry(base.family).or_default() += 1;
-    let f_text = base.prog.render("f", sizes);
+    let f_text = base.prog.source("f");
     if let Err(e) = check(&f_text) {
         panic!(
             "the generator wrote a program that does not check:\n{}\n{e}",
@@ -1918,7 +842,7 @@ fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
             break;
         }
         let kind = rng.below(REWRITES.len());
-        if let Some(q) = rewrite(&mut rng, &g, sizes, kind) {
+        if let Some(q) = rewrite(&mut rng, &g, kind) {
             g = q;
             applied.push(kind);
         }
@@ -1926,7 +850,7 @@ fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
     for &k in &applied {
         *stats.rewrites.entry(REWRITES[k]).or_default() += 1;
     }
-    let text = format!("{f_text}{}", g.render("g", sizes));
+    let text = format!("{f_text}{}", g.source("g"));
     let program = check(&text).unwrap_or_else(|e| {
         panic!(
             "a rewrite ({:?}) wrote a program that does not check:\n{}\n{e}",
@@ -1970,10 +894,10 @@ fn run_case(case: u64, stats: &mut Stats) -> Vec<String> {
             &base.prog
         };
         for _ in 0..ATTEMPTS {
-            let Some((q, kind)) = perturb(&mut rng, from, sizes) else {
+            let Some((q, kind)) = perturb(&mut rng, from) else {
                 continue;
             };
-            let text = format!("{f_text}{}", q.render("g", sizes));
+            let text = format!("{f_text}{}", q.source("g"));
             let program = match check(&text) {
                 Ok(p) => p,
                 Err(e) => {

@@ -14,5 +14,5 @@ pub mod program;
 
 pub use generate::{generate, Family, Gen, Generated, It, Profile, FAMILIES};
 pub use program::{
-    add, mul, sel, sub, Agg, Aff, Bound, Cond, Dim, Expr, Input, Iv, Op, Prog, Ranges, Sizes, St,
+    add, mul, sel, sub, Aff, Agg, Bound, Cond, Dim, Expr, Input, Iv, Op, Prog, Ranges, Sizes, St,
 };

@@ -129,30 +129,21 @@ pub(crate) fn exec_comp(
                 Value::Bool(b) => f64::from(u8::from(b)),
             });
             let fold = float_fold(c.op, t);
+            // Both float types compute in f64 and differ only in how the
+            // output stores what the fold gives.
+            macro_rules! drive_into {
+                ($t:ty) => {{
+                    let data = out.as_mut_slice::<$t>().ok_or(stored)?;
+                    let store = Store::<$t, f64>::new(data);
+                    drive(
+                        &mut frame, &space, &lets, &guards, &*g, start, &*fold, store,
+                    )
+                }};
+            }
             if t == DType::F32 {
-                let data = out.as_mut_slice::<f32>().ok_or(stored)?;
-                drive(
-                    &mut frame,
-                    &space,
-                    &lets,
-                    &guards,
-                    &*g,
-                    start,
-                    &*fold,
-                    Store::<f32, f64>::new(data),
-                )
+                drive_into!(f32)
             } else {
-                let data = out.as_mut_slice::<f64>().ok_or(stored)?;
-                drive(
-                    &mut frame,
-                    &space,
-                    &lets,
-                    &guards,
-                    &*g,
-                    start,
-                    &*fold,
-                    Store::<f64, f64>::new(data),
-                )
+                drive_into!(f64)
             }
         }
         Mode::Real if t == DType::Bool => {

@@ -30,6 +30,6 @@ pub use pass::{
     builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline,
     run_pipeline_verifying, Pass, Verify, BUILTIN_PIPELINES,
 };
-pub use print::print_block;
+pub use print::{op_name, print_block};
 pub use target::{cache_dir, Cache, Target};
 pub use verify::verify_block;

@@ -223,8 +223,9 @@ fn write_tags(out: &mut String, tags: &Tags) {
     }
 }
 
-/// The text name of an intrinsic operation.
-pub(crate) fn op_name(op: &Op) -> &'static str {
+/// The text name of an intrinsic operation, as the kernel text writes it
+/// (and as other crates name it in messages).
+pub fn op_name(op: &Op) -> &'static str {
     match op {
         Op::Unary(u) => un_name(*u),
         Op::Binary(b) => bin_name(*b),

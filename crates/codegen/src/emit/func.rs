@@ -832,7 +832,7 @@ impl<'a> Func<'a> {
                         .map(|n| scalar(n))
                         .collect::<Result<Vec<_>, _>>()?;
                     let c = scalar::intrinsic(op, *dtype, &args)
-                        .map_err(|m| at(format!("{}: {m}", super::op_text(op))))?;
+                        .map_err(|m| at(format!("{}: {m}", kernel::op_name(op))))?;
                     for check in &c.checks {
                         self.line(check);
                     }

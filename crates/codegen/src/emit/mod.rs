@@ -53,7 +53,7 @@ use std::fmt;
 use std::fmt::Write as _;
 
 use ir::DType;
-use kernel::{Block, Dim, Op, RefDir, StmtKind};
+use kernel::{Block, Dim, RefDir, StmtKind};
 
 use func::{comment_text, Func, RootBuf};
 
@@ -390,31 +390,4 @@ pub(crate) fn layout_len(shape: &[Dim]) -> Result<u64, String> {
         ));
     }
     Ok(len)
-}
-
-/// An operation's name as the kernel text writes it, for messages.
-pub(crate) fn op_text(op: &Op) -> &'static str {
-    use ir::{BinOp, UnOp};
-    match op {
-        Op::Unary(UnOp::Neg) => "neg",
-        Op::Unary(UnOp::Not) => "not",
-        Op::Binary(b) => match b {
-            BinOp::Add => "add",
-            BinOp::Sub => "sub",
-            BinOp::Mul => "mul",
-            BinOp::Div => "div",
-            BinOp::Mod => "mod",
-            BinOp::Lt => "lt",
-            BinOp::Le => "le",
-            BinOp::Gt => "gt",
-            BinOp::Ge => "ge",
-            BinOp::Eq => "eq",
-            BinOp::Ne => "ne",
-            BinOp::And => "and",
-            BinOp::Or => "or",
-        },
-        Op::Builtin(f) => f.name(),
-        Op::Select => "select",
-        Op::Cast => "cast",
-    }
 }

@@ -201,7 +201,7 @@ pub(crate) fn intrinsic(op: &Op, t: DType, args: &[(String, DType)]) -> Result<C
             }
         }
         Op::Binary(b) => {
-            same(crate::emit::op_text(op))?;
+            same(kernel::op_name(op))?;
             binary(*b, t, a, &args[1].0)?
         }
         Op::Builtin(f) => {

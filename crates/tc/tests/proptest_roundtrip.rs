@@ -24,8 +24,10 @@
 //!   make a callee range such as `0:N-1` empty, which is an error).
 //! - `/` and `%` have a divisor that is not a literal (so never a literal 0).
 
+use ir::DType;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use testkit::gen::{self, Profile};
 
 const SYMBOLS: [&str; 3] = ["N", "M", "K"];
 const TYPES: [&str; 15] = [
@@ -1207,6 +1209,45 @@ proptest! {
     #[test]
     fn generated_programs_check_and_round_trip(choices in prop::collection::vec(0..256u32, 0..800)) {
         round_trip(&program(&choices))?;
+    }
+}
+
+/// The programs of the property tests' shared generator (`testkit::gen`:
+/// every family, every element type, with division, maxima and minima)
+/// check and round trip too; this generator adds what they do not write
+/// (calls, several defs, mixed types, every builtin, literal forms).
+const SHARED: Profile = Profile {
+    dtypes: &[
+        (DType::F32, 2),
+        (DType::F64, 1),
+        (DType::I32, 1),
+        (DType::I64, 1),
+    ],
+    families: &[
+        ("reduce", gen::generate::reduce, 2),
+        ("reduce-other", gen::generate::reduce_other, 1),
+        ("assign", gen::generate::assign, 1),
+        ("concat", gen::generate::concat, 1),
+        ("chain2", gen::generate::chain2, 1),
+        ("chain3", gen::generate::chain3, 1),
+        ("fork", gen::generate::fork, 1),
+        ("acc", gen::generate::acc, 1),
+    ],
+    float_literals: 30,
+    nonlinear: true,
+    lhs_widths: &[1, 2, 3, 4, 5, 6],
+    reduction_widths: &[1, 2, 3, 4],
+    max_volume: 1500,
+    max_elements: 100_000,
+};
+
+proptest! {
+    #![proptest_config(Config { cases: 512, failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn shared_generator_programs_round_trip(seed in any::<u64>()) {
+        let g = gen::generate(&mut testkit::Rng::new(seed), &SHARED);
+        round_trip(&g.prog.source("f"))?;
     }
 }
 

@@ -271,14 +271,19 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
             "Add" => p.wrapping_add(q),
             "Sub" => p.wrapping_sub(q),
             "Mul" => p.wrapping_mul(q),
-            // ONNX integer division truncates, as C does.
-            "Div" => p
-                .checked_div(q)
+            "Div" => truncating_div(p, q)
                 .ok_or_else(|| n.error("integer division by zero in a constant"))?,
             _ => wrapping_pow(p, q).ok_or_else(|| n.error("negative integer power"))?,
         });
     }
     Ok(Tensor::from_i64(a.dtype(), shape, v))
+}
+
+/// `p / q` rounded toward zero, as ONNX and C divide integers (`None` for
+/// `q == 0`); `i64::MIN / -1` wraps to `i64::MIN`, as every other integer
+/// operation wraps.
+fn truncating_div(p: i64, q: i64) -> Option<i64> {
+    (q != 0).then(|| p.wrapping_div(q))
 }
 
 /// `p` to the power `q` (`q >= 0`, else `None`) with int64 semantics, as
@@ -442,7 +447,16 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::wrapping_pow;
+    use super::{truncating_div, wrapping_pow};
+
+    #[test]
+    fn integer_division_truncates_and_wraps() {
+        assert_eq!(truncating_div(7, 2), Some(3));
+        assert_eq!(truncating_div(-7, 2), Some(-3));
+        assert_eq!(truncating_div(7, -2), Some(-3));
+        assert_eq!(truncating_div(i64::MIN, -1), Some(i64::MIN));
+        assert_eq!(truncating_div(5, 0), None);
+    }
 
     #[test]
     fn integer_powers_wrap_like_int64() {

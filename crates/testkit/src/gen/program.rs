@@ -59,11 +59,7 @@ impl Aff {
 
     /// Its value at a point (every iterator it mentions has a value).
     pub fn at(&self, point: &BTreeMap<String, i64>) -> i64 {
-        self.terms
-            .iter()
-            .map(|(a, v)| a * point[v])
-            .sum::<i64>()
-            + self.c
+        self.terms.iter().map(|(a, v)| a * point[v]).sum::<i64>() + self.c
     }
 
     /// The least and greatest values over the box `r`.
@@ -363,10 +359,7 @@ impl Expr {
                 a.reads(true, out);
                 b.reads(true, out);
             }
-            _ => self
-                .children()
-                .iter()
-                .for_each(|c| c.reads(in_branch, out)),
+            _ => self.children().iter().for_each(|c| c.reads(in_branch, out)),
         }
     }
 
@@ -699,7 +692,11 @@ impl Prog {
 
     fn render_stmt(&self, s: &St, known: &BTreeMap<String, Vec<i64>>) -> String {
         let mut reads = s.all_reads();
-        reads.extend(s.exists.iter().map(|(t, subs)| (t.clone(), subs.clone(), false)));
+        reads.extend(
+            s.exists
+                .iter()
+                .map(|(t, subs)| (t.clone(), subs.clone(), false)),
+        );
         let bound = |v: i64| -> String {
             if self.symbolic {
                 if let Some((name, _)) = self.sizes.iter().find(|(_, &n)| n == v) {

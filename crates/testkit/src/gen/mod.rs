@@ -9,9 +9,13 @@
 //! interpreter on rewritten and perturbed copies, the compiled path
 //! against the interpreter, the printer and parser against each other.
 
+pub mod comprehension;
+pub mod eval;
 pub mod generate;
 pub mod program;
 
+pub use comprehension::comprehension;
+pub use eval::{eval, random_inputs, Evaluation, Failure, Output};
 pub use generate::{generate, Family, Gen, Generated, It, Profile, FAMILIES};
 pub use program::{
     add, mul, sel, sub, Aff, Agg, Bound, Cond, Dim, Expr, Input, Iv, Op, Prog, Ranges, Sizes, St,

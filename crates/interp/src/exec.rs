@@ -387,12 +387,14 @@ fn int_fold(op: Reduction, t: DType) -> Box<dyn Fn(i64, i64) -> i64> {
     }
 }
 
-/// The reads of a reduction's body that every point evaluates (reads not
-/// under a `?:` branch, without indirect subscripts), compiled once more so
-/// that every point can be tested before its body runs: a point where one of
-/// them is out of bounds contributes nothing, and none of its other reads is
-/// evaluated (an indirect read could otherwise fail first, depending on the
-/// order of operands).
+/// The reads of a reduction's body and lets that every point evaluates
+/// (reads not under a `?:` branch, whose subscripts read no tensor and no
+/// let), compiled once more so that every point can be tested before its
+/// lets and body run: a point where one of them is out of bounds
+/// contributes nothing, and none of its other reads or operations is
+/// evaluated (an indirect read or a division by zero could otherwise fail
+/// first, depending on the order of operands or on whether a value was
+/// written as a let or in place).
 fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>, String> {
     fn walk<'e>(e: &'e Expr, out: &mut Vec<(&'e str, &'e [Expr])>) {
         match e {
@@ -408,10 +410,15 @@ fn guards<'a>(scope: &Scope<'a>, c: &Comprehension) -> Result<Vec<ReadPlan<'a>>,
         return Ok(Vec::new());
     }
     let mut reads = Vec::new();
+    for (_, e) in &c.lets {
+        walk(e, &mut reads);
+    }
     walk(&c.body, &mut reads);
     let mut out = Vec::new();
     for (name, subs) in reads {
-        let indirect = subs.iter().any(|e| e.any(&|x| matches!(x, Expr::Read(..))));
+        let indirect = subs
+            .iter()
+            .any(|e| e.any(&|x| matches!(x, Expr::Read(..) | Expr::Local(_))));
         if !indirect {
             out.push(ReadPlan::new(scope, name, subs)?.0);
         }
@@ -499,8 +506,10 @@ fn drive<S: Widen<T>, T: Copy>(
             .sum();
         let mut acc = start.unwrap_or_else(|| out[off].widen());
         loop {
-            let checked = eval_lets(frame, lets)
-                .and_then(|()| guards.iter().try_for_each(|g| g.offset(frame).map(|_| ())));
+            let checked = guards
+                .iter()
+                .try_for_each(|g| g.offset(frame).map(|_| ()))
+                .and_then(|()| eval_lets(frame, lets));
             match checked.and_then(|()| body(frame)) {
                 Ok(v) => acc = fold(acc, v),
                 Err(Stop::Skip) => {}

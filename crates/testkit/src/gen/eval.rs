@@ -545,13 +545,11 @@ impl<'p, E: Elem> Evaluator<'p, E> {
     /// The body's value at one point of the box (`unguarded`: the reads of
     /// the lets and body outside `?:`).
     fn point(&self, st: &St, unguarded: &[(String, Vec<Aff>)], p: &Point) -> Result<Val<E>, Stop> {
-        // The reads outside `?:` are tested first, so that a point one of
-        // them skips evaluates nothing else: no division by zero there
-        // fails. (The interpreter evaluates the lets before it tests the
-        // body's reads, so a let that divides by zero at such a point
-        // fails there; the generator's lets hold one read, so no generated
-        // program tells the two orders apart.) After that, operands are
-        // evaluated left to right, as the interpreter does.
+        // The reads outside `?:`, of the lets and the body, are tested
+        // first, so that a point one of them skips evaluates nothing else:
+        // no division by zero there fails (LANGUAGE.md, "What
+        // out-of-bounds reads mean"). After that, operands are evaluated
+        // left to right, as the interpreter does.
         if let Some((t, subs)) = unguarded
             .iter()
             .find(|(t, subs)| self.read(t, subs, p).is_none())

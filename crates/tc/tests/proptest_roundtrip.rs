@@ -1213,7 +1213,9 @@ proptest! {
 }
 
 /// The programs of the property tests' shared generator (`testkit::gen`:
-/// every family, every element type, with division, maxima and minima)
+/// its multi-statement families, every element type, with division,
+/// maxima and minima; not the single comprehension, which also writes
+/// programs that are errors)
 /// check and round trip too; this generator adds what they do not write
 /// (calls, several defs, mixed types, every builtin, literal forms).
 const SHARED: Profile = Profile {

@@ -12,8 +12,9 @@
 //! ([`FAMILIES`]); other files of this module add families for what one
 //! boundary specializes on.
 //!
-//! Every generated program checks at its sizes (a test that finds one that
-//! does not reports a generator bug, with the program).
+//! Every program of these families checks at its sizes (a test that finds
+//! one that does not reports a generator bug, with the program); a family
+//! that also writes erroneous programs on purpose says so.
 
 use std::collections::{BTreeMap, BTreeSet};
 

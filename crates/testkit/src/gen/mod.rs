@@ -10,6 +10,7 @@
 //! against the interpreter, the printer and parser against each other.
 
 pub mod generate;
+pub mod kernels;
 pub mod program;
 
 pub use generate::{generate, Family, Gen, Generated, It, Profile, FAMILIES};

@@ -1080,7 +1080,13 @@ impl Builder<'_> {
             }
         }
         let dtype = self.cx.def.type_of(Some(self.comp), e);
-        let local = format!("G{}", self.block.stmts.len());
+        // A guard block already refines its parent's local, named the same
+        // way after the parent's statement count: where the counts meet, a
+        // nested branch's local takes another name.
+        let mut local = format!("G{}", self.block.stmts.len());
+        while self.block.refinement(&local).is_some() {
+            local.push('_');
+        }
         self.block.refs.push(Refinement {
             dir: RefDir::InOut,
             from: None,
@@ -1140,18 +1146,18 @@ impl Builder<'_> {
             into: local.clone(),
         });
         if !sub.taken_ok.is_empty() {
-            return err(format!(
+            return Err(LowerError::not_lowered_yet(format!(
                 "statement {}: a `?:` inside a `?:` branch whose reads may fall outside their tensors is not lowered yet",
                 self.cx.stmt + 1
-            ));
+            )));
         }
         let skips = sub.block.constraints.len() > before;
         if skips && !self.comp.init {
-            return err(format!(
+            return Err(LowerError::not_lowered_yet(format!(
                 "statement {}: an accumulating reduction (`{}` without `!`) with a `?:` branch whose reads may fall outside their tensors is not lowered yet",
                 self.cx.stmt + 1,
                 self.comp.op.symbol()
-            ));
+            )));
         }
         let flag = skips.then(|| format!("F{}", self.block.stmts.len()));
         if flag.is_none() {

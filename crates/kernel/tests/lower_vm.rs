@@ -318,6 +318,12 @@ fn guarded_branches_lower_to_guard_blocks() {
     let src = "def g(float(N) A) -> (O) {\n  O(i) +=! (t < N ? A(t) : 0.0) * A(i + k - 1) where i in 0:N, k in 0:3, t = i + k\n}\n";
     let g = tc::check_source(src).unwrap().program;
     check(&g, "g", &[("N", 4)], &[], 45);
+    // Three pieces: the second branch is a guard block inside the first's,
+    // whose local the inner one must not take the name of.
+    let src = "def cat3(float(N) A, float(M) B, float(P) C) -> (O) {\n  O(i) = i < N ? A(i) : i < N + M ? B(i - N) : C(i - N - M) where i in 0:N+M+P\n}\n";
+    let cat3 = tc::check_source(src).unwrap().program;
+    check(&cat3, "cat3", &[("N", 1), ("M", 1), ("P", 1)], &[], 46);
+    check(&cat3, "cat3", &[("N", 2), ("M", 2), ("P", 2)], &[], 47);
 }
 
 #[test]
@@ -385,6 +391,21 @@ fn unsupported_forms_are_clear_errors() {
             .contains("not a conjunction of affine comparisons"),
         "{e}"
     );
+    // A padded branch inside another, and a padded branch of an
+    // accumulating reduction: the interpreter runs both, so the engine must
+    // be told to fall back, not that the program is wrong.
+    let e = lower(
+        "def f(float(N) A, float(N) B, float(N) C) -> (O) {\n  O(i) +=! i < 1 ? A(i + k) : i < 2 ? B(i + k) : C(i + k) where i in 0:N, k in 0:3\n}\n",
+        &[("N", 4)],
+    );
+    assert_eq!(e.kind, LowerErrorKind::NotLoweredYet, "{e}");
+    assert!(e.message.contains("a `?:` inside a `?:` branch"), "{e}");
+    let e = lower(
+        "def f(float(N) A, float(N) B) -> (O) {\n  O(i) = B(i)\n  O(i) += i < 2 ? A(i + k) : 0.0 where i in 0:N, k in 0:3\n}\n",
+        &[("N", 4)],
+    );
+    assert_eq!(e.kind, LowerErrorKind::NotLoweredYet, "{e}");
+    assert!(e.message.contains("an accumulating reduction"), "{e}");
     // A size without a value is the caller's error, not a form to lower
     // later: no fallback note may call it "not lowered yet".
     let e = lower("def f(float(N) A) -> (O) {\n  O(i) = A(i)\n}\n", &[]);

@@ -1,24 +1,33 @@
-//! Random programs, compiled: a seeded generator writes Tensor Comprehensions
-//! defs with their sizes, and every def the checker accepts at those sizes
-//! (`tc::check_source_with_sizes`) is compiled through the whole native
+//! Random programs, compiled: every def comes from the shared generator
+//! (`testkit::gen`) with the sizes of its symbols, is checked at those
+//! sizes (`tc::check_source_with_sizes`; a def that does not check is a
+//! generator bug and fails the test), compiled through the whole native
 //! path (lowering, the cpu pass pipeline, C emission, the system C
 //! compiler, the runtime) and run on seeded random inputs. Its outputs are
 //! the reference interpreter's (floats within 1e-4 relative, integers
 //! exactly), on two runs of one state, with library matmuls and, for every
 //! case the library takes and a quarter of the others, without them; where
 //! the interpreter fails (an integer division by zero) the compiled run
-//! fails too.
+//! fails too, as a hand-written def checks on every run. Lowering may
+//! refuse only forms it does not handle yet (`?:` pieces nested in padded
+//! ones, or in a `+=`), never a matmul or a convolution, and few cases.
 //!
-//! The programs cover what the compiled path specializes on: ranks 1 to 4,
-//! affine subscripts (`X(i + 2*k - 1, j)`), `=` and the reductions `+=!
-//! max=! min=! *=!`, explicit `where` ranges that make reads fall outside
-//! their inputs (padding: such points contribute nothing), odd sizes and
-//! rows of 16 and more (vectors with tails, partial vectors, jammed
-//! indices), matmuls and convolutions, float32, float64 and int32, and
-//! defs of two statements (a temporary feeding a second comprehension, or
-//! a second statement accumulating onto the first). The cases are the same
-//! on every run (fixed seeds of `testkit::Rng`); a failure prints the def and its
-//! sizes.
+//! The families are the kernels the compiled path specializes on
+//! (`gen::kernels`: generic statements of rank 1 to 4 by `=` and the
+//! reductions `+=! max=! min=! *=!`, alone, through a temporary or
+//! accumulated onto; batched and transposed matmuls with a bias, a ReLU or
+//! a second matmul; 2-d, depthwise and 1-d convolutions and poolings,
+//! padded and strided), the families every property test shares
+//! (`gen::FAMILIES`: reductions, assignments, `?:` concatenations, chains
+//! and forks of statements through temporaries, `+=` onto an earlier
+//! statement) and reductions by `max`, `min` and `*`. Between them they
+//! have affine subscripts (`X(i + 2*k - 1, j)`), ranges fixed by `where`
+//! or inferred, reads that fall outside their inputs (padding: such points
+//! contribute nothing), odd sizes and rows of 16 and more (vectors with
+//! tails, partial vectors, jammed indices), bodies with `+ - * /`, maxima
+//! and minima, and float32, float64 and int32. The cases are the same on
+//! every run (fixed seeds of `testkit::Rng`); a failure prints the def and
+//! its sizes.
 
 mod common;
 
@@ -29,594 +38,56 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use codegen::cache::KernelCache;
 use interp::{Arg, Mode, RunError, Tensor};
 use ir::{DType, Param, Program, Stmt};
-use kernel::{Block, RefDir, StmtKind};
+use kernel::{Block, LowerErrorKind, RefDir, StmtKind};
+use testkit::gen::{self, kernels, Family, Generated, Profile};
 use testkit::Rng;
 
-/// Each case costs a C compile (about 0.2 s at `-O3`): 150 of them take
-/// about 20 s on two cores.
-const CASES: u64 = 150;
+/// Each case costs a C compile or two (about 0.2 s each at `-O3`): 200 of
+/// them take about 25 s on two cores.
+const CASES: u64 = 200;
 const SEED: u64 = 0x7e55_e7a5_eed5;
 
-/// Generic statements stay below this many points of their iteration box,
-/// and inputs below this many elements, so the interpreter is quick.
+/// Statements stay below this many points of their iteration box (kernels
+/// below four times as many), and inputs below this many elements, so the
+/// interpreter is quick.
 const MAX_POINTS: i64 = 60_000;
 const MAX_ELEMENTS: i64 = 300_000;
 
-/// Odd sizes, and sizes around and above the 16 float32 lanes of a vector.
+/// Odd widths, and widths around and above the 16 float32 lanes of a
+/// vector, for left-hand iterators; small ones for reductions.
 const SIZES: [i64; 10] = [1, 3, 5, 7, 13, 16, 17, 19, 20, 33];
-const WIDE: [i64; 5] = [16, 17, 19, 20, 33];
 const SMALL: [i64; 7] = [1, 2, 3, 5, 7, 13, 17];
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ty {
-    F32,
-    F64,
-    I32,
-}
+/// The kernels' families, the shared ones at their own weights, and
+/// reductions by `max`, `min` and `*` (which the shared ones leave out).
+/// The kernels weigh about two thirds of the draws, matmuls a fifth, so
+/// that the library takes many cases.
+const FAMILIES: [(&str, Family, u64); 4 + gen::FAMILIES.len()] = {
+    let mut all = [("generic", kernels::generic as Family, 6); 4 + gen::FAMILIES.len()];
+    all[1] = ("matmul", kernels::matmul, 5);
+    all[2] = ("convolution", kernels::convolution, 5);
+    all[3] = ("reduce_other", gen::generate::reduce_other, 1);
+    let mut k = 0;
+    while k < gen::FAMILIES.len() {
+        all[4 + k] = gen::FAMILIES[k];
+        k += 1;
+    }
+    all
+};
 
-impl Ty {
-    fn random(rng: &mut Rng, f64_percent: u64, i32_percent: u64) -> Ty {
-        let x = rng.below(100) as u64;
-        if x < f64_percent {
-            Ty::F64
-        } else if x < f64_percent + i32_percent {
-            Ty::I32
-        } else {
-            Ty::F32
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Ty::F32 => "float",
-            Ty::F64 => "double",
-            Ty::I32 => "int32",
-        }
-    }
-
-    fn max(self) -> &'static str {
-        match self {
-            Ty::F32 => "fmaxf",
-            Ty::F64 => "fmax",
-            Ty::I32 => "max",
-        }
-    }
-
-    fn min(self) -> &'static str {
-        match self {
-            Ty::F32 => "fminf",
-            Ty::F64 => "fmin",
-            Ty::I32 => "min",
-        }
-    }
-}
-
-/// A generated def `random` with the sizes of its symbols.
-struct Case {
-    family: &'static str,
-    source: String,
-    sizes: BTreeMap<String, i64>,
-}
-
-/// A def under construction: its parameters and the sizes of their
-/// symbols.
-struct Def {
-    ty: Ty,
-    params: Vec<String>,
-    sizes: BTreeMap<String, i64>,
-    /// The element count of the largest input.
-    largest: i64,
-}
-
-impl Def {
-    fn new(ty: Ty) -> Def {
-        Def {
-            ty,
-            params: Vec::new(),
-            sizes: BTreeMap::new(),
-            largest: 0,
-        }
-    }
-
-    /// Adds tensor parameter `name` with dimensions (size symbol, size).
-    fn param(&mut self, name: &str, dims: &[(&str, i64)]) {
-        for (s, n) in dims {
-            self.sizes.insert(s.to_string(), *n);
-        }
-        let symbols: Vec<&str> = dims.iter().map(|(s, _)| *s).collect();
-        self.add(name, &symbols.join(", "), dims.iter().map(|(_, n)| n));
-    }
-
-    /// A fresh input with dimensions of these sizes, each a new size symbol
-    /// or (sometimes) a constant.
-    fn input(&mut self, rng: &mut Rng, dims: &[i64]) -> String {
-        let name = format!("X{}", self.params.len());
-        let texts: Vec<String> = dims
-            .iter()
-            .map(|&n| {
-                if rng.chance(10) {
-                    return n.to_string();
-                }
-                let s = format!("D{}", self.sizes.len());
-                self.sizes.insert(s.clone(), n);
-                s
-            })
-            .collect();
-        self.add(&name, &texts.join(", "), dims);
-        name
-    }
-
-    fn add<'a>(&mut self, name: &str, dims: &str, sizes: impl IntoIterator<Item = &'a i64>) {
-        self.params
-            .push(format!("{}({dims}) {name}", self.ty.name()));
-        self.largest = self.largest.max(sizes.into_iter().product());
-    }
-
-    /// The upper bound of a `where` range of `n` points: half the time a
-    /// size symbol of that value if there is one (`h in 0:H`), else `n`.
-    fn bound(&self, rng: &mut Rng, n: i64) -> String {
-        match self.sizes.iter().find(|(_, v)| **v == n) {
-            Some((s, _)) if rng.chance(50) => s.clone(),
-            _ => n.to_string(),
-        }
-    }
-
-    /// The case, unless an input is too large.
-    fn case(self, family: &'static str, outputs: &[&str], stmts: &[String]) -> Option<Case> {
-        if self.largest > MAX_ELEMENTS {
-            return None;
-        }
-        let body: String = stmts.iter().map(|s| format!("  {s}\n")).collect();
-        Some(Case {
-            family,
-            source: format!(
-                "def random({}) -> ({}) {{\n{body}}}\n",
-                self.params.join(", "),
-                outputs.join(", ")
-            ),
-            sizes: self.sizes,
-        })
-    }
-}
-
-/// How an iterator of a generated statement gets its range.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Bound {
-    /// `where v in 0:n`.
-    Where,
-    /// Inferred: the statement reads some input at `v` alone in a
-    /// dimension of size `n`.
-    Infer,
-    /// Inferred from a subscript `v` alone that is already there (the left
-    /// side's known shape, or a temporary read at its own iterators).
-    Given,
-}
-
-#[derive(Clone, Copy)]
-struct Iter {
-    name: &'static str,
-    n: i64,
-    bound: Bound,
-}
-
-/// A subscript over `iters` (mentioning iterator `with`, if any) and the
-/// size of the dimension it indexes. An iterator not fixed by `where`
-/// appears alone only as itself over a dimension of its size, so range
-/// inference gives every iterator exactly `0:n`; sums of several iterators
-/// may then reach outside the dimension only where `padded`.
-fn subscript(rng: &mut Rng, iters: &[Iter], with: Option<usize>, padded: bool) -> (String, i64) {
-    let terms = match with {
-        Some(_) => 1 + rng.below(2),
-        None => rng.pick(&[0, 1, 1, 2, 2]),
-    }
-    .min(iters.len());
-    let mut vars: Vec<usize> = with.into_iter().collect();
-    while vars.len() < terms {
-        let v = rng.below(iters.len());
-        if !vars.contains(&v) {
-            vars.push(v);
-        }
-    }
-    if let [v] = vars[..] {
-        if iters[v].bound != Bound::Where || rng.chance(30) {
-            return (iters[v].name.to_string(), iters[v].n);
-        }
-    }
-    let terms: Vec<(usize, i64)> = vars
-        .iter()
-        .map(|&v| (v, rng.pick(&[1, 1, 2, -1])))
-        .collect();
-    let lo: i64 = terms
-        .iter()
-        .map(|&(v, c)| (c * (iters[v].n - 1)).min(0))
-        .sum();
-    let hi: i64 = terms
-        .iter()
-        .map(|&(v, c)| (c * (iters[v].n - 1)).max(0))
-        .sum();
-    let (offset, size) = if padded && !terms.is_empty() && rng.chance(50) {
-        // Reads past either edge: those points contribute nothing.
-        let offset = -lo - rng.range(0, 2);
-        (offset, (hi + offset + 1 - rng.range(0, 2)).max(1))
-    } else {
-        let offset = -lo + rng.range(0, 1);
-        (offset, hi + offset + 1 + rng.range(0, 1))
-    };
-    let mut text = String::new();
-    for &(v, c) in &terms {
-        let name = iters[v].name;
-        let (sign, term) = match c {
-            1 => ("+", name.to_string()),
-            -1 => ("-", name.to_string()),
-            c => ("+", format!("{c}*{name}")),
-        };
-        text = match (text.is_empty(), sign) {
-            (true, "-") => format!("-{term}"),
-            (true, _) => term,
-            (false, s) => format!("{text} {s} {term}"),
-        };
-    }
-    let text = match (text.is_empty(), offset) {
-        (true, o) => o.to_string(),
-        (false, 0) => text,
-        (false, o) if o < 0 => format!("{text} - {}", -o),
-        (false, o) => format!("{text} + {o}"),
-    };
-    (text, size)
-}
-
-/// At least `count` reads of fresh inputs of ranks 1 to 4 for a statement
-/// over `iters`: every `Infer` iterator is read alone somewhere, and every
-/// iterator of `must` appears somewhere.
-fn reads(
-    rng: &mut Rng,
-    def: &mut Def,
-    iters: &[Iter],
-    must: &[usize],
-    count: usize,
-    padded: bool,
-) -> Vec<String> {
-    let alone: Vec<usize> = (0..iters.len())
-        .filter(|&v| iters[v].bound == Bound::Infer)
-        .collect();
-    let mut ranks: Vec<usize> = (0..count).map(|_| 1 + rng.below(4)).collect();
-    while ranks.iter().sum::<usize>() < alone.len() + must.len() {
-        match ranks.iter_mut().find(|r| **r < 4) {
-            Some(r) => *r += 1,
-            None => ranks.push(1),
-        }
-    }
-    let mut order: Vec<usize> = (0..ranks.iter().sum()).collect();
-    rng.shuffle(&mut order);
-    let mut subs = vec![(String::new(), 0); order.len()];
-    for (k, &slot) in order.iter().enumerate() {
-        subs[slot] = match (
-            alone.get(k),
-            k.checked_sub(alone.len()).and_then(|m| must.get(m)),
-        ) {
-            (Some(&v), _) => (iters[v].name.to_string(), iters[v].n),
-            (None, Some(&v)) => subscript(rng, iters, Some(v), padded),
-            (None, None) => subscript(rng, iters, None, padded),
-        };
-    }
-    let mut subs = subs.into_iter();
-    ranks
-        .iter()
-        .map(|&r| {
-            let (texts, dims): (Vec<String>, Vec<i64>) = subs.by_ref().take(r).unzip();
-            format!("{}({})", def.input(rng, &dims), texts.join(", "))
-        })
-        .collect()
-}
-
-/// The reads combined with `+ - * /`, max and min.
-fn body(rng: &mut Rng, ty: Ty, reads: &[String]) -> String {
-    let (first, rest) = reads.split_first().expect("a read");
-    let mut e = match rng.below(6) {
-        0 => format!("-{first}"),
-        1 => format!("{first} * 3"),
-        2 => format!("{first} + 1"),
-        _ => first.clone(),
-    };
-    for r in rest {
-        e = match rng.below(12) {
-            0..=3 => format!("{e} + {r}"),
-            4 => format!("{e} - {r}"),
-            5..=7 => format!("({e}) * {r}"),
-            8 => format!("{}({e}, {r})", ty.max()),
-            9 => format!("{}({e}, {r})", ty.min()),
-            // Integer inputs are 0 to 7: a bare divisor is sometimes zero,
-            // which is an error on both paths. It comes up at two of the
-            // twelve draws so that the int32 cases (about a seventh) include
-            // such failures for the test to check.
-            10 | 11 if ty == Ty::I32 && rng.chance(50) => format!("({e}) / {r}"),
-            10 if ty == Ty::I32 => format!("({e}) / ({r} + 1)"),
-            10 => format!("({e}) / ({r} + 3)"),
-            _ => format!("{e} - {r} * 2"),
-        };
-    }
-    e
-}
-
-/// `lhs(first rank iterators) op body where ...` over fresh inputs (and
-/// `fixed`, a read already written).
-fn comprehension(
-    rng: &mut Rng,
-    def: &mut Def,
-    lhs: &str,
-    iters: &[Iter],
-    rank: usize,
-    op: &str,
-    fixed: Option<String>,
-) -> String {
-    let must: Vec<usize> = (rank..iters.len())
-        .filter(|&v| iters[v].bound == Bound::Where)
-        .collect();
-    let count = if fixed.is_some() {
-        rng.below(3)
-    } else {
-        1 + rng.below(3)
-    };
-    let mut all = reads(rng, def, iters, &must, count, op != "=");
-    if let Some(f) = fixed {
-        all.insert(rng.below(all.len() + 1), f);
-    }
-    let wheres: Vec<String> = iters
-        .iter()
-        .filter(|it| it.bound == Bound::Where)
-        .map(|it| format!("{} in 0:{}", it.name, def.bound(rng, it.n)))
-        .collect();
-    let names: Vec<&str> = iters[..rank].iter().map(|it| it.name).collect();
-    let wheres = if wheres.is_empty() {
-        String::new()
-    } else {
-        format!(" where {}", wheres.join(", "))
-    };
-    format!(
-        "{lhs}({}) {op} {}{wheres}",
-        names.join(", "),
-        body(rng, def.ty, &all)
-    )
-}
-
-/// A statement of random rank, reductions, subscripts and ranges; or two:
-/// a temporary read by a second comprehension, or a second statement
-/// accumulating onto the first.
-fn generic(rng: &mut Rng) -> Option<Case> {
-    let mut def = Def::new(Ty::random(rng, 15, 15));
-    let rank = 1 + rng.below(4);
-    let reductions = rng.pick(&[0, 0, 1, 1, 1, 2]);
-    let op = if reductions == 0 && rng.chance(60) {
-        "="
-    } else {
-        rng.pick(&["+=!", "+=!", "+=!", "+=!", "max=!", "max=!", "min=!", "*=!"])
-    };
-    let mut iters: Vec<Iter> = ["i", "j", "k", "l"][..rank]
-        .iter()
-        .enumerate()
-        .map(|(d, &name)| Iter {
-            name,
-            n: if d + 1 == rank && rng.chance(40) {
-                rng.pick(&WIDE)
-            } else {
-                rng.pick(&SIZES)
-            },
-            bound: if rng.chance(50) {
-                Bound::Where
-            } else {
-                Bound::Infer
-            },
-        })
-        .collect();
-    for &name in &["r", "s"][..reductions] {
-        iters.push(Iter {
-            name,
-            n: rng.pick(&SMALL),
-            bound: if rng.chance(30) {
-                Bound::Where
-            } else {
-                Bound::Infer
-            },
-        });
-    }
-    while iters.iter().map(|it| it.n).product::<i64>() > MAX_POINTS {
-        let v = rng.below(iters.len());
-        iters[v].n = rng.pick(&[1, 2, 3, 5]);
-    }
-    let given: Vec<Iter> = iters[..rank]
-        .iter()
-        .map(|it| Iter {
-            bound: Bound::Given,
-            ..*it
-        })
-        .collect();
-    match rng.below(10) {
-        0..=6 => {
-            let s = comprehension(rng, &mut def, "O", &iters, rank, op, None);
-            def.case("generic", &["O"], &[s])
-        }
-        7 | 8 => {
-            let first = comprehension(rng, &mut def, "T", &iters, rank, op, None);
-            let names: Vec<&str> = given.iter().map(|it| it.name).collect();
-            let fixed = format!("T({})", names.join(", "));
-            let mut order = given;
-            rng.shuffle(&mut order);
-            let op = rng.pick(&["=", "+=!", "max=!"]);
-            let keep = if op == "=" { rank } else { 1 + rng.below(rank) };
-            let second = comprehension(rng, &mut def, "O", &order, keep, op, Some(fixed));
-            def.case("temporary", &["O"], &[first, second])
-        }
-        _ => {
-            let first = comprehension(rng, &mut def, "O", &iters, rank, op, None);
-            let mut more = given;
-            if rng.chance(40) {
-                more.push(Iter {
-                    name: "r",
-                    n: rng.pick(&[1, 2, 3, 5, 7]),
-                    bound: Bound::Infer,
-                });
-            }
-            let op = if rng.chance(80) { "+=" } else { "max=" };
-            let second = comprehension(rng, &mut def, "O", &more, rank, op, None);
-            def.case("accumulate", &["O"], &[first, second])
-        }
-    }
-}
-
-/// A (batched, transposed) matmul, alone or with a bias, a ReLU or a
-/// second matmul after it.
-fn matmul(rng: &mut Rng) -> Option<Case> {
-    let mut def = Def::new(Ty::random(rng, 10, 10));
-    let (m, n, k) = (rng.pick(&SIZES), rng.pick(&SIZES), rng.pick(&SIZES));
-    let (b, q): (&str, Vec<(&str, i64)>) = if rng.chance(25) {
-        ("b, ", vec![("Q", rng.range(1, 3))])
-    } else {
-        ("", Vec::new())
-    };
-    let dims = |x: &[(&'static str, i64)]| [q.as_slice(), x].concat();
-    let a = if rng.chance(20) {
-        def.param("A", &dims(&[("K", k), ("M", m)]));
-        "k, i"
-    } else {
-        def.param("A", &dims(&[("M", m), ("K", k)]));
-        "i, k"
-    };
-    let bt = if rng.chance(20) {
-        def.param("B", &dims(&[("N", n), ("K", k)]));
-        "j, k"
-    } else {
-        def.param("B", &dims(&[("K", k), ("N", n)]));
-        "k, j"
-    };
-    // A max-times product is no matmul for the library.
-    let op = if rng.chance(15) { "max=!" } else { "+=!" };
-    let mm = |out: &str| format!("{out}({b}i, j) {op} A({b}{a}) * B({b}{bt})");
-    let max = def.ty.max();
-    match rng.below(5) {
-        0 => {
-            def.param("Bias", &[("N", n)]);
-            let bias = format!("O({b}i, j) += Bias(j)");
-            def.case("matmul", &["O"], &[mm("O"), bias])
-        }
-        1 => {
-            let relu = format!("R({b}i, j) = {max}(O({b}i, j), 0)");
-            def.case("matmul", &["O", "R"], &[mm("O"), relu])
-        }
-        2 => {
-            def.param("C", &dims(&[("N", n), ("L", rng.pick(&SIZES))]));
-            let second = format!("O({b}i, l) +=! T({b}i, j) * C({b}j, l)");
-            def.case("matmul", &["O"], &[mm("T"), second])
-        }
-        _ => def.case("matmul", &["O"], &[mm("O")]),
-    }
-}
-
-/// A 2-d, depthwise or 1-d convolution or a pooling, padded or not,
-/// strided or not, sometimes with a bias and ReLU after it.
-fn convolution(rng: &mut Rng) -> Option<Case> {
-    let mut def = Def::new(Ty::random(rng, 10, 5));
-    let (n, c, f) = (
-        rng.range(1, 2),
-        rng.pick(&[1, 2, 3, 4]),
-        rng.pick(&[1, 2, 3, 4, 8, 16]),
-    );
-    let (kh, kw) = (rng.pick(&[1, 2, 3, 5]), rng.pick(&[1, 2, 3, 5]));
-    let (mut h, mut w) = (rng.pick(&SIZES[..9]), rng.pick(&SIZES[..9]));
-    let stride = if rng.chance(20) { 2 } else { 1 };
-    let explicit = rng.chance(75);
-    if !explicit {
-        // Inferred output ranges are empty below the filter's size.
-        h = h.max(kh);
-        w = w.max(kw);
-    }
-    let (ph, pw) = if explicit {
-        (rng.range(0, (kh - 1).min(2)), rng.range(0, (kw - 1).min(2)))
-    } else {
-        (0, 0)
-    };
-    let sub = |x: &str, r: &str, p: i64| {
-        let s = if stride == 2 { "2*" } else { "" };
-        match p {
-            0 => format!("{s}{x} + {r}"),
-            p => format!("{s}{x} + {r} - {p}"),
-        }
-    };
-    let (hs, ws) = (sub("h", "r", ph), sub("w", "s", pw));
-    let range = |x: &str, sym: &str, size: i64| match stride {
-        1 => format!("{x} in 0:{sym}"),
-        _ => format!("{x} in 0:{}", (size + 1) / 2),
-    };
-    let wheres = if explicit {
-        format!(" where {}, {}", range("h", "H", h), range("w", "W", w))
-    } else {
-        String::new()
-    };
-    let (first, channel, points) = match rng.below(10) {
-        0..=5 => {
-            def.param("In", &[("N", n), ("C", c), ("H", h), ("W", w)]);
-            def.param("Wt", &[("F", f), ("C", c), ("KH", kh), ("KW", kw)]);
-            let s = format!("(n, f, h, w) +=! In(n, c, {hs}, {ws}) * Wt(f, c, r, s){wheres}");
-            (s, "f", n * f * c * h * w * kh * kw)
-        }
-        6 => {
-            def.param("In", &[("N", n), ("C", c), ("H", h), ("W", w)]);
-            def.param("Wt", &[("C", c), ("KH", kh), ("KW", kw)]);
-            let s = format!("(n, c, h, w) +=! In(n, c, {hs}, {ws}) * Wt(c, r, s){wheres}");
-            (s, "c", n * c * h * w * kh * kw)
-        }
-        7 => {
-            def.param("In", &[("N", n), ("C", c), ("W", w)]);
-            def.param("Wt", &[("F", f), ("C", c), ("KW", kw)]);
-            let wheres = if explicit {
-                format!(" where {}", range("w", "W", w))
-            } else {
-                String::new()
-            };
-            let s = format!("(n, f, w) +=! In(n, c, {ws}) * Wt(f, c, s){wheres}");
-            (s, "f", n * f * c * w * kw)
-        }
-        _ => {
-            // No filter tensor bounds the window: it is fixed by `where`.
-            def.param("In", &[("N", n), ("C", c), ("H", h), ("W", w)]);
-            let op = if rng.chance(70) { "max=!" } else { "+=!" };
-            let (oh, ow) = if stride == 1 {
-                ("H".to_string(), "W".to_string())
-            } else {
-                (((h + 1) / 2).to_string(), ((w + 1) / 2).to_string())
-            };
-            let s = format!(
-                "(n, c, h, w) {op} In(n, c, {hs}, {ws}) where h in 0:{oh}, w in 0:{ow}, r in 0:{kh}, s in 0:{kw}"
-            );
-            (s, "c", n * c * h * w * kh * kw)
-        }
-    };
-    if points > 4 * MAX_POINTS {
-        return None;
-    }
-    let lhs = &first[..first.find(')').expect("a left side") + 1];
-    if rng.chance(25) {
-        let size = if channel == "f" { f } else { c };
-        let bias = if channel == "f" { "F" } else { "C" };
-        def.param("Bias", &[(bias, size)]);
-        let relu = format!("O{lhs} = {}(T{lhs} + Bias({channel}), 0)", def.ty.max());
-        def.case("convolution", &["O"], &[format!("T{first}"), relu])
-    } else {
-        def.case("convolution", &["O"], &[format!("O{first}")])
-    }
-}
-
-fn generate(rng: &mut Rng) -> Case {
-    loop {
-        let case = match rng.below(20) {
-            0..=9 => generic(rng),
-            10..=14 => matmul(rng),
-            _ => convolution(rng),
-        };
-        if let Some(case) = case {
-            return case;
-        }
-    }
-}
+/// Float32 mostly, float64 and int32 each about one case in seven; half
+/// the float programs have float literals; bodies divide and take maxima
+/// and minima.
+const PROFILE: Profile = Profile {
+    dtypes: &[(DType::F32, 70), (DType::F64, 15), (DType::I32, 15)],
+    families: &FAMILIES,
+    float_literals: 50,
+    nonlinear: true,
+    lhs_widths: &SIZES,
+    reduction_widths: &SMALL,
+    max_volume: MAX_POINTS,
+    max_elements: MAX_ELEMENTS,
+};
 
 /// Every block of `b`'s nest, `b` first.
 fn blocks(b: &Block) -> Vec<&Block> {
@@ -646,8 +117,9 @@ fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
 
 /// Builds def `random` for `sizes` (matmuls by the library or not) and runs it
 /// twice on one state with `args`: every output must be the interpreter's,
-/// or the run must fail where the interpreter failed. `None` if lowering
-/// refused the def.
+/// or the run must fail where the interpreter failed. Lowering may refuse
+/// a form it does not handle yet (its error); refusing a def that checks
+/// and runs for any other reason is a bug.
 fn compiled(
     library: bool,
     cache: &KernelCache,
@@ -656,10 +128,12 @@ fn compiled(
     args: &HashMap<String, Arg>,
     want: &Result<Vec<(String, Tensor)>, RunError>,
     context: &str,
-) -> Option<runtime::Executable> {
+) -> Result<runtime::Executable, kernel::LowerError> {
     let exe = match runtime::build(program, "random", sizes, &options(library), cache) {
         Ok(exe) => exe,
-        Err(runtime::BuildError::Lower(_)) => return None,
+        Err(runtime::BuildError::Lower(e)) if e.kind == LowerErrorKind::NotLoweredYet => {
+            return Err(e)
+        }
         Err(e) => panic!("{context}library {library}: {e}"),
     };
     let mut state = exe.state();
@@ -675,9 +149,14 @@ fn compiled(
         let want = match want {
             Ok(want) => want,
             Err(e) => {
+                let Err(got) = ran else {
+                    panic!("{context}library {library}, run {run}: the interpreter fails ({e}), the compiled def does not");
+                };
+                // The generated defs can fail only by dividing by zero, so a
+                // compiled failure of any other kind is a bug of its own.
                 assert!(
-                    ran.is_err(),
-                    "{context}library {library}, run {run}: the interpreter fails ({e}), the compiled def does not"
+                    got.contains("by zero"),
+                    "{context}library {library}, run {run}: the interpreter fails ({e}), the compiled def otherwise: {got}"
                 );
                 continue;
             }
@@ -696,7 +175,7 @@ fn compiled(
             }
         }
     }
-    Some(exe)
+    Ok(exe)
 }
 
 /// For a `#vector` block: whether its vectors are partial (fewer lanes than
@@ -730,8 +209,8 @@ fn vector_kind(b: &Block) -> (bool, bool) {
 
 /// What became of one case.
 enum Outcome {
-    Rejected,
-    /// Lowering refused the def (the case, for the report).
+    /// Lowering refused a form it does not handle yet (the case and the
+    /// error, for the report).
     NotLowered(String),
     /// The interpreter failed, and so did the compiled def.
     ProgramError,
@@ -739,13 +218,20 @@ enum Outcome {
     Compared(Vec<String>),
 }
 
-fn run_case(cache: &KernelCache, case: &Case, seed: u64) -> Outcome {
-    let context = format!("case {seed:#x}, sizes {:?}:\n{}", case.sizes, case.source);
-    let sizes: HashMap<String, i64> = case.sizes.clone().into_iter().collect();
-    let Ok(checked) = tc::check_source_with_sizes(&case.source, &sizes) else {
-        return Outcome::Rejected;
+fn run_case(cache: &KernelCache, case: &Generated, seed: u64) -> Outcome {
+    let source = case.prog.source("random");
+    let context = format!(
+        "case {seed:#x} (family {}), sizes {:?}:\n{source}",
+        case.family, case.prog.sizes
+    );
+    let sizes: HashMap<String, i64> = case.prog.sizes.clone().into_iter().collect();
+    let program = match tc::check_source_with_sizes(&source, &sizes) {
+        Ok(checked) => checked.program,
+        Err(diags) => {
+            let diags: Vec<String> = diags.iter().map(ToString::to_string).collect();
+            panic!("{context}the generator wrote a def that does not check: {diags:?}")
+        }
     };
-    let program = checked.program;
     let d = program.def("random").expect("def random");
     let bound =
         interp::bind_sizes(d, &HashMap::new(), &sizes).unwrap_or_else(|e| panic!("{context}{e}"));
@@ -760,8 +246,17 @@ fn run_case(cache: &KernelCache, case: &Case, seed: u64) -> Outcome {
         }
     }
     let want = interp::run(&program, "random", &args, &sizes, Mode::Real);
-    let Some(exe) = compiled(true, cache, &program, &bound, &args, &want, &context) else {
-        return Outcome::NotLowered(context);
+    let exe = match compiled(true, cache, &program, &bound, &args, &want, &context) {
+        Ok(exe) => exe,
+        Err(e) => {
+            // Matmuls and convolutions are what the compiled path is for:
+            // lowering takes every one of them.
+            assert!(
+                !["matmul", "convolution"].contains(&case.family),
+                "{context}{e}"
+            );
+            return Outcome::NotLowered(format!("{context}{e}"));
+        }
     };
     let Ok(outputs) = &want else {
         return Outcome::ProgramError;
@@ -790,10 +285,17 @@ fn run_case(cache: &KernelCache, case: &Case, seed: u64) -> Outcome {
     let flags = [
         ("two statements", d.stmts.len() > 1),
         // A reduction's reads that fall outside their inputs somewhere
-        // become constraints of its block.
+        // become constraints of its block; a `?:` branch whose reads would
+        // runs in a guard block, constrained by its condition.
         (
             "padded",
-            blocks(&lowered).iter().any(|b| !b.constraints.is_empty()),
+            blocks(&lowered)
+                .iter()
+                .any(|b| !b.tags.contains("guard") && !b.constraints.is_empty()),
+        ),
+        (
+            "guarded branch",
+            blocks(&lowered).iter().any(|b| b.tags.contains("guard")),
         ),
         ("rank 4", d.tensors.iter().any(|t| t.shape.len() == 4)),
         (
@@ -826,7 +328,6 @@ fn run_case(cache: &KernelCache, case: &Case, seed: u64) -> Outcome {
 #[derive(Debug, Default)]
 struct Tally {
     cases: u64,
-    rejected: u64,
     not_lowered: Vec<String>,
     program_errors: u64,
     compared: u64,
@@ -852,7 +353,7 @@ fn random_programs_compile_to_what_the_interpreter_computes() {
                             return mine;
                         }
                         let seed = SEED + k;
-                        let case = generate(&mut Rng::new(seed));
+                        let case = gen::generate(&mut Rng::new(seed), &PROFILE);
                         mine.push((k, run_case(&cache, &case, seed)));
                     }
                 })
@@ -868,7 +369,6 @@ fn random_programs_compile_to_what_the_interpreter_computes() {
     for (_, outcome) in outcomes {
         tally.cases += 1;
         match outcome {
-            Outcome::Rejected => tally.rejected += 1,
             Outcome::NotLowered(context) => tally.not_lowered.push(context),
             Outcome::ProgramError => tally.program_errors += 1,
             Outcome::Compared(kinds) => {
@@ -880,15 +380,20 @@ fn random_programs_compile_to_what_the_interpreter_computes() {
         }
     }
     println!("{tally:#?}");
-    // Rejecting or skipping everything would pass vacuously.
+    // Skipping everything would pass vacuously.
     assert!(
         tally.compared * 10 >= tally.cases * 7,
         "only {} of {} cases compared: {tally:#?}",
         tally.compared,
         tally.cases
     );
+    // The core's statements (the shared families' and the generic one's)
+    // put `?:` pieces into reductions whose reads may fall outside their
+    // inputs, sometimes nested or accumulated (`+=`): forms that lowering
+    // refuses as not lowered yet. They must stay few, or the cases would
+    // mostly test the refusal.
     assert!(
-        tally.not_lowered.len() <= 2,
+        tally.not_lowered.len() as u64 * 8 <= tally.cases,
         "lowering refused {} cases: {tally:#?}",
         tally.not_lowered.len()
     );
@@ -898,6 +403,7 @@ fn random_programs_compile_to_what_the_interpreter_computes() {
     );
     let at_least = [
         ("padded", 20),
+        ("guarded branch", 5),
         ("rank 4", 20),
         ("rows of 16 or more", 20),
         ("library matmul", 15),
@@ -907,11 +413,56 @@ fn random_programs_compile_to_what_the_interpreter_computes() {
         ("vector tail", 5),
         ("jammed vector", 5),
     ];
+    for (family, _, _) in FAMILIES {
+        let kind = format!("family {family}");
+        assert!(
+            tally.kinds.contains_key(&kind),
+            "no case of {kind} compared: {tally:#?}"
+        );
+    }
     for (kind, want) in at_least {
         let got = tally.kinds.get(kind).copied().unwrap_or(0);
         assert!(
             got >= want,
             "{got} cases of {kind}, want {want}: {tally:#?}"
         );
+    }
+}
+
+/// An int32 def that divides by an input holding a zero fails on the
+/// interpreter, and compiled (with library matmuls or without, on both
+/// runs of one state) fails too, whether the zero lies among the first 16
+/// elements of a row (the block of 16 lanes the pipeline makes of them) or
+/// in the tail of 3 after them. The random cases come upon such a def only
+/// now and then.
+#[test]
+fn an_integer_division_by_zero_fails_compiled_too() {
+    let cache = cache("division");
+    let source = "def random(int32(N, M) A, int32(M) B) -> (O) {\n  O(i, j) = A(i, j) / B(j)\n}\n";
+    let (n, m) = (3, 19);
+    let sizes = HashMap::from([("N".to_string(), n), ("M".to_string(), m)]);
+    let program = tc::check_source_with_sizes(source, &sizes)
+        .expect("the def checks")
+        .program;
+    let a = Tensor::random(DType::I32, &[n as usize, m as usize], 1);
+    for zero in [3, 17] {
+        let b: Vec<i64> = (0..m).map(|j| if j == zero { 0 } else { j + 1 }).collect();
+        let args = HashMap::from([
+            ("A".to_string(), Arg::Tensor(a.clone())),
+            (
+                "B".to_string(),
+                Arg::Tensor(Tensor::from_i64(DType::I32, &[m as usize], b)),
+            ),
+        ]);
+        let want = interp::run(&program, "random", &args, &sizes, Mode::Real);
+        assert!(
+            want.as_ref().is_err_and(|e| e.message.contains("by zero")),
+            "the interpreter divides by B({zero}) = 0: {want:?}"
+        );
+        let context = format!("B({zero}) = 0:\n{source}");
+        for library in [true, false] {
+            compiled(library, &cache, &program, &sizes, &args, &want, &context)
+                .expect("the def lowers");
+        }
     }
 }

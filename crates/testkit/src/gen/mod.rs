@@ -12,6 +12,7 @@
 pub mod comprehension;
 pub mod eval;
 pub mod generate;
+pub mod kernels;
 pub mod program;
 
 pub use comprehension::comprehension;

@@ -1213,7 +1213,7 @@ proptest! {
 }
 
 /// The programs of the property tests' shared generator (`testkit::gen`:
-/// its multi-statement families, every element type, with division,
+/// its multi-statement and kernel families, every element type, with division,
 /// maxima and minima; not the single comprehension, which also writes
 /// programs that are errors)
 /// check and round trip too; this generator adds what they do not write
@@ -1226,6 +1226,9 @@ const SHARED: Profile = Profile {
         (DType::I64, 1),
     ],
     families: &[
+        ("generic", gen::kernels::generic, 2),
+        ("matmul", gen::kernels::matmul, 1),
+        ("convolution", gen::kernels::convolution, 1),
         ("reduce", gen::generate::reduce, 2),
         ("reduce-other", gen::generate::reduce_other, 1),
         ("assign", gen::generate::assign, 1),

@@ -49,6 +49,23 @@ pub struct Profile {
     pub max_elements: i64,
 }
 
+/// The left-hand iterators of a statement, with their ranges: what a
+/// later statement over the same box (`+=` onto it) starts from.
+pub fn lhs_iters(st: &St) -> Vec<It> {
+    st.idx
+        .iter()
+        .map(|v| {
+            let (lo, hi) = st.range(v);
+            It {
+                name: v.clone(),
+                lo,
+                hi,
+                lhs: true,
+            }
+        })
+        .collect()
+}
+
 /// A generated program and the family that wrote it.
 #[derive(Clone, Debug)]
 pub struct Generated {
@@ -741,19 +758,7 @@ pub fn acc(g: &mut Gen) -> Option<()> {
     let op = g.any_op();
     let concat = g.rng.chance(25);
     let first = g.stmt("O", op, None, &[], concat);
-    let mut fixed: Vec<It> = first
-        .idx
-        .iter()
-        .map(|v| {
-            let (lo, hi) = first.range(v);
-            It {
-                name: v.clone(),
-                lo,
-                hi,
-                lhs: true,
-            }
-        })
-        .collect();
+    let mut fixed = lhs_iters(&first);
     for it in &mut fixed {
         if it.hi - it.lo >= 2 && g.rng.chance(25) {
             if g.rng.chance(50) {

@@ -79,19 +79,7 @@ pub fn generic(g: &mut Gen) -> Option<()> {
         }
         _ => {
             let first = bounded(g, "O", op, its, &infer);
-            let fixed = first
-                .idx
-                .iter()
-                .map(|v| {
-                    let (lo, hi) = first.range(v);
-                    It {
-                        name: v.clone(),
-                        lo,
-                        hi,
-                        lhs: true,
-                    }
-                })
-                .collect();
+            let fixed = super::generate::lhs_iters(&first);
             g.stmts.push(first);
             let agg = if g.rng.chance(80) { Agg::Add } else { Agg::Max };
             let st = g.stmt("O", Op::Acc(agg), Some(fixed), &[], false);

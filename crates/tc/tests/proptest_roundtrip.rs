@@ -24,6 +24,8 @@
 //!   make a callee range such as `0:N-1` empty, which is an error).
 //! - `/` and `%` have a divisor that is not a literal (so never a literal 0).
 
+use std::sync::LazyLock;
+
 use ir::DType;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -1218,40 +1220,40 @@ proptest! {
 /// programs that are errors)
 /// check and round trip too; this generator adds what they do not write
 /// (calls, several defs, mixed types, every builtin, literal forms).
-const SHARED: Profile = Profile {
-    dtypes: &[
-        (DType::F32, 2),
-        (DType::F64, 1),
-        (DType::I32, 1),
-        (DType::I64, 1),
-    ],
-    families: &[
+static SHARED_FAMILIES: LazyLock<Vec<(&'static str, gen::Family, u64)>> = LazyLock::new(|| {
+    let mut f: Vec<(&'static str, gen::Family, u64)> = vec![
         ("generic", gen::kernels::generic, 2),
         ("matmul", gen::kernels::matmul, 1),
         ("convolution", gen::kernels::convolution, 1),
-        ("reduce", gen::generate::reduce, 2),
-        ("reduce-other", gen::generate::reduce_other, 1),
-        ("assign", gen::generate::assign, 1),
-        ("concat", gen::generate::concat, 1),
-        ("chain2", gen::generate::chain2, 1),
-        ("chain3", gen::generate::chain3, 1),
-        ("fork", gen::generate::fork, 1),
-        ("acc", gen::generate::acc, 1),
-    ],
-    float_literals: 30,
-    nonlinear: true,
-    lhs_widths: &[1, 2, 3, 4, 5, 6],
-    reduction_widths: &[1, 2, 3, 4],
-    max_volume: 1500,
-    max_elements: 100_000,
-};
+    ];
+    f.extend(gen::generate::NONLINEAR_FAMILIES);
+    f
+});
+
+fn shared() -> Profile {
+    Profile {
+        dtypes: &[
+            (DType::F32, 2),
+            (DType::F64, 1),
+            (DType::I32, 1),
+            (DType::I64, 1),
+        ],
+        families: &SHARED_FAMILIES,
+        float_literals: 30,
+        nonlinear: true,
+        lhs_widths: &[1, 2, 3, 4, 5, 6],
+        reduction_widths: &[1, 2, 3, 4],
+        max_volume: 1500,
+        max_elements: 100_000,
+    }
+}
 
 proptest! {
     #![proptest_config(Config { cases: 512, failure_persistence: None, ..Config::default() })]
 
     #[test]
     fn shared_generator_programs_round_trip(seed in any::<u64>()) {
-        let g = gen::generate(&mut testkit::Rng::new(seed), &SHARED);
+        let g = gen::generate(&mut testkit::Rng::new(seed), &shared());
         round_trip(&g.prog.source("f"))?;
     }
 }

@@ -665,6 +665,19 @@ pub const FAMILIES: [(&str, Family, u64); 7] = [
     ("acc", acc, 1),
 ];
 
+/// [`FAMILIES`] and [`reduce_other`]: the shared families for profiles
+/// that are not multi-linear.
+pub const NONLINEAR_FAMILIES: [(&str, Family, u64); 8] = [
+    ("reduce", reduce, 2),
+    ("reduce-other", reduce_other, 1),
+    ("assign", assign, 1),
+    ("concat", concat, 1),
+    ("chain2", chain2, 1),
+    ("chain3", chain3, 1),
+    ("fork", fork, 1),
+    ("acc", acc, 1),
+];
+
 pub fn reduce(g: &mut Gen) -> Option<()> {
     let st = g.stmt("O", Op::Init(super::program::Agg::Add), None, &[], false);
     g.stmts.push(st);

@@ -1,9 +1,10 @@
-//! The kernels' families (`gen::kernels`) keep their promise: every program
-//! checks at its sizes, and every statement's ranges after checking are
-//! the ones its description has, so an iterator left to inference gets
-//! exactly the range the generator meant. The compiled path's random test
-//! draws from these families too, but compiles every case; this checks
-//! many more programs without compiling any.
+//! The generator's families keep their promise: every program of the
+//! shared families (`gen::FAMILIES`, `reduce_other`) and of the kernels'
+//! (`gen::kernels`) checks at its sizes, and every statement's ranges after
+//! checking are the ones its description has, so an iterator left to
+//! inference gets exactly the range the generator meant. The property
+//! tests draw from these families too, but each case costs them a run or a
+//! compile; this checks many more programs without either.
 
 use std::collections::HashMap;
 
@@ -28,10 +29,38 @@ const PROFILE: Profile = Profile {
     max_elements: 300_000,
 };
 
+/// The shared families, with every element type and operator.
+const SHARED: Profile = Profile {
+    dtypes: &[
+        (DType::F32, 2),
+        (DType::F64, 1),
+        (DType::I32, 1),
+        (DType::I64, 1),
+    ],
+    families: &gen::generate::NONLINEAR_FAMILIES,
+    float_literals: 30,
+    nonlinear: true,
+    lhs_widths: &[1, 2, 3, 4, 5, 6],
+    reduction_widths: &[1, 2, 3, 4],
+    max_volume: 1500,
+    max_elements: 100_000,
+};
+
 #[test]
 fn kernels_check_with_the_ranges_they_describe() {
-    for seed in 0..3000 {
-        let generated = gen::generate(&mut Rng::new(seed), &PROFILE);
+    check_ranges(&PROFILE, 3000);
+}
+
+#[test]
+fn shared_families_check_with_the_ranges_they_describe() {
+    check_ranges(&SHARED, 3000);
+}
+
+/// Generates `count` programs of `profile` (seeds 0 to `count - 1`) and
+/// checks each at its sizes, its ranges against its description.
+fn check_ranges(profile: &Profile, count: u64) {
+    for seed in 0..count {
+        let generated = gen::generate(&mut Rng::new(seed), profile);
         let prog = &generated.prog;
         let source = prog.source("random");
         let context = format!(

@@ -10,7 +10,7 @@
 //! [`Error::Environment`]).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use interp::{Arg, Tensor};
 use ir::{Def, Program};
@@ -65,12 +65,15 @@ pub fn pipeline_passes(p: &str) -> Result<Vec<String>, Error> {
     let (source, text) = match kernel::builtin_pipeline(p) {
         Some(t) => (format!("pipeline `{p}`"), t.to_string()),
         None => {
-            let text = std::fs::read_to_string(p).map_err(|e| {
+            let unreadable = |e: &dyn std::fmt::Display| {
                 Error::Usage(format!(
                     "`{p}` is neither a shipped pipeline ({}) nor a readable file: {e}",
                     kernel::BUILTIN_PIPELINES.join(", ")
                 ))
-            })?;
+            };
+            let bytes = tensor::file::read_limited(Path::new(p), tensor::file::TEXT_LIMIT)
+                .map_err(|e| unreadable(&e))?;
+            let text = String::from_utf8(bytes).map_err(|e| unreadable(&e))?;
             (format!("`{p}`"), text)
         }
     };

@@ -42,10 +42,11 @@ pub struct Ports {
 /// Reads a text file: its name as messages show it, and its text.
 pub fn read_text(path: &Path) -> Result<(String, String), Error> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::Read {
-        path: name.clone(),
-        message: format!("cannot read `{name}`: {e}"),
-    })?;
+    let bytes =
+        tensor::file::read_limited(path, tensor::file::TEXT_LIMIT).map_err(|e| Error::Read {
+            path: name.clone(),
+            message: format!("cannot read `{name}`: {e}"),
+        })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         Error::Read {

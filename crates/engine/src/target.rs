@@ -13,10 +13,7 @@ use crate::Error;
 pub fn load(path: Option<&Path>) -> Result<Target, Error> {
     match path {
         Some(f) => {
-            let text = std::fs::read_to_string(f).map_err(|e| Error::Read {
-                path: f.display().to_string(),
-                message: format!("cannot read `{}`: {e}", f.display()),
-            })?;
+            let (_, text) = crate::source::read_text(f)?;
             Target::from_text(&text).map_err(|e| Error::Usage(format!("`{}`: {e}", f.display())))
         }
         None => Target::cached().map_err(Error::Environment),

@@ -14,10 +14,15 @@ fn npy_err(path: &Path, e: impl std::fmt::Display) -> String {
     format!("error: cannot read `{}` as .npy: {e}", path.display())
 }
 
+/// The regular file at `path`, open, with its length.
+fn open(path: &Path) -> Result<(std::fs::File, u64), String> {
+    tensor::file::open_regular(path)
+        .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))
+}
+
 /// The shape a `.npy` file declares, from its header alone.
 pub fn shape(path: &Path) -> Result<Vec<usize>, String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
+    let (file, _) = open(path)?;
     let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
     dims(file.shape(), path)
 }
@@ -31,11 +36,21 @@ fn dims(shape: &[u64], path: &Path) -> Result<Vec<usize>, String> {
 
 /// Reads a `.npy` file into a tensor of the element type the file declares.
 pub fn read(path: &Path) -> Result<Tensor, String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("error: cannot read `{}`: {e}", path.display()))?;
+    let (file, len) = open(path)?;
     let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
     let shape = dims(file.shape(), path)?;
     let count = tensor::element_count(&shape).ok_or_else(|| npy_err(path, "too many elements"))?;
+    // The elements are allocated before they are read: a header must not
+    // declare more of them than the file can hold.
+    let needed = u64::try_from(count)
+        .ok()
+        .and_then(|c| c.checked_mul(file.dtype().num_bytes().unwrap_or(1) as u64));
+    if needed.is_none_or(|n| n > len) {
+        return Err(npy_err(
+            path,
+            format!("its header declares shape {shape:?}, more elements than its {len} bytes hold"),
+        ));
+    }
     let fortran = file.order() == npyz::Order::Fortran;
     let descr = match file.dtype() {
         npyz::DType::Plain(ts) => ts.to_string(),

@@ -59,9 +59,6 @@ impl AsRef<[u8]> for Owner {
 pub fn load(path: &Path) -> Result<Loaded, String> {
     let shown = path.display();
     let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
-    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
-        return Err(format!("cannot read `{shown}`: not a regular file"));
-    }
     let map = Arc::new(MappedFile::open(path).map_err(cannot)?);
     let model = ModelProto::decode(Bytes::from_owner(Owner(map.clone()))).map_err(|e| {
         format!("`{shown}` is not a valid ONNX model (truncated or not protobuf): {e}")
@@ -237,6 +234,21 @@ impl Files {
             ));
         }
         let path = self.dir.join(rel);
+        // A link inside the folder may lead out of it: the real path must
+        // stay inside the folder's real path.
+        let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
+        let real = std::fs::canonicalize(&path).map_err(cannot)?;
+        let dir = match self.dir.as_os_str().is_empty() {
+            true => Path::new("."),
+            false => self.dir.as_path(),
+        };
+        let folder = std::fs::canonicalize(dir).map_err(cannot)?;
+        if !real.starts_with(&folder) {
+            return Err(format!(
+                "{what} names the external file `{location}`, which leads to `{}`, outside the model's folder",
+                real.display()
+            ));
+        }
         let number = |key: &str| -> Result<Option<u64>, String> {
             get(key)
                 .map(|v| {
@@ -268,12 +280,6 @@ impl Files {
             return Ok(m.clone());
         }
         let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
-        if !std::fs::metadata(path).map_err(cannot)?.is_file() {
-            return Err(format!(
-                "{what}: cannot read `{}`: not a regular file",
-                path.display()
-            ));
-        }
         let m = Arc::new(MappedFile::open(path).map_err(cannot)?);
         self.external
             .borrow_mut()

@@ -1,4 +1,6 @@
-//! tessera's one tensor type, shared by every stage without copies.
+//! tessera's one tensor type, shared by every stage without copies, and
+//! the opening of the files tensors come from ([`file`]: regular files
+//! only, text within a limit).
 //!
 //! A [`Tensor`] is an element type, a shape, strides and an offset over a
 //! [`Buffer`]: zeroed, 64-byte-aligned memory (a cache line, an AVX-512
@@ -20,6 +22,7 @@
 
 mod buffer;
 mod element;
+pub mod file;
 mod os;
 mod random;
 mod tensor;

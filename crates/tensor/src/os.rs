@@ -5,7 +5,6 @@
 
 #![allow(unsafe_code)]
 
-use std::fs::File;
 use std::path::Path;
 
 /// A file mapped read-only into memory, as model weights are read: pages
@@ -18,9 +17,10 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Maps the regular file at `path`.
+    /// Maps the regular file at `path` (anything else is refused, see
+    /// [`crate::file::open_regular`]).
     pub fn open(path: &Path) -> std::io::Result<MappedFile> {
-        let file = File::open(path)?;
+        let (file, _) = crate::file::open_regular(path)?;
         // SAFETY: the map is private and read-only, so nothing tessera does
         // can write through it. Another process truncating or rewriting the
         // file while it is mapped would change or invalidate the bytes under

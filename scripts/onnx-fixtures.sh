@@ -8,4 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=$(scripts/python-venv.sh target/onnx-venv tests/onnx/requirements.txt)
+"$python" tests/onnx/make_hostile.py
 exec "$python" tests/onnx/make_fixtures.py "$@"

@@ -12,6 +12,7 @@ mod equiv;
 mod info;
 mod load;
 mod lower;
+mod out_files;
 mod run;
 mod split;
 mod target;

@@ -26,7 +26,8 @@ pub struct RunArgs {
     /// Seed for the random values of inputs not given.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Write each output as DIR/NAME.npy instead of printing it.
+    /// Write each output as DIR/NAME.npy instead of printing it (a name
+    /// that is not a plain file name is made one, and the line says so).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run the reference interpreter instead of compiled code.
@@ -141,15 +142,23 @@ fn print_outputs(a: &RunArgs, outputs: &[(String, Tensor)]) -> Result<String, Er
             std::fs::create_dir_all(dir).map_err(|e| {
                 Error::Environment(format!("cannot create `{}`: {e}", dir.display()))
             })?;
-            for (n, t) in outputs {
-                let path = dir.join(format!("{n}.npy"));
+            let stems = crate::out_files::stems(outputs.iter().map(|(n, _)| n.as_str()));
+            for ((n, t), stem) in outputs.iter().zip(stems) {
+                let path = dir.join(format!("{stem}.npy"));
                 npy::write(&path, t).map_err(|message| Error::Npy {
                     path: path.display().to_string(),
                     message,
                 })?;
+                // Where the file is not named exactly after the output, the
+                // line says which output it holds.
+                let renamed = if stem == *n {
+                    String::new()
+                } else {
+                    format!(" (output `{n}`)")
+                };
                 let _ = writeln!(
                     out,
-                    "wrote {} {}({})",
+                    "wrote {} {}({}){renamed}",
                     path.display(),
                     t.dtype(),
                     engine::note::join(t.shape())

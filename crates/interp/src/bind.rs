@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use ir::{Def, EvalError, Param, SizeExpr, TensorDecl};
 
 use crate::error::RunError;
-use crate::tensors::{element_count, show_tuple, MAX_ELEMENTS};
+use crate::tensors::{element_count, show_tuple};
 use crate::Arg;
 use ir::arith;
 
@@ -188,11 +188,6 @@ pub(crate) fn shape_of(
                 .map_err(|_| format!("tensor `{name}` dimension {k} (`{d}`) is negative: {v}"))
         })
         .collect::<Result<Vec<usize>, String>>()?;
-    match element_count(&shape) {
-        Some(n) if n <= MAX_ELEMENTS => Ok(shape),
-        _ => Err(format!(
-            "tensor `{name}` is too large: shape {} exceeds the limit of 2^28 elements",
-            show_tuple(&shape)
-        )),
-    }
+    tensor::check_elements(name, Some(&show_tuple(&shape)), element_count(&shape))?;
+    Ok(shape)
 }

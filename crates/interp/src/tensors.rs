@@ -15,10 +15,6 @@ use tensor::{SplitMix64, Tensor};
 use crate::residue::P;
 use crate::Mode;
 
-/// The most elements the interpreter allocates for one tensor (2^28, 2 GiB
-/// as f64): a few such tensors still fit in the memory of a small machine.
-pub(crate) const MAX_ELEMENTS: usize = 1 << 28;
-
 /// The zeros the interpreter starts a new tensor from: residues in mod-p
 /// mode.
 pub(crate) fn zeros_in(mode: Mode, dtype: DType, shape: &[usize]) -> Tensor {

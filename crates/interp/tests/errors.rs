@@ -247,7 +247,7 @@ fn huge_shapes_are_refused_before_allocation() {
     assert_eq!(stmt, Some(0));
     assert_eq!(
         msg,
-        "tensor `B` is too large: shape (2000, 2000, 2000) exceeds the limit of 2^28 elements"
+        "tensor `B` is too large: shape (2000, 2000, 2000) has 8000000000 elements, more than the limit of 268435456 (TESSERA_MAX_ELEMENTS sets it)"
     );
     let sizes = [("N".to_string(), 1i64 << 40)].into();
     let e = interp::param_shape(&p.defs[0], "B", &sizes).unwrap_err();

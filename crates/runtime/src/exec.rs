@@ -88,6 +88,10 @@ pub enum BuildError {
     Internal(String),
     /// The kernel cache or the C compiler could not be used.
     Environment(String),
+    /// A buffer is larger than the cap on tensor sizes
+    /// ([`tensor::max_elements`]): a program error, found before anything
+    /// is compiled or allocated.
+    TooLarge(String),
 }
 
 impl std::fmt::Display for BuildError {
@@ -95,7 +99,7 @@ impl std::fmt::Display for BuildError {
         match self {
             BuildError::Lower(e) => write!(f, "cannot lower: {e}"),
             BuildError::Internal(m) => write!(f, "internal error: {m}"),
-            BuildError::Environment(m) => f.write_str(m),
+            BuildError::Environment(m) | BuildError::TooLarge(m) => f.write_str(m),
         }
     }
 }
@@ -144,6 +148,9 @@ pub fn build(
     run(&mut block, rest)?;
     let c = codegen::emit::emit_c(&block, "tsr")
         .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
+    for b in &c.buffers {
+        tensor::check_elements(&b.name, None, Some(b.len)).map_err(BuildError::TooLarge)?;
+    }
     let lib = cache
         .get(&c.source, &options.target.codegen_text())
         .map_err(|e| match e {

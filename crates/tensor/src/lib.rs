@@ -23,12 +23,14 @@
 mod buffer;
 mod element;
 pub mod file;
+mod limit;
 mod os;
 mod random;
 mod tensor;
 
 pub use buffer::Buffer;
 pub use element::{element_bytes, Element};
+pub use limit::{check_elements, max_elements, DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_VAR};
 pub use os::MappedFile;
 pub use random::SplitMix64;
 pub use tensor::{element_count, row_major_strides, show_tuple, Tensor, TensorError};

@@ -19,8 +19,9 @@
 //! **Validity.** An entry counts only when `KEY.ok` exists and equals the
 //! hash of the bytes of `KEY.so`, checked every time the object is loaded
 //! from disk and before it is handed to the dynamic loader. A missing,
-//! truncated or corrupted `.so` and a missing or damaged `.ok` all read as
-//! "no entry", and the kernel is rebuilt; the loader never sees a file that
+//! truncated or corrupted `.so`, a missing or damaged `.ok`, and an object
+//! whose headers reach past its end (a truncated object given a matching
+//! `.ok`; `elf.rs`) all read as "no entry", and the kernel is rebuilt; the loader never sees a file that
 //! was not written whole by a successful compile.
 //!
 //! **Writing.** A build compiles into scratch names unique to the process
@@ -359,7 +360,9 @@ impl KernelCache {
         let Some(bytes) = read_if_present(&object)? else {
             return Ok(None);
         };
-        if String::from_utf8_lossy(&expected).trim() != hex(&Sha256::digest(&bytes)) {
+        if String::from_utf8_lossy(&expected).trim() != hex(&Sha256::digest(&bytes))
+            || !crate::elf::complete(&bytes)
+        {
             return Ok(None);
         }
         load_object(&object, key).map(Some)

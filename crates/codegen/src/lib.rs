@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod compile;
+mod elf;
 pub mod emit;
 pub mod exec;
 pub mod load;

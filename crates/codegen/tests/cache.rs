@@ -177,6 +177,33 @@ fn a_truncated_object_is_rebuilt() {
     assert_eq!(third.counters(), counters(0, 1, 0));
 }
 
+/// A truncated object whose sidecar was rewritten to match it (as whoever
+/// can write the cache folder can do) is not loaded — the missing pages
+/// once faulted with SIGBUS and killed the process — but rebuilt.
+#[test]
+fn a_truncated_object_with_a_matching_sidecar_is_rebuilt() {
+    use sha2::{Digest, Sha256};
+    let dir = TempDir::new("truncated-matching");
+    let source = adder("f", 1);
+    let key = open(&dir.0).key(&source, TARGET);
+    open(&dir.0).get(&source, TARGET).expect("compile");
+    let object = dir.0.join(format!("{key}.so"));
+    let bytes = std::fs::read(&object).unwrap();
+    let cut = &bytes[..bytes.len() / 2];
+    std::fs::write(&object, cut).unwrap();
+    let hash: String = Sha256::digest(cut)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(dir.0.join(format!("{key}.ok")), format!("{hash}\n")).unwrap();
+
+    let cache = open(&dir.0);
+    let lib = cache.get(&source, TARGET).expect("rebuild");
+    assert_eq!(cache.counters(), counters(1, 0, 0));
+    assert_eq!(call(&lib, "f", 9), 10);
+    assert_eq!(std::fs::read(&object).unwrap().len(), bytes.len());
+}
+
 /// Changes a constant of the object in place while this process still has
 /// it loaded, which changes the loaded copy too (its read-only pages are the
 /// file's). The rebuilt entry must be loaded as a new object, not as the

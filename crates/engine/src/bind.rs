@@ -228,11 +228,20 @@ fn parse_scalar(name: &str, v: &str, dtype: DType) -> Result<Value, Error> {
     }
     if dtype.is_float() {
         let x: f64 = v.parse().map_err(|_| invalid())?;
-        return Ok(Value::Float(if dtype == DType::F32 {
+        let x = if dtype == DType::F32 {
             f64::from(x as f32)
         } else {
             x
-        }));
+        };
+        // `inf` and `nan` are asked for by name; a finite number too large
+        // for the type must not become one silently.
+        let named = v.trim_start_matches(['+', '-']).to_ascii_lowercase();
+        if x.is_infinite() && !matches!(named.as_str(), "inf" | "infinity") {
+            return Err(bad(format!(
+                "input `{name}`: {v} is out of the range of {dtype}"
+            )));
+        }
+        return Ok(Value::Float(x));
     }
     let x: i64 = v.parse().map_err(|_| invalid())?;
     let fits = match dtype {

@@ -194,6 +194,7 @@ pub fn pick_def<'p>(
             ))
         }),
         None if program.defs.len() == 1 => Ok(&program.defs[0]),
+        None if program.defs.is_empty() => Err(Error::Usage(format!("`{file}` has no defs"))),
         None => Err(Error::Usage(format!(
             "`{file}` has several defs; choose one with `--def`\n  = help: its defs are {}",
             names()

@@ -167,7 +167,12 @@ impl std::fmt::Display for ArithError {
         match self {
             ArithError::DivisionByZero { op, t, a, b } => write!(
                 f,
-                "integer division by zero ({a} {} {b} in {t})",
+                "integer {} by zero ({a} {} {b} in {t})",
+                if *op == BinOp::Mod {
+                    "modulo"
+                } else {
+                    "division"
+                },
                 op.symbol()
             ),
             ArithError::Operands(m) => f.write_str(m),

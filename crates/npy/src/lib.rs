@@ -63,9 +63,20 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
     } else {
         shape.clone()
     };
+    // A file that ends early is truncated: say so, not only that a read
+    // came up short.
+    let short = |e: std::io::Error| {
+        match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => npy_err(
+            path,
+            format!("the file ends before the {count} elements of shape {shape:?} its header declares (truncated?)"),
+        ),
+        _ => npy_err(path, e),
+    }
+    };
     macro_rules! typed {
         ($ty:ty, $dtype:expr) => {{
-            let v = file.into_vec::<$ty>().map_err(|e| npy_err(path, e))?;
+            let v = file.into_vec::<$ty>().map_err(short)?;
             if v.len() != count {
                 return Err(npy_err(
                     path,
@@ -88,9 +99,14 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         "u4" => typed!(u32, DType::U32),
         "u8" => typed!(u64, DType::U64),
         "b1" => {
-            // A bool tensor's bytes are 0 or 1; numpy's may be any nonzero.
-            let bytes = typed!(u8, DType::U8).to_i64_vec();
-            Tensor::from_i64(DType::Bool, &stored, bytes)
+            let v = file.into_vec::<bool>().map_err(short)?;
+            if v.len() != count {
+                return Err(npy_err(
+                    path,
+                    format!("expected {count} elements, found {}", v.len()),
+                ));
+            }
+            Tensor::from_i64(DType::Bool, &stored, v.into_iter().map(i64::from).collect())
         }
         other => return Err(npy_err(path, format!("unsupported element type `{other}`"))),
     };

@@ -7,6 +7,10 @@
   `weights.bin` (no offset or length: the whole file), which the tests
   make a link out of the folder, a FIFO, a huge sparse file or a proper
   file of 8 bytes.
+- pool_kernel_zero.onnx, zero_dimension.onnx, symbolic.onnx: models a
+  user error is found in (a pooling window of size 0, an input dimension
+  of 0, a symbolic dimension `N` the tests give a wrong `--size` for),
+  which must be reported as such, not as internal errors.
 
 Run with the packages of tests/onnx/requirements.txt (scripts/onnx-fixtures.sh
 installs them).
@@ -46,9 +50,30 @@ def external_weights():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def one_node(name, node, shape):
+    x = helper.make_tensor_value_info("x", F32, shape)
+    y = helper.make_tensor_value_info("y", F32, None)
+    graph = helper.make_graph([node], name, [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
-    for name, model in [("output_names", output_names()), ("external_weights", external_weights())]:
+    models = [
+        ("output_names", output_names()),
+        ("external_weights", external_weights()),
+        (
+            "pool_kernel_zero",
+            one_node(
+                "pool_kernel_zero",
+                helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[0, 0]),
+                [1, 1, 4, 4],
+            ),
+        ),
+        ("zero_dimension", one_node("zero_dimension", helper.make_node("Relu", ["x"], ["y"], name="relu"), [0, 3])),
+        ("symbolic", one_node("symbolic", helper.make_node("Relu", ["x"], ["y"], name="relu"), ["N"])),
+    ]
+    for name, model in models:
         # Written as bytes: onnx.save would look for the external file.
         with open(os.path.join(HERE, f"{name}.onnx"), "wb") as f:
             f.write(model.SerializeToString())

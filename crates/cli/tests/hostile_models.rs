@@ -2,7 +2,8 @@
 //! place (`tests/onnx/hostile/`, written by `tests/onnx/make_hostile.py`):
 //! outputs named like paths stay inside `--out`; external weights that are
 //! a link out of the model's folder, a FIFO or a file far larger than the
-//! tensor are refused with a clear error, promptly.
+//! tensor are refused with a clear error, promptly; and user errors in a
+//! model are named as such.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -186,4 +187,37 @@ fn a_huge_file_for_a_small_tensor_is_refused_before_it_is_read() {
         err.contains("initializer `w` has 2147483648 values, but its shape [2] needs 2"),
         "{err}"
     );
+}
+
+/// User errors in a model, or in what the user gives for it, are reported
+/// as such (they were internal errors, or ignored), exit status 1.
+#[test]
+fn user_errors_in_models_are_named() {
+    let dir = scratch("user-errors");
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            "pool_kernel_zero.onnx",
+            &[],
+            "error: node `pool` (MaxPool): kernel_shape has a size of 0; the sizes of a pooling window are positive",
+        ),
+        (
+            "zero_dimension.onnx",
+            &[],
+            "error: input `x` dimension 0 is 0: tessera's tensors have positive dimensions",
+        ),
+        (
+            "symbolic.onnx",
+            &["--size", "N=3", "--size", "nosuch=3"],
+            "error: `--size nosuch`: the model has no symbolic input dimension `nosuch` (its symbolic dimensions are `N`)",
+        ),
+    ];
+    for (model, extra, want) in cases {
+        let model = hostile(model);
+        let mut args = vec!["run", model.to_str().unwrap()];
+        args.extend(extra);
+        let run = tessera(&dir, &args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(stderr.starts_with(want), "{stderr}");
+    }
 }

@@ -210,6 +210,26 @@ fn bind_symbols(
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
 ) -> Result<HashMap<String, i64>, String> {
+    let symbols: std::collections::BTreeSet<&str> = graph
+        .input
+        .iter()
+        .filter_map(|vi| vi.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref())
+        .flat_map(|s| s.dim.iter().filter_map(|d| d.dim_param.as_deref()))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut given: Vec<&String> = sizes.keys().collect();
+    given.sort();
+    if let Some(unknown) = given.into_iter().find(|s| !symbols.contains(s.as_str())) {
+        let known = if symbols.is_empty() {
+            "it has none".to_string()
+        } else {
+            let names: Vec<String> = symbols.iter().map(|s| format!("`{s}`")).collect();
+            format!("its symbolic dimensions are {}", names.join(", "))
+        };
+        return Err(format!(
+            "`--size {unknown}`: the model has no symbolic input dimension `{unknown}` ({known})"
+        ));
+    }
     let mut bound = sizes.clone();
     let mut from: HashMap<String, String> = HashMap::new();
     for vi in &graph.input {
@@ -294,6 +314,11 @@ fn value_type(
                 ))
             }
         };
+        if v <= 0 {
+            return Err(format!(
+                "{what} `{name}` dimension {k} is {v}: tessera's tensors have positive dimensions"
+            ));
+        }
         shape
             .push(usize::try_from(v).map_err(|_| format!("{what} `{name}` dimension {k} is {v}"))?);
     }

@@ -280,7 +280,12 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
         .ints("kernel_shape")?
         .ok_or_else(|| n.error("attribute `kernel_shape` is required"))?
         .iter()
-        .map(|&k| usize::try_from(k).map_err(|_| n.error(format!("kernel size {k}"))))
+        .map(|&k| match usize::try_from(k) {
+            Ok(k) if k > 0 => Ok(k),
+            _ => Err(n.error(format!(
+                "kernel_shape has a size of {k}; the sizes of a pooling window are positive"
+            ))),
+        })
         .collect::<Result<_, _>>()?;
     if kernel.len() != d {
         return Err(n.error(format!("kernel_shape {kernel:?} should have {d} values")));

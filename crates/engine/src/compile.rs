@@ -97,8 +97,7 @@ pub fn compile(
     options: &Options,
 ) -> Result<Compiled, Error> {
     let options = options.resolve()?;
-    let cache = codegen::cache::KernelCache::open_default()
-        .map_err(|e| Error::Environment(e.to_string()))?;
+    let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
     compile_with(program, def, sizes, &options, &cache)
 }
 
@@ -117,6 +116,7 @@ pub fn compile_with(
                 reason: l.message,
             }
         }
+        BuildError::Environment(m) => Error::cache(m),
         e => Error::Build(e),
     })?;
     Ok(Compiled {

@@ -49,6 +49,16 @@ pub enum Error {
     Internal(String),
 }
 
+impl Error {
+    /// The per-user cache (kernels, the machine's target, measured times)
+    /// cannot be used: `message`, and what the user can do about it.
+    pub fn cache(message: impl fmt::Display) -> Error {
+        Error::Environment(format!(
+            "{message}\n  = help: tessera keeps compiled kernels in a cache folder; set TESSERA_CACHE_DIR to a writable folder, or run with `--interp` (no compiling)"
+        ))
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -16,7 +16,7 @@ pub fn load(path: Option<&Path>) -> Result<Target, Error> {
             let (_, text) = crate::source::read_text(f)?;
             Target::from_text(&text).map_err(|e| Error::Usage(format!("`{}`: {e}", f.display())))
         }
-        None => Target::cached().map_err(Error::Environment),
+        None => Target::cached().map_err(Error::cache),
     }
 }
 
@@ -56,11 +56,11 @@ pub fn bandwidth_gbps(path: Option<&Path>) -> Result<Option<f64>, Error> {
 /// Replaces this machine's cached target (a temporary file, then a rename,
 /// so a reader sees the old text or the new one).
 fn store(target: &Target) -> Result<(), Error> {
-    let cache = Target::cache_path().map_err(Error::Environment)?;
+    let cache = Target::cache_path().map_err(Error::cache)?;
     let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, target.to_text())
         .and_then(|()| std::fs::rename(&tmp, &cache))
-        .map_err(|e| Error::Environment(format!("cannot update `{}`: {e}", cache.display())))
+        .map_err(|e| Error::cache(format!("cannot update `{}`: {e}", cache.display())))
 }
 
 /// The bytes per second all threads of the pool read from memory: the

@@ -69,7 +69,7 @@ impl CostService {
             crate::target::peak_gflops(None)?;
             crate::target::bandwidth_gbps(None)?;
         }
-        let kernels = KernelCache::open_default().map_err(|e| Error::Environment(e.to_string()))?;
+        let kernels = KernelCache::open_default().map_err(Error::cache)?;
         Ok(CostService::new(
             Store::open(Store::default_dir()?)?,
             options.resolve()?,

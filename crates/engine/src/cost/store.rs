@@ -49,7 +49,7 @@ impl Store {
         key: &str,
         measure: impl FnOnce() -> Result<Duration, Error>,
     ) -> Result<Duration, Error> {
-        let env = |e: codegen::cache::CacheError| Error::Environment(e.to_string());
+        let env = Error::cache;
         let _lock = lock_key(&self.dir, key).map_err(env)?;
         let path = self.dir.join(format!("{key}.time"));
         if let Some(bytes) = read_if_present(&path).map_err(env)? {

@@ -7,6 +7,8 @@
   `weights.bin` (no offset or length: the whole file), which the tests
   make a link out of the folder, a FIFO, a huge sparse file or a proper
   file of 8 bytes.
+- gather.onnx: `Gather` of a float32 [3] by int64 indices [2]; the tests
+  give an index out of range, which must be reported at the node.
 - pool_kernel_zero.onnx, zero_dimension.onnx, symbolic.onnx: models a
   user error is found in (a pooling window of size 0, an input dimension
   of 0, a symbolic dimension `N` the tests give a wrong `--size` for),
@@ -50,6 +52,15 @@ def external_weights():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def gather():
+    x = helper.make_tensor_value_info("x", F32, [3])
+    i = helper.make_tensor_value_info("i", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", F32, [2])
+    node = helper.make_node("Gather", ["x", "i"], ["y"], name="gather")
+    graph = helper.make_graph([node], "gather", [x, i], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def one_node(name, node, shape):
     x = helper.make_tensor_value_info("x", F32, shape)
     y = helper.make_tensor_value_info("y", F32, None)
@@ -71,6 +82,7 @@ def main():
             ),
         ),
         ("zero_dimension", one_node("zero_dimension", helper.make_node("Relu", ["x"], ["y"], name="relu"), [0, 3])),
+        ("gather", gather()),
         ("symbolic", one_node("symbolic", helper.make_node("Relu", ["x"], ["y"], name="relu"), ["N"])),
     ]
     for name, model in models:

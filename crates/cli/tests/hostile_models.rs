@@ -221,3 +221,38 @@ fn user_errors_in_models_are_named() {
         assert!(stderr.starts_with(want), "{stderr}");
     }
 }
+
+/// An error while a model runs names the ONNX node, not the line of the
+/// operator prelude the node is imported as, on the compiled path and on
+/// the interpreter.
+#[test]
+fn a_run_time_error_names_the_node() {
+    let dir = scratch("node");
+    let x = interp::Tensor::from_f64(ir::DType::F32, &[3], vec![1.0, 2.0, 3.0]);
+    npy::write(&dir.join("x.npy"), &x).unwrap();
+    let i = interp::Tensor::from_i64(ir::DType::I64, &[2], vec![0, 7]);
+    npy::write(&dir.join("i.npy"), &i).unwrap();
+    let model = hostile("gather.onnx");
+    for interp in [false, true] {
+        let mut args = vec![
+            "run",
+            model.to_str().unwrap(),
+            "--input",
+            "x=x.npy",
+            "--input",
+            "i=i.npy",
+        ];
+        if interp {
+            args.push("--interp");
+        }
+        let run = tessera(&dir, &args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with(
+                "error: node `gather` (Gather): read of `T` at (7) is out of bounds for shape (3)\n"
+            ),
+            "{stderr}"
+        );
+    }
+}

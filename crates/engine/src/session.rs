@@ -159,6 +159,25 @@ pub fn interpret(
         interp::Mode::Real,
     )
     .map_err(|e| {
+        // In a model, an error is the node's: the statement of the model
+        // def that failed or that called the prelude def that did.
+        if let Some(ports) = &source.model {
+            let at = e.calls.first().cloned().or_else(|| e.stmt.map(|s| (e.def.clone(), s)));
+            if let Some((_, s)) = at.filter(|(d, _)| d == onnx::MODEL_DEF) {
+                if let Some(Some(node)) = ports.nodes.get(s) {
+                    let inside = if e.def == onnx::MODEL_DEF {
+                        String::new()
+                    } else {
+                        format!("\n  = note: in `{}` of the operator prelude, which the node is imported as", e.def)
+                    };
+                    return Error::Run {
+                        rendered: Some(format!("error: {node}: {}{inside}", e.message)),
+                        def: e.def,
+                        message: e.message,
+                    };
+                }
+            }
+        }
         let rendered = e
             .stmt
             .and_then(|s| source.checked.stmt_spans.get(&(e.def.clone(), s)).copied())

@@ -37,6 +37,9 @@ pub struct Source {
 pub struct Ports {
     pub inputs: Vec<onnx::Port>,
     pub outputs: Vec<onnx::Port>,
+    /// For each statement of the model def, the node it comes from
+    /// (`onnx::Model::nodes`).
+    pub nodes: Vec<Option<String>>,
 }
 
 /// Reads a text file: its name as messages show it, and its text.
@@ -105,6 +108,7 @@ impl Source {
         source.model = Some(Ports {
             inputs: model.inputs,
             outputs: model.outputs,
+            nodes: model.nodes,
         });
         source.weights = weights;
         Ok(source)

@@ -15,6 +15,9 @@ pub struct RunError {
     /// statement failed (argument and size errors have none).
     pub stmt: Option<usize>,
     pub message: String,
+    /// The call statements that led to `def`, the entry def's first: the
+    /// def and statement index of each (empty when `def` is the entry).
+    pub calls: Vec<(String, usize)>,
 }
 
 impl RunError {
@@ -24,6 +27,7 @@ impl RunError {
             def: def.to_string(),
             stmt: None,
             message: message.into(),
+            calls: Vec::new(),
         }
     }
 
@@ -33,6 +37,7 @@ impl RunError {
             def: def.to_string(),
             stmt: Some(stmt),
             message: message.into(),
+            calls: Vec::new(),
         }
     }
 }

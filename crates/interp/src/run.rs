@@ -232,6 +232,8 @@ fn exec_call(
             if e.stmt.is_none() {
                 err(format!("in the call of `{}`: {}", callee.name, e.message))
             } else {
+                let mut e = e;
+                e.calls.insert(0, (def.name.clone(), stmt));
                 e
             }
         })?;

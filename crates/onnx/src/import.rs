@@ -45,6 +45,10 @@ pub struct Model {
     pub outputs: Vec<Port>,
     /// The constants the model def takes as parameters, by TC name.
     pub weights: Vec<(String, Tensor)>,
+    /// For each statement of the model def, the node it was imported from
+    /// (`node `name` (Op)`), for messages; `None` for the copies the
+    /// importer adds after the nodes.
+    pub nodes: Vec<Option<String>>,
 }
 
 /// What importing needs to know besides the model.
@@ -112,10 +116,13 @@ pub fn import_loaded(
         });
     }
     let constants: std::collections::HashSet<String> = im.values.keys().cloned().collect();
+    // For each statement of the model def, the node it comes from.
+    let mut nodes = Vec::new();
     for (k, node) in order(graph, &constants)?.into_iter().enumerate() {
         let node = Node::new(node, k);
         crate::ops::import_node(&mut im, &node)?;
         node.finish()?;
+        nodes.resize(im.b.stmts.len(), Some(node.label.clone()));
     }
     let mut outputs = Vec::new();
     let mut taken = std::collections::HashSet::new();
@@ -172,6 +179,7 @@ pub fn import_loaded(
         inputs,
         outputs,
         weights: std::mem::take(&mut im.b.weights),
+        nodes,
     })
 }
 

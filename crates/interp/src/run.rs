@@ -21,9 +21,9 @@ use crate::{Arg, Mode};
 use ir::arith;
 use tensor::Tensor;
 
-/// Calls may nest this deep (the verifier rejects recursion; this keeps an
-/// unverified recursive program from overflowing the stack).
-const MAX_CALL_DEPTH: usize = 64;
+/// Calls may nest this deep (the checker rejects deeper nesting and
+/// recursion; this keeps an unchecked program from overflowing the stack).
+use ir::MAX_CALL_DEPTH;
 
 /// Runs def `name` of `program`.
 ///

@@ -26,7 +26,7 @@ pub use print::{
 };
 pub use program::{
     int_max, int_min, CallArg, CallStmt, Comprehension, Def, IterRange, Param, Program, Reduction,
-    Stmt, TensorDecl, TensorRole,
+    Stmt, TensorDecl, TensorRole, MAX_CALL_DEPTH,
 };
 pub use size::{floor_div, floor_mod, Atom, EvalError, Monomial, SizeExpr};
 pub use verify::verify_program;

@@ -2,6 +2,12 @@
 
 use crate::{DType, Expr, SizeExpr, Value};
 
+/// How deep calls may nest: a def that calls none is at level 0, a caller
+/// one above its deepest callee, and no def may be above this level. The
+/// checker enforces it, so every path that follows calls (the interpreter,
+/// lowering's inlining) stays within a bounded depth.
+pub const MAX_CALL_DEPTH: usize = 64;
+
 /// A whole TC file (or an imported model): a list of defs.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Program {

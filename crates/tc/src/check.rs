@@ -205,19 +205,53 @@ fn call_order<'a>(
     by_name: &HashMap<&str, &'a DefAst>,
     errs: &mut Vec<Diagnostic>,
 ) -> Vec<&'a DefAst> {
+    /// What the walk knows of a def: being visited (its callees are), or
+    /// done at its call level (`ir::MAX_CALL_DEPTH`).
+    enum State {
+        Visiting,
+        Done(usize),
+    }
+    fn too_deep(d: &DefAst, c: &CallAst) -> Diagnostic {
+        Diagnostic::error(
+            format!(
+                "calls nest more than {} deep, here where `{}` calls `{}`",
+                ir::MAX_CALL_DEPTH,
+                d.name.name,
+                c.callee.name
+            ),
+            c.callee.span,
+        )
+        .with_help("inline some of the defs in the chain into their callers")
+    }
+    /// Visits `d` and its callees, `depth` calls below where the walk
+    /// started; a walk deeper than the limit stops (so the walk itself
+    /// cannot overflow the stack) and reports it once (`reported`).
     fn visit<'a>(
         d: &'a DefAst,
+        depth: usize,
         by_name: &HashMap<&str, &'a DefAst>,
-        state: &mut HashMap<String, u8>,
+        state: &mut HashMap<String, State>,
         out: &mut Vec<&'a DefAst>,
         errs: &mut Vec<Diagnostic>,
+        reported: &mut bool,
     ) {
-        state.insert(d.name.name.clone(), 1);
+        state.insert(d.name.name.clone(), State::Visiting);
+        // The deepest callee, at its call.
+        let mut deepest: Option<(usize, &CallAst)> = None;
         for s in &d.stmts {
             if let StmtAst::Call(c) = s {
                 if let Some(callee) = by_name.get(c.callee.name.as_str()) {
+                    if !state.contains_key(&callee.name.name) {
+                        if depth >= ir::MAX_CALL_DEPTH {
+                            if !std::mem::replace(reported, true) {
+                                errs.push(too_deep(d, c));
+                            }
+                            continue;
+                        }
+                        visit(callee, depth + 1, by_name, state, out, errs, reported);
+                    }
                     match state.get(&callee.name.name) {
-                        Some(1) => errs.push(
+                        Some(State::Visiting) => errs.push(
                             Diagnostic::error(
                                 format!(
                                     "recursive call: `{}` calls `{}`, which is still being defined",
@@ -229,24 +263,35 @@ fn call_order<'a>(
                                 "defs cannot call themselves, directly or through other defs",
                             ),
                         ),
-                        Some(_) => {}
-                        None => visit(callee, by_name, state, out, errs),
+                        Some(State::Done(level)) if deepest.is_none_or(|(l, _)| *level > l) => {
+                            deepest = Some((*level, c));
+                        }
+                        _ => {}
                     }
                 }
             }
         }
-        state.insert(d.name.name.clone(), 2);
+        let level = deepest.map_or(0, |(l, _)| l + 1);
+        // Only the first def past the limit reports it: its callers are
+        // past it because of it.
+        if let Some((_, c)) = deepest.filter(|_| level > ir::MAX_CALL_DEPTH) {
+            if !std::mem::replace(reported, true) {
+                errs.push(too_deep(d, c));
+            }
+        }
+        state.insert(d.name.name.clone(), State::Done(level));
         out.push(d);
     }
     let mut state = HashMap::new();
     let mut out = Vec::new();
+    let mut reported = false;
     for d in &file.defs {
         if by_name
             .get(d.name.name.as_str())
             .is_some_and(|x| std::ptr::eq(*x, d))
             && !state.contains_key(&d.name.name)
         {
-            visit(d, by_name, &mut state, &mut out, errs);
+            visit(d, 0, by_name, &mut state, &mut out, errs, &mut reported);
         }
     }
     out

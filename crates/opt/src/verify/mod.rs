@@ -140,6 +140,11 @@ pub fn verify(
     b: &str,
     options: &Options,
 ) -> Result<Report, String> {
+    if let Some(t) = options.trials.filter(|&t| t > MAX_TRIALS) {
+        return Err(format!(
+            "{t} trials are more than tessera runs (at most {MAX_TRIALS}): the default already bounds a false \"equivalent\" below 2^-60 for exact programs, and floating-point comparisons gain little past a few dozen"
+        ));
+    }
     let da = pa.def(a).ok_or_else(|| format!("no def named `{a}`"))?;
     let db = pb.def(b).ok_or_else(|| format!("no def named `{b}`"))?;
     check_signatures(da, db)?;
@@ -381,6 +386,10 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
     };
     Ok(Exact::Done(verdict, method))
 }
+
+/// The most trials a caller may ask for: far past what any bound needs, and
+/// short of a request that would run for days.
+pub const MAX_TRIALS: usize = 1000;
 
 /// The fewest trials that bound a false "equivalent" below 2^-60:
 /// `(d / p)^t < 2^-60`.

@@ -9,6 +9,8 @@
   file of 8 bytes.
 - gather.onnx: `Gather` of a float32 [3] by int64 indices [2]; the tests
   give an index out of range, which must be reported at the node.
+- negative_initializer.onnx: an initializer of dims [-2, 3], which `info`
+  and `run` must refuse by name rather than count or allocate.
 - pool_kernel_zero.onnx, zero_dimension.onnx, symbolic.onnx: models a
   user error is found in (a pooling window of size 0, an input dimension
   of 0, a symbolic dimension `N` the tests give a wrong `--size` for),
@@ -52,6 +54,18 @@ def external_weights():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def negative_initializer():
+    x = helper.make_tensor_value_info("x", F32, [3])
+    y = helper.make_tensor_value_info("y", F32, [3])
+    w = TensorProto()
+    w.name = "w"
+    w.data_type = F32
+    w.dims.extend([-2, 3])
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    graph = helper.make_graph([node], "negative_initializer", [x], [y], initializer=[w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def gather():
     x = helper.make_tensor_value_info("x", F32, [3])
     i = helper.make_tensor_value_info("i", TensorProto.INT64, [2])
@@ -83,6 +97,7 @@ def main():
         ),
         ("zero_dimension", one_node("zero_dimension", helper.make_node("Relu", ["x"], ["y"], name="relu"), [0, 3])),
         ("gather", gather()),
+        ("negative_initializer", negative_initializer()),
         ("symbolic", one_node("symbolic", helper.make_node("Relu", ["x"], ["y"], name="relu"), ["N"])),
     ]
     for name, model in models:

@@ -220,6 +220,18 @@ fn user_errors_in_models_are_named() {
         assert_eq!(run.status.code(), Some(1), "{stderr}");
         assert!(stderr.starts_with(want), "{stderr}");
     }
+    // `info` counts an initializer's elements exactly or refuses it.
+    let model = hostile("negative_initializer.onnx");
+    for command in ["info", "run"] {
+        let args = [command, model.to_str().unwrap()];
+        let run = tessera(&dir, &args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with("error: initializer `w` has a negative dimension -2"),
+            "{stderr}"
+        );
+    }
 }
 
 /// An error while a model runs names the ONNX node, not the line of the

@@ -72,19 +72,38 @@ pub fn info(path: &Path) -> Result<Info, String> {
             .map(port)
             .collect(),
         outputs: g.output.iter().map(port).collect(),
-        initializers: (
-            g.initializer.len(),
-            g.initializer
-                .iter()
-                .map(|t| t.dims.iter().product::<i64>().max(0) as usize)
-                .sum(),
-        ),
+        initializers: (g.initializer.len(), initializer_values(g)?),
         ops,
         unsupported,
     })
 }
 
 /// The summary as `tessera info` prints it.
+/// The elements of all initializers, counted exactly: a negative dimension
+/// or a count past 2^64 is an error naming the initializer, not a wrong
+/// number.
+fn initializer_values(g: &crate::proto::GraphProto) -> Result<usize, String> {
+    let mut total = 0usize;
+    for t in &g.initializer {
+        let name = t.name.as_deref().unwrap_or("");
+        let mut n = 1usize;
+        for &d in &t.dims {
+            let d = usize::try_from(d)
+                .map_err(|_| format!("initializer `{name}` has a negative dimension {d}"))?;
+            n = n.checked_mul(d).ok_or_else(|| {
+                format!(
+                    "initializer `{name}` has more than 2^64 elements: {:?}",
+                    t.dims
+                )
+            })?;
+        }
+        total = total
+            .checked_add(n)
+            .ok_or("the initializers have more than 2^64 elements together")?;
+    }
+    Ok(total)
+}
+
 pub fn print_info(i: &Info) -> String {
     let mut s = String::new();
     let _ = writeln!(

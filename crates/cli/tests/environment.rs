@@ -2,23 +2,30 @@
 //! user can do about them: a cache folder that cannot be made.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// `tessera run [--interp] floordiv.tc` with a cache folder that cannot be
+/// created, whoever runs the test.
+fn run_without_cache(interp: bool) -> Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.current_dir(&root).arg("run");
+    if interp {
+        cmd.arg("--interp");
+    }
+    cmd.args([
+        "tests/files/run/floordiv.tc",
+        "--input",
+        "I=tests/files/run/data/i4_i32.npy",
+    ])
+    .env("TESSERA_CACHE_DIR", "/proc/tessera-cache")
+    .output()
+    .unwrap()
+}
 
 #[test]
 fn an_unusable_cache_folder_says_how_to_go_on() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let run = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .current_dir(&root)
-        .args([
-            "run",
-            "tests/files/run/floordiv.tc",
-            "--input",
-            "I=tests/files/run/data/i4_i32.npy",
-        ])
-        // A folder that cannot be created, whoever runs the test.
-        .env("TESSERA_CACHE_DIR", "/proc/tessera-cache")
-        .output()
-        .unwrap();
+    let run = run_without_cache(false);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{stderr}");
     assert!(
@@ -30,17 +37,5 @@ fn an_unusable_cache_folder_says_how_to_go_on() {
         "{stderr}"
     );
     // And `--interp` does go on.
-    let interp = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .current_dir(&root)
-        .args([
-            "run",
-            "--interp",
-            "tests/files/run/floordiv.tc",
-            "--input",
-            "I=tests/files/run/data/i4_i32.npy",
-        ])
-        .env("TESSERA_CACHE_DIR", "/proc/tessera-cache")
-        .output()
-        .unwrap();
-    assert!(interp.status.success());
+    assert!(run_without_cache(true).status.success());
 }

@@ -50,18 +50,9 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
 /// service's own inputs and options; a benchmark's inputs and options are
 /// the caller's).
 fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
-    let (mut source, items) = crate::run::load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
-    let weights = source.take_weights();
+    let (source, bound) =
+        crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0)?;
     let def = source.pick_def(a.def.as_deref())?;
-    // An ONNX model's sizes went into its import: its def has no size symbols.
-    let given = engine::bind::parse_sizes(if source.model.is_some() {
-        &[]
-    } else {
-        &a.sizes
-    })?;
-    let mut args = engine::bind::read_items(def, &items)?;
-    args.extend(weights);
-    let bound = engine::bind::bind(def, args, given, 0)?;
     for n in &bound.notes {
         eprintln!("{n}");
     }

@@ -56,10 +56,6 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
 /// Loads, binds and runs the def the arguments name, noting into `notes`;
 /// returns what to print.
 fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
-    let (mut source, items) = load(&a.file, a.def.as_deref(), &a.sizes, &a.inputs)?;
-    // The weights move into the run: one copy of them, not two.
-    let weights = source.take_weights();
-    let def = source.pick_def(a.def.as_deref())?;
     let emit_c = match a.emit.as_deref() {
         None => None,
         Some([kind, dir]) if kind == "c" => Some(PathBuf::from(dir)),
@@ -70,16 +66,9 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
             )))
         }
     };
-    // An ONNX model's sizes went into its import: its def has no size
-    // symbols.
-    let given = engine::bind::parse_sizes(if source.model.is_some() {
-        &[]
-    } else {
-        &a.sizes
-    })?;
-    let mut args = engine::bind::read_items(def, &items)?;
-    args.extend(weights);
-    let mut bound = engine::bind::bind(def, args, given, a.seed)?;
+    let (source, mut bound) =
+        load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, a.seed)?;
+    let def = source.pick_def(a.def.as_deref())?;
     // Random inputs are told before anything runs.
     notes.append(&mut bound.notes);
     let options = engine::RunOptions {
@@ -102,23 +91,36 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
 }
 
 /// The program in `file` (TC, or an `.onnx` model imported with `sizes`
-/// and the shapes of its input files), and the `--input` items named as
-/// the def's parameters.
-pub fn load(
+/// and the shapes of its input files) and its def `def`, bound: the
+/// `--input` items, the model's weights, seeded random values for the
+/// tensors not given (`seed`).
+pub fn load_and_bind(
     file: &std::path::Path,
     def: Option<&str>,
     sizes: &[String],
     inputs: &[String],
-) -> Result<(Source, Vec<String>), Error> {
-    if file.extension().is_some_and(|e| e == "onnx") {
+    seed: u64,
+) -> Result<(Source, engine::bind::Bound), Error> {
+    let onnx = file.extension().is_some_and(|e| e == "onnx");
+    let (mut source, items) = if onnx {
         let given = engine::bind::parse_sizes(sizes)?;
         let shapes = engine::bind::item_shapes(inputs)?;
         let source = Source::load_onnx(file, def, &given, &shapes)?;
         let items = engine::bind::model_items(&source, inputs)?;
-        Ok((source, items))
+        (source, items)
     } else {
-        Ok((Source::read_tc(file)?, inputs.to_vec()))
-    }
+        (Source::read_tc(file)?, inputs.to_vec())
+    };
+    // The weights move into the run: one copy of them, not two.
+    let weights = source.take_weights();
+    let d = source.pick_def(def)?;
+    // An ONNX model's sizes went into its import: its def has no size
+    // symbols.
+    let given = engine::bind::parse_sizes(if onnx { &[] } else { sizes })?;
+    let mut args = engine::bind::read_items(d, &items)?;
+    args.extend(weights);
+    let bound = engine::bind::bind(d, args, given, seed)?;
+    Ok((source, bound))
 }
 
 /// The memory a run used: the buffers' slots (temporaries share slots when

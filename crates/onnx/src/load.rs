@@ -234,21 +234,6 @@ impl Files {
             ));
         }
         let path = self.dir.join(rel);
-        // A link inside the folder may lead out of it: the real path must
-        // stay inside the folder's real path.
-        let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
-        let real = std::fs::canonicalize(&path).map_err(cannot)?;
-        let dir = match self.dir.as_os_str().is_empty() {
-            true => Path::new("."),
-            false => self.dir.as_path(),
-        };
-        let folder = std::fs::canonicalize(dir).map_err(cannot)?;
-        if !real.starts_with(&folder) {
-            return Err(format!(
-                "{what} names the external file `{location}`, which leads to `{}`, outside the model's folder",
-                real.display()
-            ));
-        }
         let number = |key: &str| -> Result<Option<u64>, String> {
             get(key)
                 .map(|v| {
@@ -257,7 +242,7 @@ impl Files {
                 })
                 .transpose()
         };
-        let map = self.map_external(&path, what)?;
+        let map = self.map_external(&path, &location, what)?;
         let size = map.bytes().len() as u64;
         let offset = number("offset")?.unwrap_or(0);
         let length = number("length")?.unwrap_or(size.saturating_sub(offset));
@@ -274,12 +259,32 @@ impl Files {
 
     /// The external file at `path`, mapped the first time a tensor names it:
     /// exporters put every weight in one file, which is mapped once and read
-    /// tensor by tensor.
-    fn map_external(&self, path: &Path, what: &str) -> Result<Arc<MappedFile>, String> {
+    /// tensor by tensor (and checked then, once). A link inside the model's
+    /// folder may lead out of it, so the file's real path must lie inside
+    /// the folder's real path (`location`, as the model names the file, is
+    /// for the error).
+    fn map_external(
+        &self,
+        path: &Path,
+        location: &str,
+        what: &str,
+    ) -> Result<Arc<MappedFile>, String> {
         if let Some(m) = self.external.borrow().get(path) {
             return Ok(m.clone());
         }
         let cannot = |e: std::io::Error| format!("{what}: cannot read `{}`: {e}", path.display());
+        let real = std::fs::canonicalize(path).map_err(cannot)?;
+        let dir = match self.dir.as_os_str().is_empty() {
+            true => Path::new("."),
+            false => self.dir.as_path(),
+        };
+        let folder = std::fs::canonicalize(dir).map_err(cannot)?;
+        if !real.starts_with(&folder) {
+            return Err(format!(
+                "{what} names the external file `{location}`, which leads to `{}`, outside the model's folder",
+                real.display()
+            ));
+        }
         let m = Arc::new(MappedFile::open(path).map_err(cannot)?);
         self.external
             .borrow_mut()

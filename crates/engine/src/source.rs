@@ -103,8 +103,15 @@ impl Source {
             .into_iter()
             .map(|(n, t)| (n, Arg::Tensor(t)))
             .collect();
-        let text = format!("{}\n{}", onnx::PRELUDE, model.source);
-        let mut source = Source::tc(path.display().to_string(), text)?;
+        // The importer checked the prelude and the model def; checking them
+        // again took as long as the rest of a warm start.
+        let mut source = Source {
+            name: path.display().to_string(),
+            text: model.text,
+            checked: model.checked,
+            model: None,
+            weights: HashMap::new(),
+        };
         source.model = Some(Ports {
             inputs: model.inputs,
             outputs: model.outputs,

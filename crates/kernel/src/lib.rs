@@ -32,4 +32,4 @@ pub use pass::{
 };
 pub use print::{op_name, print_block};
 pub use target::{cache_dir, Cache, Target};
-pub use verify::verify_block;
+pub use verify::{verify_block, ChildVerifier};

@@ -259,6 +259,27 @@ pub(crate) fn check_kernel(root: &Block, errs: &mut Vec<String>) {
     walk(root, None, &root.name, &mut vars, 1, errs);
 }
 
+/// Checks every free index tagged `parallel` in `c` and below, `c` being a
+/// step of `root` (whose statements may be taken out) at `path`.
+pub(crate) fn check_step(root: &Block, c: &Block, path: &str, errs: &mut Vec<String>) {
+    if !has_parallel(c) {
+        return;
+    }
+    let mut vars = Vars::default();
+    if let Some(ctx) = enter(root, None, &root.name, &mut vars, false) {
+        walk(c, Some(&ctx), path, &mut vars, 2, errs);
+    }
+}
+
+/// Whether an index of `b` or of a block below it is tagged `parallel`.
+fn has_parallel(b: &Block) -> bool {
+    b.idxs.iter().any(|ix| ix.tags.contains("parallel"))
+        || b.stmts.iter().any(|s| match &s.kind {
+            StmtKind::Block(c) => has_parallel(c),
+            _ => false,
+        })
+}
+
 fn walk(
     b: &Block,
     parent: Option<&Ctx>,
@@ -282,7 +303,12 @@ fn walk(
         return;
     };
     for s in &b.stmts {
+        // Flattening a subtree with nothing to prove would cost as much as
+        // the proof's setup, for every step of the kernel.
         if let StmtKind::Block(c) = &s.kind {
+            if !has_parallel(c) {
+                continue;
+            }
             walk(
                 c,
                 Some(&ctx),
@@ -295,24 +321,36 @@ fn walk(
     }
 }
 
-/// Whether the free index `k` of `b` (whose parent's context is `parent`)
-/// partitions the writes of one execution of `b`; `Ok` also when a
-/// malformed form stops the flattening (the verifier reports it).
-pub(crate) fn prove_index(
-    b: &Block,
-    k: usize,
-    parent: Option<&Block>,
-    path: &str,
-) -> Result<(), String> {
-    let mut vars = Vars::default();
-    let pctx = match parent {
-        Some(p) => match enter(p, None, &p.name, &mut vars, false) {
-            Some(c) => Some(c),
-            None => return Ok(()),
-        },
-        None => None,
-    };
-    prove(b, k, pctx.as_ref(), path, &mut vars)
+/// Proofs for the steps of one root, whose flattened context is built once
+/// (it holds every kernel buffer, so building it per step made proving
+/// every step quadratic).
+pub(crate) struct StepProver {
+    vars: Vars,
+    /// `None` when a form of the root names an unknown index or view.
+    ctx: Option<Ctx>,
+}
+
+impl StepProver {
+    pub(crate) fn new(root: &Block) -> StepProver {
+        let mut vars = Vars::default();
+        let ctx = enter(root, None, &root.name, &mut vars, false);
+        StepProver { vars, ctx }
+    }
+
+    /// Whether the free index `k` of `b` (a step of the root, at `path`)
+    /// partitions the writes of one execution of `b`; `Ok` also when a
+    /// malformed form stops the flattening (the verifier reports it).
+    pub(crate) fn prove(&mut self, b: &Block, k: usize, path: &str) -> Result<(), String> {
+        let Some(ctx) = &self.ctx else {
+            return Ok(());
+        };
+        let n = self.vars.names.len();
+        let result = prove(b, k, Some(ctx), path, &mut self.vars);
+        // The step's own variables are not the root's.
+        self.vars.names.truncate(n);
+        self.vars.hi.truncate(n);
+        result
+    }
 }
 
 fn prove(

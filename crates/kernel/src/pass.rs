@@ -6,7 +6,7 @@
 //! list of pass names, read from `pipelines/NAME.txt` (one pass per line,
 //! `#` comments) or given on the command line.
 
-use crate::{Block, Target};
+use crate::{Block, ChildVerifier, Statement, Target};
 
 /// A kernel transformation.
 pub trait Pass {
@@ -14,6 +14,19 @@ pub trait Pass {
     fn name(&self) -> &'static str;
     /// Rewrites `root` for `target`.
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String>;
+}
+
+/// Runs `f` on the root's steps, taken out of it so that `f` may rewrite
+/// them while a [`ChildVerifier`] of the root checks each rewritten step
+/// against it; puts them back after.
+pub(crate) fn rewrite_steps<R>(
+    root: &mut Block,
+    f: impl FnOnce(&mut Vec<Statement>, &ChildVerifier) -> R,
+) -> R {
+    let mut steps = std::mem::take(&mut root.stmts);
+    let result = f(&mut steps, &ChildVerifier::new(root));
+    root.stmts = steps;
+    result
 }
 
 /// The pass called `name`.

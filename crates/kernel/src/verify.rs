@@ -81,7 +81,8 @@
 //! Assignment is checked per execution of a block (passed indices fixed):
 //! writes from distinct parent points are the parent's view's concern.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 use ir::{DType, Value};
 
@@ -107,9 +108,87 @@ pub fn verify_block(root: &Block) -> Result<(), Vec<String>> {
     }
 }
 
+/// Checks the children of one root block one at a time, for passes that
+/// rewrite a kernel a step at a time and keep a rewrite only if the kernel
+/// still verifies: verifying the whole kernel after every rewrite made a
+/// pass quadratic in the number of steps, and the verifier cubic overall.
+///
+/// Blocks verify independently given their parent (see the module doc),
+/// so a step's checks, the root's assignment checks of the buffers the step
+/// writes, and the parallel partitions of indices in the step are exactly
+/// what [`verify_block`] checks that the step can change. Requires: `root`
+/// is the root of a kernel that verifies, with or without its statements
+/// (a pass takes them out to rewrite them while this borrows the root).
+/// Guarantees: for a child `c`, [`ChildVerifier::verify`] is `Ok` exactly
+/// when the root holding `c` among its other, verified, steps verifies,
+/// except that a root with a parallel index (whose proof involves every
+/// step) accepts no child.
+#[derive(Debug)]
+pub struct ChildVerifier<'a> {
+    root: &'a Block,
+    index: HashMap<&'a str, usize>,
+    dom: Option<Domain>,
+}
+
+impl<'a> ChildVerifier<'a> {
+    pub fn new(root: &'a Block) -> ChildVerifier<'a> {
+        let mut ignored = Vec::new();
+        ChildVerifier {
+            root,
+            index: ref_index(root),
+            dom: check_indices(root, None, &root.name, &mut ignored),
+        }
+    }
+
+    /// Verifies `c` as a step of the root.
+    pub fn verify(&self, c: &Block) -> Result<(), Vec<String>> {
+        let root = self.root;
+        let mut errs = Vec::new();
+        if root.idxs.iter().any(|ix| ix.tags.contains("parallel")) {
+            errs.push(format!(
+                "{}: the root has a parallel index, whose proof involves every step, so one step is not checked alone",
+                root.name
+            ));
+            return Err(errs);
+        }
+        let me = Parent {
+            block: root,
+            index: &self.index,
+            path: &root.name,
+            is_root: true,
+            dom: self.dom.as_ref(),
+        };
+        let path = format!("{}/{}", root.name, c.name);
+        check_block(c, Some(&me), &path, 2, &mut errs);
+        if let Some(dom) = &self.dom {
+            let mut seen = HashSet::new();
+            for name in child_writes(c) {
+                let Some(r) = self.index.get(name).map(|&k| &root.refs[k]) else {
+                    continue;
+                };
+                if r.agg == Agg::Assign && r.from.is_none() && seen.insert(name) {
+                    let offs: Vec<Lin> =
+                        r.shape.iter().map(|_| Lin::zero(dom.names.len())).collect();
+                    check_assign(&root.name, r, &offs, dom, &mut errs);
+                }
+            }
+        }
+        crate::partition::check_step(root, c, &path, &mut errs);
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs)
+        }
+    }
+}
+
 /// What a block's checks need of its parent.
 struct Parent<'a> {
     block: &'a Block,
+    /// The parent's refinements by name, so that looking one up does not
+    /// scan them all (a root has one per kernel buffer, thousands in a
+    /// large model).
+    index: &'a HashMap<&'a str, usize>,
     path: &'a str,
     is_root: bool,
     /// The parent's domain; `None` when its indices or constraints are
@@ -120,6 +199,7 @@ struct Parent<'a> {
 /// An affine form compiled against a domain: a constant and one
 /// coefficient per index of the domain, in 128 bits with saturation (a
 /// saturated value is far outside any `u64` size, so it fails the checks).
+#[derive(Debug)]
 struct Lin {
     constant: i128,
     coefs: Vec<i128>,
@@ -178,6 +258,7 @@ impl Lin {
 /// A block's iteration space as the verifier sees it: every index with the
 /// interval of values it takes (a free index `[0, range)`, a passed index
 /// the values of its form over the parent's domain), and the constraints.
+#[derive(Debug)]
 struct Domain {
     names: Vec<String>,
     lo: Vec<i128>,
@@ -331,15 +412,18 @@ fn check_block(
     let offsets = check_refinements(b, parent, path, dom.as_ref(), errs);
     check_statements(b, path, parent.is_none(), errs);
     if let Some(dom) = &dom {
+        let written = written_views(b);
         for (r, offs) in b.refs.iter().zip(&offsets) {
             let Some(offs) = offs else { continue };
-            if r.agg == Agg::Assign && is_written(b, &r.into) {
+            if r.agg == Agg::Assign && written.contains(r.into.as_str()) {
                 check_assign(path, r, offs, dom, errs);
             }
         }
     }
+    let index = ref_index(b);
     let me = Parent {
         block: b,
+        index: &index,
         path,
         is_root: parent.is_none(),
         dom: dom.as_ref(),
@@ -348,6 +432,34 @@ fn check_block(
         if let StmtKind::Block(c) = &s.kind {
             check_block(c, Some(&me), &format!("{path}/{}", c.name), depth + 1, errs);
         }
+    }
+}
+
+/// A message's subject, `{path}: {what} `{name}``: formatted only when a
+/// message needs it, since formatting one for every index and refinement
+/// of every block dominated the verifier's time on large kernels.
+struct Named<'a> {
+    path: &'a str,
+    what: &'static str,
+    name: &'a str,
+}
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}: {} `{}`", self.path, self.what, self.name)
+    }
+}
+
+/// A statement as a message's subject, `{path}: statement {k}`, formatted
+/// only when needed (see [`Named`]).
+struct StmtAt<'a> {
+    path: &'a str,
+    k: usize,
+}
+
+impl fmt::Display for StmtAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}: statement {}", self.path, self.k)
     }
 }
 
@@ -370,7 +482,11 @@ fn check_indices(
     };
     let mut seen = HashSet::new();
     for ix in &b.idxs {
-        let at = format!("{path}: index `{}`", ix.name);
+        let at = Named {
+            path,
+            what: "index",
+            name: &ix.name,
+        };
         if !seen.insert(ix.name.as_str()) {
             errs.push(format!("{at} is declared twice"));
             ok = false;
@@ -457,7 +573,11 @@ fn check_refinements(
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for r in &b.refs {
-        let at = format!("{path}: refinement `{}`", r.into);
+        let at = Named {
+            path,
+            what: "refinement",
+            name: &r.into,
+        };
         if !seen.insert(r.into.as_str()) {
             errs.push(format!("{at} is declared twice"));
         }
@@ -498,7 +618,7 @@ fn check_refinements(
             out.push(None);
             continue;
         };
-        let Some(pr) = p.block.refinement(from) else {
+        let Some(pr) = p.index.get(from.as_str()).map(|&k| &p.block.refs[k]) else {
             errs.push(format!(
                 "{at} refines `{from}`, which is not a refinement of the parent `{}`",
                 p.path
@@ -575,7 +695,7 @@ fn check_refinements(
 /// Checks that the view lies inside the refined view at every point that
 /// runs.
 fn check_bounds(
-    at: &str,
+    at: &dyn fmt::Display,
     r: &Refinement,
     pr: &Refinement,
     offs: &[Lin],
@@ -662,17 +782,38 @@ fn check_bounds(
     }
 }
 
-/// Whether a statement of `b` stores into `name` or a child refines it for
-/// writing.
-fn is_written(b: &Block, name: &str) -> bool {
-    b.stmts.iter().any(|s| match &s.kind {
-        StmtKind::Store { into, .. } => into == name,
-        StmtKind::Block(c) => c
-            .refs
-            .iter()
-            .any(|r| r.from.as_deref() == Some(name) && writes(r.dir)),
-        _ => false,
-    })
+/// The views of `b` that a statement of `b` stores into or a child refines
+/// for writing.
+fn written_views(b: &Block) -> HashSet<&str> {
+    let mut out = HashSet::new();
+    for s in &b.stmts {
+        match &s.kind {
+            StmtKind::Store { into, .. } => {
+                out.insert(into.as_str());
+            }
+            StmtKind::Block(c) => out.extend(child_writes(c)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The views of its parent that `c` refines for writing.
+fn child_writes(c: &Block) -> impl Iterator<Item = &str> {
+    c.refs
+        .iter()
+        .filter(|r| writes(r.dir))
+        .filter_map(|r| r.from.as_deref())
+}
+
+/// `b`'s refinements by name (the first of a name declared twice, which
+/// the verifier reports).
+fn ref_index(b: &Block) -> HashMap<&str, usize> {
+    let mut index = HashMap::with_capacity(b.refs.len());
+    for (k, r) in b.refs.iter().enumerate() {
+        index.entry(r.into.as_str()).or_insert(k);
+    }
+    index
 }
 
 /// Checks that the views of an `Assign` refinement at distinct points of
@@ -771,7 +912,7 @@ fn disjoint_by_intervals(r: &Refinement, offs: &[Lin], dom: &Domain) -> bool {
 fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>) {
     let mut defined: HashSet<&str> = HashSet::new();
     for (k, s) in b.stmts.iter().enumerate() {
-        let at = format!("{path}: statement {k}");
+        let at = StmtAt { path, k };
         let use_scalar = |name: &str, errs: &mut Vec<String>, defined: &HashSet<&str>| {
             if !defined.contains(name) {
                 errs.push(format!(
@@ -877,7 +1018,7 @@ fn check_statements(b: &Block, path: &str, in_root: bool, errs: &mut Vec<String>
 }
 
 /// Reports a `load` or `store` view that is not a single element.
-fn check_unit(at: &str, verb: &str, r: &Refinement, errs: &mut Vec<String>) {
+fn check_unit(at: &dyn fmt::Display, verb: &str, r: &Refinement, errs: &mut Vec<String>) {
     if let Some(d) = r.shape.iter().position(|d| d.size != 1) {
         errs.push(format!(
             "{at} {verb} `{}`, whose dimension {d} has size {}; loads and stores need size 1 in every dimension",
@@ -888,7 +1029,7 @@ fn check_unit(at: &str, verb: &str, r: &Refinement, errs: &mut Vec<String>) {
 
 /// Reports a statement using a view against its direction.
 fn check_dir(
-    at: &str,
+    at: &dyn fmt::Display,
     r: &Refinement,
     in_root: bool,
     verb: &str,

@@ -7,8 +7,8 @@ mod common;
 
 use ir::{BinOp, Builtin, DType, Value};
 use kernel::{
-    row_major, verify_block, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement,
-    StmtKind, Tags,
+    row_major, verify_block, Affine, Agg, Block, ChildVerifier, Dim, Index, Op, RefDir, Refinement,
+    Statement, StmtKind, Tags,
 };
 
 /// `sum(coef * index) + constant`.
@@ -274,9 +274,35 @@ fn child(b: &mut Block) -> &mut Block {
     }
 }
 
+/// Asserts that checking each step of `b` alone ([`ChildVerifier`], as
+/// passes do after rewriting one) agrees with [`verify_block`]: a step
+/// alone reports exactly the errors `verify_block` reports at or below it.
+fn steps_alone_agree(b: &Block) {
+    let all = verify_block(b).err().unwrap_or_default();
+    let mut root = b.clone();
+    let steps = std::mem::take(&mut root.stmts);
+    let check = ChildVerifier::new(&root);
+    for s in &steps {
+        let StmtKind::Block(c) = &s.kind else {
+            continue;
+        };
+        let path = format!("{}/{}", b.name, c.name);
+        let under = |e: &String| {
+            e.strip_prefix(&path)
+                .is_some_and(|rest| rest.starts_with(':') || rest.starts_with('/'))
+        };
+        let mut alone = check.verify(c).err().unwrap_or_default();
+        let mut want: Vec<String> = all.iter().filter(|e| under(e)).cloned().collect();
+        alone.sort();
+        want.sort();
+        assert_eq!(alone, want, "step `{path}` checked alone");
+    }
+}
+
 /// Asserts that verification fails with a message containing every
 /// fragment.
 fn fails(b: &Block, fragments: &[&str]) {
+    steps_alone_agree(b);
     let errs = verify_block(b).expect_err("the kernel should not verify");
     assert!(
         errs.iter().any(|e| fragments.iter().all(|f| e.contains(f))),
@@ -812,6 +838,7 @@ fn kernel_verify_files_are_accepted_or_rejected_as_their_headers_say() {
         let b = kernel::parse_block(&body.join("\n"))
             .unwrap_or_else(|e| panic!("{}: does not parse: {e:?}", path.display()));
         let got = verify_block(&b);
+        steps_alone_agree(&b);
         if header == "# verify: ok" {
             assert!(got.is_ok(), "{}: rejected: {got:?}", path.display());
         } else {

@@ -37,8 +37,11 @@ pub struct Port {
 /// An imported model.
 #[derive(Debug)]
 pub struct Model {
-    /// The prelude and the model def.
-    pub program: ir::Program,
+    /// The prelude and the model def, checked: the program and where its
+    /// statements are in `text`.
+    pub checked: tc::Checked,
+    /// The text that was checked: the prelude, then the model def.
+    pub text: String,
     /// The model def as TC source.
     pub source: String,
     pub inputs: Vec<Port>,
@@ -174,7 +177,8 @@ pub fn import_loaded(
     })?;
     check_shapes(&checked.program, &im.b.expected)?;
     Ok(Model {
-        program: checked.program,
+        checked,
+        text,
         source,
         inputs,
         outputs,

@@ -49,7 +49,7 @@ fn check(dir: &Path) -> Result<(), String> {
         args.insert(name.clone(), Arg::Tensor(t.clone()));
     }
     let outs = interp::run(
-        &model.program,
+        &model.checked.program,
         onnx::MODEL_DEF,
         &args,
         &HashMap::new(),

@@ -37,6 +37,7 @@ use tensor::{element_bytes, Buffer, Element, Tensor};
 use crate::cost;
 use crate::matmul::{self, MatmulSpec};
 use crate::plan::Plan;
+use crate::saved;
 
 /// How to compile.
 #[derive(Clone, Debug)]
@@ -114,38 +115,20 @@ pub fn build(
     options: &Options,
     cache: &KernelCache,
 ) -> Result<Executable, BuildError> {
-    let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
     let shapes = interface_shapes(program, def, sizes)?;
     let params: Vec<&str> = program
         .def(def)
         .map(|d| d.params.iter().map(ir::Param::name).collect())
         .unwrap_or_default();
-    // The pipeline's leading `inline` passes run before the library matmuls
-    // are marked, so that a matmul inside a called def (every node of an
-    // imported ONNX model is a call of a prelude def) is a root step that
-    // marking can see.
-    let leading = options
-        .passes
-        .iter()
-        .take_while(|p| p.as_str() == "inline")
-        .count();
-    let (first, rest) = options.passes.split_at(leading);
-    let run = |block: &mut Block, passes: &[String]| {
-        kernel::run_pipeline_verifying(
-            block,
-            passes,
-            &options.target,
-            options.verify,
-            &mut |_, _| {},
-        )
-        .map_err(BuildError::Internal)
+    let key = saved::key(program, def, sizes, options);
+    let block = match saved::load(cache, &key) {
+        Some(block) => block,
+        None => {
+            let block = optimize(program, def, sizes, options)?;
+            saved::save(cache, &key, &block);
+            block
+        }
     };
-    run(&mut block, first)?;
-    if options.library {
-        matmul::mark(&mut block);
-        mark_zero_fills(&mut block);
-    }
-    run(&mut block, rest)?;
     let c = codegen::emit::emit_c(&block, "tsr")
         .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
     for b in &c.buffers {
@@ -228,6 +211,44 @@ pub fn build(
         step_bytes,
         fresh,
     })
+}
+
+/// Lowers `def` and runs the pipeline on it, marking library matmuls and
+/// the zero fills they make redundant on the way.
+fn optimize(
+    program: &Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+    options: &Options,
+) -> Result<Block, BuildError> {
+    let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
+    // The pipeline's leading `inline` passes run before the library matmuls
+    // are marked, so that a matmul inside a called def (every node of an
+    // imported ONNX model is a call of a prelude def) is a root step that
+    // marking can see.
+    let leading = options
+        .passes
+        .iter()
+        .take_while(|p| p.as_str() == "inline")
+        .count();
+    let (first, rest) = options.passes.split_at(leading);
+    let run = |block: &mut Block, passes: &[String]| {
+        kernel::run_pipeline_verifying(
+            block,
+            passes,
+            &options.target,
+            options.verify,
+            &mut |_, _| {},
+        )
+        .map_err(BuildError::Internal)
+    };
+    run(&mut block, first)?;
+    if options.library {
+        matmul::mark(&mut block);
+        mark_zero_fills(&mut block);
+    }
+    run(&mut block, rest)?;
+    Ok(block)
 }
 
 /// The concrete shapes of `def`'s tensor parameters and results.

@@ -7,6 +7,7 @@ pub mod cost;
 pub mod exec;
 pub mod matmul;
 pub mod plan;
+pub mod saved;
 
 pub use exec::{build, BuildError, Executable, Options, State, StepProfile};
 pub use plan::Plan;

@@ -61,6 +61,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
+use crate::pass::rewrite_steps;
 use crate::{Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, StmtKind, Tags, Target};
 
 /// The most tilings [`best_tile`] enumerates exhaustively; above it, it
@@ -76,29 +77,26 @@ impl Pass for Autotile {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        for k in 0..root.stmts.len() {
-            let StmtKind::Block(b) = &root.stmts[k].kind else {
-                continue;
-            };
-            if !has_reduction(b) || b.is_library() {
-                continue;
-            }
-            let levels = budgets(b, target);
-            // Every level if that verifies, else the innermost level alone.
-            let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
-            let original = (**b).clone();
-            for caps in attempts {
-                let tiled = tile_levels(&original, caps);
-                if tiled == original {
+        rewrite_steps(root, |steps, check| {
+            for step in steps.iter_mut() {
+                let StmtKind::Block(b) = &mut step.kind else {
+                    continue;
+                };
+                if !has_reduction(b) || b.is_library() {
                     continue;
                 }
-                root.stmts[k].kind = StmtKind::Block(Box::new(tiled));
-                if crate::verify_block(root).is_ok() {
-                    break;
+                let levels = budgets(b, target);
+                // Every level if that verifies, else the innermost level alone.
+                let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
+                for caps in attempts {
+                    let tiled = tile_levels(b, caps);
+                    if tiled != **b && check.verify(&tiled).is_ok() {
+                        **b = tiled;
+                        break;
+                    }
                 }
-                root.stmts[k].kind = StmtKind::Block(Box::new(original.clone()));
             }
-        }
+        });
         Ok(())
     }
 }

@@ -40,7 +40,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::{
-    Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind, Tags, Target,
+    Affine, Agg, Block, ChildVerifier, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind,
+    Tags, Target,
 };
 
 #[derive(Debug)]
@@ -53,6 +54,7 @@ impl Pass for Fuse {
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
         let stmts = std::mem::take(&mut root.stmts);
+        let check = ChildVerifier::new(root);
         let mut out = Vec::with_capacity(stmts.len());
         let mut i = 0;
         while i < stmts.len() {
@@ -67,7 +69,10 @@ impl Pass for Fuse {
                     _ => break,
                 }
             }
-            match (chain.len() >= 2).then(|| fuse(root, &chain)).flatten() {
+            match (chain.len() >= 2)
+                .then(|| fuse(root, &check, &chain))
+                .flatten()
+            {
                 Some(fused) => {
                     out.push(fused);
                     i = end;
@@ -374,8 +379,9 @@ fn needs_preload(first: &Stage) -> bool {
     true
 }
 
-/// The chain as one verified block, or `None` to keep it.
-fn fuse(root: &Block, chain: &[Stage]) -> Option<Statement> {
+/// The chain as one verified block (`check` verifies steps of `root`), or
+/// `None` to keep it.
+fn fuse(root: &Block, check: &ChildVerifier, chain: &[Stage]) -> Option<Statement> {
     let first = chain.first()?;
     let t = root.refinement(&first.buffer)?;
     let names = &first.outs;
@@ -471,20 +477,9 @@ fn fuse(root: &Block, chain: &[Stage]) -> Option<Statement> {
         from: v,
         into: view,
     }));
-    let fused = Statement {
+    check.verify(&f.block).ok()?;
+    Some(Statement {
         kind: StmtKind::Block(Box::new(f.block)),
         tags: first.stmt.tags.clone(),
-    };
-    // Blocks verify independently given their parent, so a root holding
-    // only the fused block checks it.
-    let check = Block {
-        name: root.name.clone(),
-        comment: String::new(),
-        tags: root.tags.clone(),
-        idxs: root.idxs.clone(),
-        constraints: root.constraints.clone(),
-        refs: root.refs.clone(),
-        stmts: vec![fused.clone()],
-    };
-    crate::verify_block(&check).ok().map(|()| fused)
+    })
 }

@@ -23,7 +23,7 @@
 //! one reads the temporary afterwards); a verified kernel. Temporaries
 //! outside this scope are left unchanged.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::{row_major, Agg, Block, Pass, RefDir, Refinement, StmtKind, Target};
 
@@ -36,54 +36,91 @@ impl Pass for Localize {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
-        let temps: Vec<String> = root
-            .refs
-            .iter()
-            .filter(|r| r.from.is_none() && r.tags.contains("temp"))
-            .map(|r| r.into.clone())
-            .collect();
-        for t in &temps {
-            localize(root, t);
+        let users: Vec<(String, usize)> = {
+            let uses = uses(root);
+            root.refs
+                .iter()
+                .filter(|r| r.from.is_none() && r.tags.contains("temp"))
+                .filter_map(|r| match uses.get(r.into.as_str()) {
+                    Some(Uses {
+                        users,
+                        elsewhere: false,
+                    }) if users.len() == 1 => Some((r.into.clone(), users[0])),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut moved = HashSet::new();
+        for (t, k) in users {
+            if let StmtKind::Block(b) = &mut root.stmts[k].kind {
+                if move_in(b, &t) {
+                    moved.insert(t);
+                }
+            }
         }
+        root.refs.retain(|r| !moved.contains(&r.into));
         Ok(())
     }
 }
 
-/// Moves temporary `t` into its only user, if it is in scope.
-fn localize(root: &mut Block, t: &str) {
-    let mut user = None;
+/// How the root's statements use one of its buffers.
+#[derive(Default)]
+struct Uses {
+    /// The root children that refine it directly (a library call counts
+    /// twice, so that it is never the only user).
+    users: Vec<usize>,
+    /// Whether anything else names it: a root statement, or a refinement
+    /// deeper in the nest of a root child that does not refine it.
+    elsewhere: bool,
+}
+
+/// The uses of every name the root's statements mention, found in one walk
+/// (per temporary, a walk over the whole kernel made the pass quadratic).
+fn uses(root: &Block) -> HashMap<&str, Uses> {
+    let mut out: HashMap<&str, Uses> = HashMap::new();
     for (k, s) in root.stmts.iter().enumerate() {
         match &s.kind {
-            StmtKind::Block(c) if c.refs.iter().any(|r| r.from.as_deref() == Some(t)) => {
-                if user.is_some() || c.is_library() {
-                    return;
+            StmtKind::Block(c) => {
+                let direct: HashSet<&str> =
+                    c.refs.iter().filter_map(|r| r.from.as_deref()).collect();
+                for &t in &direct {
+                    let u = out.entry(t).or_default();
+                    u.users.push(k);
+                    if c.is_library() {
+                        u.users.push(k);
+                    }
                 }
-                user = Some(k);
+                let mut named = HashSet::new();
+                names(c, &mut named);
+                for t in named.difference(&direct) {
+                    out.entry(t).or_default().elsewhere = true;
+                }
             }
-            StmtKind::Block(c) if mentions(c, t) => return,
-            StmtKind::Load { from, .. } | StmtKind::Gather { from, .. } if from == t => return,
-            StmtKind::Store { into, .. } if into == t => return,
+            StmtKind::Load { from: t, .. }
+            | StmtKind::Gather { from: t, .. }
+            | StmtKind::Store { into: t, .. } => {
+                out.entry(t.as_str()).or_default().elsewhere = true;
+            }
             _ => {}
         }
     }
-    let Some(k) = user else { return };
-    let StmtKind::Block(b) = &mut root.stmts[k].kind else {
-        return;
-    };
-    if move_in(b, t) {
-        root.refs.retain(|r| r.into != t);
-    }
+    out
 }
 
-/// Whether a refinement of `b` or of a block nested in it names `t`.
-fn mentions(b: &Block, t: &str) -> bool {
-    b.refs
-        .iter()
-        .any(|r| r.into == t || r.from.as_deref() == Some(t))
-        || b.stmts.iter().any(|s| match &s.kind {
-            StmtKind::Block(c) => mentions(c, t),
-            _ => false,
-        })
+/// Adds every name a refinement of `b` or of a block nested in it has or
+/// refines.
+fn names<'a>(b: &'a Block, out: &mut HashSet<&'a str>) {
+    for r in &b.refs {
+        out.insert(&r.into);
+        if let Some(f) = &r.from {
+            out.insert(f);
+        }
+    }
+    for s in &b.stmts {
+        if let StmtKind::Block(c) = &s.kind {
+            names(c, out);
+        }
+    }
 }
 
 /// Replaces `b`'s views of `t` by one local buffer if every element a

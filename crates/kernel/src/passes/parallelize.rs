@@ -11,6 +11,7 @@
 //! partition proof accepts is tagged. Blocks that write nothing, or where
 //! no index is proved to partition the writes, are left alone.
 
+use crate::partition::StepProver;
 use crate::{Block, Pass, StmtKind, Target};
 
 #[derive(Debug)]
@@ -23,10 +24,11 @@ impl Pass for Parallelize {
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
         let mut choices = Vec::new();
+        let mut prover = StepProver::new(root);
         for (k, s) in root.stmts.iter().enumerate() {
             if let StmtKind::Block(b) = &s.kind {
                 if !b.is_library() {
-                    if let Some(i) = choice(root, b) {
+                    if let Some(i) = choice(&mut prover, &root.name, b) {
                         choices.push((k, i));
                     }
                 }
@@ -42,18 +44,16 @@ impl Pass for Parallelize {
     }
 }
 
-/// The outermost free index of `b` (a step of `root`) with more than one
-/// value that the verifier proves partitions `b`'s writes, when `b` writes
-/// anything.
-fn choice(root: &Block, b: &Block) -> Option<usize> {
+/// The outermost free index of `b` (a step of the root called `root`, whose
+/// prover is `prover`) with more than one value that the verifier proves
+/// partitions `b`'s writes, when `b` writes anything.
+fn choice(prover: &mut StepProver, root: &str, b: &Block) -> Option<usize> {
     if !writes_anything(b) {
         return None;
     }
-    let path = format!("{}/{}", root.name, b.name);
+    let path = format!("{root}/{}", b.name);
     b.idxs.iter().enumerate().position(|(k, ix)| {
-        ix.range > 1
-            && ix.affine.is_none()
-            && crate::partition::prove_index(b, k, Some(root), &path).is_ok()
+        ix.range > 1 && ix.affine.is_none() && prover.prove(b, k, &path).is_ok()
     })
 }
 

@@ -27,13 +27,15 @@
 //! Requires: a verified kernel. Guarantees: at each point of the parent the
 //! same statements run on the same elements in the same order (the block
 //! ran all its points, in row-major order, since it has no constraints), so
-//! results are identical; a verified kernel (the whole kernel is verified
-//! after each rewrite, and a rewrite that does not verify is dropped);
+//! results are identical; a verified kernel (the rewritten step is verified
+//! against the root after each rewrite, and a rewrite that does not verify
+//! is dropped);
 //! blocks that are not eligible are left alone. The parent keeps the views
 //! the unrolled block refined, now possibly unused.
 
 use std::collections::HashMap;
 
+use crate::pass::rewrite_steps;
 use crate::{Affine, Block, Pass, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
@@ -60,20 +62,25 @@ impl Pass for Unroll {
         // In reverse pre-order, a block's descendants and later siblings are
         // rewritten before it, so the paths of the blocks still to be
         // visited stay valid.
-        for (path, k) in candidates.into_iter().rev() {
-            let Some(new) = root.at(&path).and_then(|p| unrolled(p, k)) else {
-                continue;
-            };
-            let Some(parent) = root.at_mut(&path) else {
-                continue;
-            };
-            let old = std::mem::replace(parent, new);
-            if crate::verify_block(root).is_err() {
-                if let Some(parent) = root.at_mut(&path) {
-                    *parent = old;
+        rewrite_steps(root, |steps, check| {
+            for (path, k) in candidates.into_iter().rev() {
+                let StmtKind::Block(step) = &mut steps[path[0]].kind else {
+                    continue;
+                };
+                let Some(new) = step.at(&path[1..]).and_then(|p| unrolled(p, k)) else {
+                    continue;
+                };
+                let Some(parent) = step.at_mut(&path[1..]) else {
+                    continue;
+                };
+                let old = std::mem::replace(parent, new);
+                if check.verify(step).is_err() {
+                    if let Some(parent) = step.at_mut(&path[1..]) {
+                        *parent = old;
+                    }
                 }
             }
-        }
+        });
         Ok(())
     }
 }

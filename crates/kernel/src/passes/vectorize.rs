@@ -35,6 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::pass::rewrite_steps;
 use crate::passes::autotile::{has_reduction, tile_block};
 use crate::passes::boundary::shifted;
 use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
@@ -56,35 +57,31 @@ impl Pass for Vectorize {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        let mut k = 0;
-        while k < root.stmts.len() {
-            let StmtKind::Block(b) = &root.stmts[k].kind else {
-                k += 1;
-                continue;
-            };
-            if b.is_library() {
-                k += 1;
-                continue;
+        rewrite_steps(root, |steps, check| {
+            let mut out = Vec::with_capacity(steps.len());
+            for step in std::mem::take(steps) {
+                let StmtKind::Block(b) = &step.kind else {
+                    out.push(step);
+                    continue;
+                };
+                if b.is_library() {
+                    out.push(step);
+                    continue;
+                }
+                let pieces = rewrite(b, target);
+                // Keep the rewrite only if every piece verifies as a step of
+                // the root, which is the kernel verifying with them.
+                if pieces.iter().all(|p| check.verify(p).is_ok()) {
+                    out.extend(pieces.into_iter().map(|p| Statement {
+                        kind: StmtKind::Block(Box::new(p)),
+                        tags: step.tags.clone(),
+                    }));
+                } else {
+                    out.push(step);
+                }
             }
-            let pieces = rewrite(b, target);
-            let n = pieces.len();
-            let tags = root.stmts[k].tags.clone();
-            let new: Vec<Statement> = pieces
-                .into_iter()
-                .map(|p| Statement {
-                    kind: StmtKind::Block(Box::new(p)),
-                    tags: tags.clone(),
-                })
-                .collect();
-            let old: Vec<Statement> = root.stmts.splice(k..=k, new).collect();
-            // Keep the rewrite only if the whole kernel still verifies.
-            if crate::verify_block(root).is_err() {
-                root.stmts.splice(k..k + n, old);
-                k += 1;
-            } else {
-                k += n;
-            }
-        }
+            *steps = out;
+        });
         Ok(())
     }
 }

@@ -6,7 +6,7 @@
 //! list of pass names, read from `pipelines/NAME.txt` (one pass per line,
 //! `#` comments) or given on the command line.
 
-use crate::{Block, ChildVerifier, Statement, Target};
+use crate::{Block, ChildVerifier, Statement, StmtKind, Target};
 
 /// A kernel transformation.
 pub trait Pass {
@@ -27,6 +27,33 @@ pub(crate) fn rewrite_steps<R>(
     let result = f(&mut steps, &ChildVerifier::new(root));
     root.stmts = steps;
     result
+}
+
+/// Replaces the block at `path` (a step's position among `steps`, then
+/// statement numbers below it) by what `new` makes of it, if anything, and
+/// keeps the replacement only if the step still verifies against the root
+/// (`check`).
+pub(crate) fn replace_verified(
+    steps: &mut [Statement],
+    path: &[usize],
+    check: &ChildVerifier,
+    new: impl FnOnce(&Block) -> Option<Block>,
+) {
+    let Some(StmtKind::Block(step)) = steps.get_mut(path[0]).map(|s| &mut s.kind) else {
+        return;
+    };
+    let Some(new) = step.at(&path[1..]).and_then(new) else {
+        return;
+    };
+    let Some(slot) = step.at_mut(&path[1..]) else {
+        return;
+    };
+    let old = std::mem::replace(slot, new);
+    if check.verify(step).is_err() {
+        if let Some(slot) = step.at_mut(&path[1..]) {
+            *slot = old;
+        }
+    }
 }
 
 /// The pass called `name`.

@@ -37,7 +37,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::pass::rewrite_steps;
+use crate::pass::{replace_verified, rewrite_steps};
 use crate::{
     Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind, Tags, Target,
 };
@@ -61,21 +61,7 @@ impl Pass for Interchange {
         }
         rewrite_steps(root, |steps, check| {
             for path in paths {
-                let StmtKind::Block(step) = &mut steps[path[0]].kind else {
-                    continue;
-                };
-                let Some(new) = step.at(&path[1..]).and_then(|b| rewrite(b, target)) else {
-                    continue;
-                };
-                let Some(slot) = step.at_mut(&path[1..]) else {
-                    continue;
-                };
-                let old = std::mem::replace(slot, new);
-                if check.verify(step).is_err() {
-                    if let Some(slot) = step.at_mut(&path[1..]) {
-                        *slot = old;
-                    }
-                }
+                replace_verified(steps, &path, check, |b| rewrite(b, target));
             }
         });
         Ok(())

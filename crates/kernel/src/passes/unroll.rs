@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use crate::pass::rewrite_steps;
+use crate::pass::{replace_verified, rewrite_steps};
 use crate::{Affine, Block, Pass, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
@@ -64,21 +64,7 @@ impl Pass for Unroll {
         // visited stay valid.
         rewrite_steps(root, |steps, check| {
             for (path, k) in candidates.into_iter().rev() {
-                let StmtKind::Block(step) = &mut steps[path[0]].kind else {
-                    continue;
-                };
-                let Some(new) = step.at(&path[1..]).and_then(|p| unrolled(p, k)) else {
-                    continue;
-                };
-                let Some(parent) = step.at_mut(&path[1..]) else {
-                    continue;
-                };
-                let old = std::mem::replace(parent, new);
-                if check.verify(step).is_err() {
-                    if let Some(parent) = step.at_mut(&path[1..]) {
-                        *parent = old;
-                    }
-                }
+                replace_verified(steps, &path, check, |p| unrolled(p, k));
             }
         });
         Ok(())

@@ -200,6 +200,7 @@ fn prove(
         sizes: sizes.clone(),
         trials: None,
         seed: 0,
+        progress: Default::default(),
     };
     let mut bound: Vec<String> = sizes
         .iter()

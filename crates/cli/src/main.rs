@@ -13,6 +13,7 @@ mod info;
 mod load;
 mod lower;
 mod out_files;
+mod progress;
 mod run;
 mod split;
 mod target;

@@ -75,6 +75,7 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
         compiled: (!a.interp).then(|| a.compile.options()),
         profile: a.profile,
         emit_c,
+        progress: crate::progress::Bars::reporter(),
     };
     let outputs = engine::session::run(&source, def, &bound, &options, notes)?;
     let named: Vec<(String, Tensor)> = outputs

@@ -59,6 +59,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         sizes: crate::load::parse_sizes(&a.sizes)?,
         trials: a.trials,
         seed: a.seed,
+        progress: crate::progress::Bars::reporter(),
     };
     let report = opt::verify::verify(&pa, &da.name, &pb, &db.name, &options)
         .map_err(|e| format!("error: {e}"))?;

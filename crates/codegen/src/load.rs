@@ -21,7 +21,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 use std::sync::Arc;
 
-use tensor::{element_bytes, Buffer, Tensor};
+use tensor::{Buffer, Tensor};
 
 use crate::emit::{abi, describe_code, BufferInfo, CProgram, StepInfo};
 
@@ -243,7 +243,7 @@ impl Kernel {
     ) -> Result<(), String> {
         let (f, info) = self.step(k, map.len())?;
         for (b, &s) in self.buffers.iter().zip(map) {
-            let need = b.len.saturating_mul(element_bytes(b.dtype));
+            let need = b.bytes;
             match slots.get(s) {
                 Some(slot) if slot.bytes() >= need => {}
                 _ => {

@@ -28,6 +28,8 @@ pub struct RunOptions {
     /// Write the generated C and the kernel it comes from to this
     /// directory, as `DEF.c` and `DEF.kernel`.
     pub emit_c: Option<PathBuf>,
+    /// Where the interpreter reports the progress of long statements.
+    pub progress: interp::Reporter,
 }
 
 /// What a run gave.
@@ -68,21 +70,23 @@ pub fn run(
             // bounds) or a bug: the interpreter tells which.
             Err(Error::Build(
                 b @ (runtime::BuildError::Lower(_) | runtime::BuildError::Internal(_)),
-            )) => return Err(rerun(source, def, bound, &b.to_string())),
-            Err(Error::Compiled(message)) => return Err(rerun(source, def, bound, &message)),
+            )) => return Err(rerun(source, def, bound, options, &b.to_string())),
+            Err(Error::Compiled(message)) => {
+                return Err(rerun(source, def, bound, options, &message))
+            }
             Err(e) => return Err(e),
         }
     }
     Ok(Outputs {
-        tensors: interpret(source, def, bound)?,
+        tensors: interpret(source, def, bound, &options.progress)?,
         profile: None,
     })
 }
 
 /// The error to report when the compiled path failed with `why`: the
 /// program's, located by the interpreter, or else an internal error.
-fn rerun(source: &Source, def: &Def, bound: &Bound, why: &str) -> Error {
-    match interpret(source, def, bound) {
+fn rerun(source: &Source, def: &Def, bound: &Bound, options: &RunOptions, why: &str) -> Error {
+    match interpret(source, def, bound, &options.progress) {
         Err(e) => e,
         Ok(_) => Error::Internal(format!(
             "internal error: the compiled path failed where the interpreter succeeds: {why}\n  = help: this is a bug in tessera; `--interp` runs the interpreter"
@@ -144,19 +148,22 @@ fn peak_resident_bytes() -> Option<u64> {
         .map(|k| k * 1024)
 }
 
-/// Runs `def` on the interpreter; an error is located at its statement in
-/// the source when it has one.
+/// Runs `def` on the interpreter, reporting long statements to
+/// `progress`; an error is located at its statement in the source when it
+/// has one.
 pub fn interpret(
     source: &Source,
     def: &Def,
     bound: &Bound,
+    progress: &interp::Reporter,
 ) -> Result<Vec<(String, Tensor)>, Error> {
-    interp::run(
+    interp::run_reporting(
         source.program(),
         &def.name,
         &bound.args,
         &bound.given,
         interp::Mode::Real,
+        progress,
     )
     .map_err(|e| {
         // In a model, an error is the node's: the statement of the model

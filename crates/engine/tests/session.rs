@@ -18,6 +18,7 @@ fn compiled() -> RunOptions {
         compiled: Some(engine::Options::default()),
         profile: false,
         emit_c: None,
+        progress: Default::default(),
     }
 }
 
@@ -26,6 +27,7 @@ fn interpreted() -> RunOptions {
         compiled: None,
         profile: false,
         emit_c: None,
+        progress: Default::default(),
     }
 }
 
@@ -113,7 +115,7 @@ fn a_def_not_lowered_yet_falls_back_with_a_typed_note() {
         matches!(&notes[..], [Note::NotCompiled { def, reason }] if def == "f" && reason.contains("non-affine subscript")),
         "{notes:?}"
     );
-    let want = engine::session::interpret(&src, def, &bound).unwrap();
+    let want = engine::session::interpret(&src, def, &bound, &Default::default()).unwrap();
     assert_eq!(out.tensors[0].1.values(), want[0].1.values());
 }
 

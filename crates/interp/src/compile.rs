@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use ir::{BinOp, Builtin, DType, Def, Expr, UnOp, Value};
+use ir::{BinOp, Builtin, Comprehension, DType, Def, Expr, UnOp, Value};
 
 use crate::frame::{BoolFn, FloatFn, Frame, IntFn, LetSlots, Slot};
 use crate::read::ReadPlan;
@@ -52,8 +52,14 @@ pub(crate) struct Scope<'a> {
     pub reduction: bool,
     /// Iterator slots in `Frame::ints`.
     pub iters: HashMap<String, usize>,
+    /// Each iterator's smallest and largest value.
+    pub values: HashMap<String, (i64, i64)>,
+    /// The statement, when compiling a comprehension (for its lets' types).
+    pub comp: Option<&'a Comprehension>,
     /// The lets bound so far.
     pub lets: HashMap<String, LetSlots>,
+    /// How many of the comprehension's lets are bound so far.
+    pub lets_bound: usize,
 }
 
 /// `x op y` on floats of type `t` (`+ - * / %`): `arith::float_arith`.
@@ -122,6 +128,17 @@ impl<'a> Scope<'a> {
     /// messages that must make sense without the caller's location.
     pub(crate) fn location(&self) -> String {
         format!(" (def {}, statement {})", self.def.name, self.stmt + 1)
+    }
+
+    /// What the iterators, sizes and bound lets range over, for proving
+    /// that a subscript cannot wrap.
+    pub(crate) fn bounds(&self) -> ir::Bounds<'_> {
+        ir::Bounds {
+            def: self.def,
+            lets: self.comp.map_or(&[], |c| &c.lets[..self.lets_bound]),
+            iters: &self.values,
+            sizes: self.sizes,
+        }
     }
 
     /// Compiles `e` to a closure of its own type.

@@ -25,6 +25,7 @@ use crate::bind::{eval_size, shape_of};
 use crate::compile::{Compiled, Scope};
 use crate::frame::{eval_lets, Eval, Frame, LetEval, LetSlots, Slot, Stop};
 use crate::poly::{self, Need};
+use crate::progress::{points, Reporter, Task, MAX_POINTS, REPORTED_POINTS};
 use crate::read::ReadPlan;
 use crate::residue;
 use crate::tensors::zeros_in;
@@ -41,6 +42,7 @@ pub(crate) struct Bindings<'a> {
     /// Size symbols and integer scalars.
     pub sizes: HashMap<String, i64>,
     pub mode: Mode,
+    pub progress: &'a Reporter,
 }
 
 /// The iteration box of a statement.
@@ -62,6 +64,12 @@ pub(crate) fn exec_comp(
     stmt: usize,
 ) -> Result<Tensor, String> {
     let Iterators { slots, bounds } = iterators(c, &b.sizes)?;
+    let n = points(&bounds);
+    if n > MAX_POINTS {
+        return Err(format!(
+            "the statement has {n} points, more than the interpreter runs (2^50, over a year of work); give smaller sizes or ranges"
+        ));
+    }
     let (mut out, t) = target(b, env, c, &bounds)?;
     if t == DType::Bool && c.op != Reduction::Assign {
         return Err(format!(
@@ -79,8 +87,14 @@ pub(crate) fn exec_comp(
         sizes: &b.sizes,
         mode: b.mode,
         reduction: c.op != Reduction::Assign,
+        values: slots
+            .iter()
+            .map(|(n, &k)| (n.clone(), (bounds[k].0, bounds[k].1 - 1)))
+            .collect(),
         iters: slots,
+        comp: Some(c),
         lets: HashMap::new(),
+        lets_bound: 0,
     };
     let (lets, mut frame) = compile_lets(&mut scope, c, bounds.len())?;
     let space = Space {
@@ -90,6 +104,18 @@ pub(crate) fn exec_comp(
     };
     let guards = guards(&scope, c)?;
     let identity = c.op.identity(t);
+    let mut meter = Meter {
+        // At most 2^50 points, checked above.
+        task: if n >= REPORTED_POINTS {
+            b.progress.start(
+                &format!("statement {} of {}", stmt + 1, b.def.name),
+                n as u64,
+            )
+        } else {
+            Task::default()
+        },
+        pending: 0,
+    };
     let stored = format!("`{}` is not stored as {t}", c.tensor);
     let result = match b.mode {
         Mode::ModP => {
@@ -112,6 +138,7 @@ pub(crate) fn exec_comp(
             drive(
                 &mut frame,
                 &space,
+                &mut meter,
                 &lets,
                 &guards,
                 &body,
@@ -136,7 +163,7 @@ pub(crate) fn exec_comp(
                     let data = out.as_mut_slice::<$t>().ok_or(stored)?;
                     let store = Store::<$t, f64>::new(data);
                     drive(
-                        &mut frame, &space, &lets, &guards, &*g, start, &*fold, store,
+                        &mut frame, &space, &mut meter, &lets, &guards, &*g, start, &*fold, store,
                     )
                 }};
             }
@@ -153,6 +180,7 @@ pub(crate) fn exec_comp(
             drive(
                 &mut frame,
                 &space,
+                &mut meter,
                 &lets,
                 &guards,
                 &body,
@@ -175,6 +203,7 @@ pub(crate) fn exec_comp(
                 drive(
                     &mut frame,
                     &space,
+                &mut meter,
                     &lets,
                     &guards,
                     &*g,
@@ -341,6 +370,7 @@ fn compile_lets<'a>(
             residues += 1;
         }
         scope.lets.insert(name.clone(), slots);
+        scope.lets_bound += 1;
     }
     let frame = Frame {
         ints: vec![0; ints],
@@ -487,6 +517,7 @@ impl<'a, S: Widen<T>, T> Store<'a, S, T> {
 fn drive<S: Widen<T>, T: Copy>(
     frame: &mut Frame,
     space: &Space,
+    meter: &mut Meter,
     lets: &[LetEval],
     guards: &[ReadPlan],
     body: &dyn Fn(&mut Frame) -> Eval<T>,
@@ -496,6 +527,8 @@ fn drive<S: Widen<T>, T: Copy>(
 ) -> Result<(), String> {
     let out = out.data;
     let (n, m) = (space.bounds.len(), space.n_lhs);
+    // The points of one left-hand element: at most the statement's 2^50.
+    let per_element = points(&space.bounds[m..]) as u64;
     for (k, &(lo, _)) in space.bounds.iter().enumerate() {
         frame.ints[k] = lo;
     }
@@ -520,6 +553,7 @@ fn drive<S: Widen<T>, T: Copy>(
             }
         }
         out[off] = S::narrow(acc);
+        meter.tick(per_element);
         if !advance(frame, &space.bounds, 0, m) {
             return Ok(());
         }
@@ -538,4 +572,23 @@ fn advance(frame: &mut Frame, bounds: &[(i64, i64)], from: usize, to: usize) -> 
         frame.ints[k] = bounds[k].0;
     }
     false
+}
+
+/// Reports a statement's points a chunk at a time.
+struct Meter<'a> {
+    task: Task<'a>,
+    pending: u64,
+}
+
+impl Meter<'_> {
+    /// Points between reports: a few milliseconds of work.
+    const CHUNK: u64 = 1 << 18;
+
+    /// `n` more points are done.
+    fn tick(&mut self, n: u64) {
+        self.pending += n;
+        if self.pending >= Meter::CHUNK {
+            self.task.advance(std::mem::take(&mut self.pending));
+        }
+    }
 }

@@ -16,11 +16,13 @@
 //! program or the arguments, is a [`RunError`].
 
 mod bind;
+mod checked;
 mod compile;
 mod error;
 mod exec;
 mod frame;
 mod poly;
+mod progress;
 mod read;
 pub mod residue;
 mod run;
@@ -28,8 +30,9 @@ mod tensors;
 
 pub use bind::{bind_sizes, param_shape};
 pub use error::RunError;
+pub use progress::{points, Progress, Reporter, Task, MAX_POINTS, REPORTED_POINTS};
 pub use residue::P;
-pub use run::run;
+pub use run::{run, run_reporting};
 pub use tensor::{row_major_strides as strides, Tensor};
 pub use tensors::random_residues;
 

@@ -1,12 +1,17 @@
 //! Compiled tensor reads: subscripts, strides, bounds checks and skipping.
 //!
 //! A read `T(e1, ..., en)` is resolved once per statement execution to the
-//! tensor's data slice, its dimensions and row-major strides. Each subscript
-//! that is an affine form in the iterators with `int64` arithmetic (sizes and
-//! scalars folded into constants) is kept as `constant + sum(coef * slot)`,
-//! evaluated with wrapping arithmetic, which gives exactly what evaluating
-//! the `int64` expression tree would (wrapping `+ - *` is a ring
-//! homomorphism); any other subscript is a compiled integer closure.
+//! tensor's data slice, its dimensions and row-major strides. A subscript's
+//! `int64` arithmetic never wraps: where `ir::Bounds` proves that it cannot
+//! over the statement's box, a subscript that is an affine form in the
+//! iterators (sizes and scalars folded into constants) is kept as
+//! `constant + sum(coef * slot)` and any other as a compiled integer
+//! closure, both with plain machine arithmetic; the form's own coefficients
+//! may wrap as they are folded, but wrapping `+ - *` is a ring homomorphism,
+//! so the form computes the subscript's value exactly when that value is an
+//! `int64`, as the proof says. A subscript not proved is computed with
+//! checked arithmetic (`checked.rs`), and one whose arithmetic overflows is
+//! out of bounds.
 //!
 //! An out-of-bounds read either skips the current point of a reduction (a
 //! skippable read: in a reduction, no tensor read in its subscripts; under a
@@ -15,6 +20,7 @@
 
 use ir::{BinOp, Expr, UnOp};
 
+use crate::checked::CheckedFn;
 use crate::compile::Scope;
 use crate::frame::{Eval, Frame, IntFn, Stop};
 use crate::tensors::show_tuple;
@@ -57,15 +63,21 @@ impl Affine {
 }
 
 enum Subscript<'a> {
+    /// Proved not to wrap: affine.
     Affine(Affine),
+    /// Proved not to wrap: anything else.
     Dynamic(IntFn<'a>),
+    /// Not proved: checked.
+    Checked(CheckedFn<'a>),
 }
 
 impl Subscript<'_> {
-    fn eval(&self, f: &mut Frame) -> Eval<i64> {
+    /// The subscript's value, or `None` where its arithmetic overflows.
+    fn eval(&self, f: &mut Frame) -> Eval<Option<i64>> {
         match self {
-            Subscript::Affine(a) => Ok(a.eval(f)),
-            Subscript::Dynamic(g) => g(f),
+            Subscript::Affine(a) => Ok(Some(a.eval(f))),
+            Subscript::Dynamic(g) => g(f).map(Some),
+            Subscript::Checked(g) => g(f),
         }
     }
 }
@@ -100,6 +112,10 @@ impl<'a> ReadPlan<'a> {
         let compiled = subs
             .iter()
             .map(|e| match affine(scope, e) {
+                _ if scope.bounds().interval(e).is_err() => scope
+                    .checked(e)
+                    .map(Subscript::Checked)
+                    .map_err(|m| format!("subscript of `{name}`: {m}")),
                 Some(a) => Ok(Subscript::Affine(a)),
                 None => {
                     let (g, _) = scope
@@ -125,7 +141,7 @@ impl<'a> ReadPlan<'a> {
     pub(crate) fn offset(&self, f: &mut Frame) -> Eval<usize> {
         let mut off = 0usize;
         for ((sub, &dim), &stride) in self.subs.iter().zip(&self.dims).zip(&self.strides) {
-            let i = sub.eval(f)?;
+            let i = sub.eval(f)?.unwrap_or(-1);
             if i < 0 || i >= dim {
                 return Err(self.out_of_bounds(f));
             }
@@ -145,8 +161,10 @@ impl<'a> ReadPlan<'a> {
             .subs
             .iter()
             .map(|s| {
-                s.eval(f)
-                    .map_or_else(|_| "?".to_string(), |v| v.to_string())
+                s.eval(f).map_or_else(
+                    |_| "?".to_string(),
+                    |v| v.map_or_else(|| "an int64 overflow".to_string(), |v| v.to_string()),
+                )
             })
             .collect();
         f.fail(format!(

@@ -16,6 +16,7 @@ use crate::bind::{bind_sizes, shape_of};
 use crate::compile::Scope;
 use crate::error::RunError;
 use crate::exec::{exec_comp, Bindings};
+use crate::progress::Reporter;
 use crate::tensors::{admit, show_tuple};
 use crate::{Arg, Mode};
 use ir::arith;
@@ -39,10 +40,22 @@ pub fn run(
     given_sizes: &HashMap<String, i64>,
     mode: Mode,
 ) -> Result<Vec<(String, Tensor)>, RunError> {
+    run_reporting(program, name, args, given_sizes, mode, &Reporter::default())
+}
+
+/// [`run`], reporting the progress of long statements to `progress`.
+pub fn run_reporting(
+    program: &Program,
+    name: &str,
+    args: &HashMap<String, Arg>,
+    given_sizes: &HashMap<String, i64>,
+    mode: Mode,
+    progress: &Reporter,
+) -> Result<Vec<(String, Tensor)>, RunError> {
     let def = program
         .def(name)
         .ok_or_else(|| RunError::new(name, format!("no def named `{name}`")))?;
-    run_def(program, def, args, given_sizes, mode, 0)
+    run_def(program, def, args, given_sizes, mode, progress, 0)
 }
 
 fn run_def(
@@ -51,6 +64,7 @@ fn run_def(
     args: &HashMap<String, Arg>,
     given: &HashMap<String, i64>,
     mode: Mode,
+    progress: &Reporter,
     depth: usize,
 ) -> Result<Vec<(String, Tensor)>, RunError> {
     let err = |m: String| RunError::new(&def.name, m);
@@ -143,6 +157,7 @@ fn run_def(
         scalars,
         sizes,
         mode,
+        progress,
     };
     for (i, s) in def.stmts.iter().enumerate() {
         match s {
@@ -197,7 +212,10 @@ fn exec_call(
         mode: b.mode,
         reduction: false,
         iters: HashMap::new(),
+        values: HashMap::new(),
+        comp: None,
         lets: HashMap::new(),
+        lets_bound: 0,
     };
     let mut args = HashMap::new();
     for (p, a) in callee.params.iter().zip(&call.args) {
@@ -225,18 +243,26 @@ fn exec_call(
         };
         args.insert(p.name().to_string(), v);
     }
-    let outputs =
-        run_def(program, callee, &args, &HashMap::new(), b.mode, depth + 1).map_err(|e| {
-            // An error inside the callee's statements keeps its own location;
-            // one about the arguments belongs to the call.
-            if e.stmt.is_none() {
-                err(format!("in the call of `{}`: {}", callee.name, e.message))
-            } else {
-                let mut e = e;
-                e.calls.insert(0, (def.name.clone(), stmt));
-                e
-            }
-        })?;
+    let outputs = run_def(
+        program,
+        callee,
+        &args,
+        &HashMap::new(),
+        b.mode,
+        b.progress,
+        depth + 1,
+    )
+    .map_err(|e| {
+        // An error inside the callee's statements keeps its own location;
+        // one about the arguments belongs to the call.
+        if e.stmt.is_none() {
+            err(format!("in the call of `{}`: {}", callee.name, e.message))
+        } else {
+            let mut e = e;
+            e.calls.insert(0, (def.name.clone(), stmt));
+            e
+        }
+    })?;
     if outputs.len() != call.results.len() {
         return Err(err(format!(
             "`{}` returns {} tensors, the call binds {}",

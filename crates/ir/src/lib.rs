@@ -12,6 +12,7 @@ pub mod arith;
 mod builtin;
 mod dtype;
 mod expr;
+mod interval;
 mod print;
 mod program;
 mod size;
@@ -21,6 +22,7 @@ mod verify;
 pub use builtin::{Builtin, CSpelling};
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, UnOp, Value};
+pub use interval::{Bounds, MayWrap};
 pub use print::{
     default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program,
 };

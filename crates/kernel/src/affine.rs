@@ -33,43 +33,70 @@ impl Affine {
     }
 
     pub fn add_term(&mut self, name: &str, coef: i64) {
+        self.add_term_as(name, coef, Arith::Wrapping);
+    }
+
+    /// Adds `coef * name`; `None` if the coefficient overflows under
+    /// checked arithmetic.
+    fn add_term_as(&mut self, name: &str, coef: i64, arith: Arith) -> Option<()> {
         let c = self.terms.entry(name.to_string()).or_insert(0);
-        *c = c.wrapping_add(coef);
+        *c = arith.add(*c, coef)?;
         if *c == 0 {
             self.terms.remove(name);
         }
+        Some(())
     }
 
-    pub fn add(&self, other: &Affine) -> Affine {
+    /// `self + k * other` under `arith`.
+    fn add_scaled(&self, other: &Affine, k: i64, arith: Arith) -> Option<Affine> {
         let mut r = self.clone();
-        r.constant = r.constant.wrapping_add(other.constant);
+        r.constant = arith.add(r.constant, arith.mul(other.constant, k)?)?;
         for (n, c) in &other.terms {
-            r.add_term(n, *c);
+            r.add_term_as(n, arith.mul(*c, k)?, arith)?;
         }
-        r
+        Some(r)
     }
 
+    /// `self + other`, wrapping: for forms known to fit, as a verified
+    /// kernel's are (within its index ranges, `kernel::verify` bounds
+    /// every access); forms built from source expressions use
+    /// [`Affine::checked_add`].
+    pub fn add(&self, other: &Affine) -> Affine {
+        self.add_scaled(other, 1, Arith::Wrapping)
+            .unwrap_or_default()
+    }
+
+    /// `k * self`, wrapping (see [`Affine::add`]).
     pub fn scale(&self, k: i64) -> Affine {
-        let mut r = Affine::constant(self.constant.wrapping_mul(k));
-        for (n, c) in &self.terms {
-            r.add_term(n, c.wrapping_mul(k));
-        }
-        r
+        Affine::constant(0)
+            .add_scaled(self, k, Arith::Wrapping)
+            .unwrap_or_default()
     }
 
     pub fn sub(&self, other: &Affine) -> Affine {
         self.add(&other.scale(-1))
     }
 
+    /// `self + k * other`; `None` if a coefficient or the constant leaves
+    /// `int64`.
+    pub fn checked_add_scaled(&self, other: &Affine, k: i64) -> Option<Affine> {
+        self.add_scaled(other, k, Arith::Checked)
+    }
+
     pub fn is_constant(&self) -> bool {
         self.terms.is_empty()
     }
 
-    /// The value with every index bound; `None` if one is missing.
+    /// The value with every index bound; `None` if one is missing or the
+    /// value leaves `int64`.
     pub fn eval(&self, env: &HashMap<String, i64>) -> Option<i64> {
-        self.terms.iter().try_fold(self.constant, |acc, (n, c)| {
-            Some(acc.wrapping_add(c.wrapping_mul(*env.get(n)?)))
-        })
+        let exact = self
+            .terms
+            .iter()
+            .try_fold(i128::from(self.constant), |acc, (n, c)| {
+                Some(acc + i128::from(*c) * i128::from(*env.get(n)?))
+            })?;
+        i64::try_from(exact).ok()
     }
 
     /// Replaces indices by affine forms (those `f` maps; others stay).
@@ -82,6 +109,25 @@ impl Affine {
             }
         }
         r
+    }
+
+    /// Whether every partial sum of the form, in any order, fits `int64`
+    /// over index ranges `[0, range)` (an index missing from `ranges`
+    /// makes it false): what C code computing the form needs.
+    pub fn fits(&self, ranges: &HashMap<String, u64>) -> bool {
+        let mut total = i128::from(self.constant).abs();
+        for (n, c) in &self.terms {
+            let Some(&range) = ranges.get(n) else {
+                return false;
+            };
+            // A product is at most 2^63 (2^64 - 1) and the sum stops at the
+            // first excess over 2^63, so `i128` holds it.
+            total += i128::from(*c).abs() * i128::from(range.saturating_sub(1));
+            if total > i128::from(i64::MAX) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The smallest and largest values over index ranges `[0, range)`
@@ -97,6 +143,29 @@ impl Affine {
             }
         }
         Some((lo, hi))
+    }
+}
+
+/// How coefficients combine: wrapping, or checked (`None` on overflow).
+#[derive(Clone, Copy, Debug)]
+enum Arith {
+    Wrapping,
+    Checked,
+}
+
+impl Arith {
+    fn add(self, a: i64, b: i64) -> Option<i64> {
+        match self {
+            Arith::Wrapping => Some(a.wrapping_add(b)),
+            Arith::Checked => a.checked_add(b),
+        }
+    }
+
+    fn mul(self, a: i64, b: i64) -> Option<i64> {
+        match self {
+            Arith::Wrapping => Some(a.wrapping_mul(b)),
+            Arith::Checked => a.checked_mul(b),
+        }
     }
 }
 

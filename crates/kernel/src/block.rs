@@ -214,13 +214,18 @@ impl Block {
     }
 }
 
-/// Row-major strides for a shape.
-pub fn row_major(sizes: &[u64]) -> Vec<Dim> {
+/// Row-major strides for a buffer of `dtype` elements of shape `sizes`;
+/// `None` if a stride, the number of elements or the size in bytes leaves
+/// `int64` (no such buffer can be addressed, and kernels compute offsets in
+/// `int64`).
+pub fn row_major(sizes: &[u64], dtype: DType) -> Option<Vec<Dim>> {
     let mut dims: Vec<Dim> = sizes.iter().map(|&size| Dim { size, stride: 0 }).collect();
     let mut stride = 1i64;
     for d in dims.iter_mut().rev() {
         d.stride = stride;
-        stride = stride.saturating_mul(i64::try_from(d.size).unwrap_or(i64::MAX));
+        stride = stride.checked_mul(i64::try_from(d.size).ok()?)?;
     }
-    dims
+    // `stride` is now the number of elements.
+    stride.checked_mul(i64::from(dtype.bits() / 8))?;
+    Some(dims)
 }

@@ -118,7 +118,7 @@ pub fn lower_def(
     root.tags.insert("main".to_string());
     for p in &def.params {
         if let Param::Scalar { name, dtype } = p {
-            root.refs.push(buffer(RefDir::In, name, *dtype, &[]));
+            root.refs.push(buffer(RefDir::In, name, *dtype, Vec::new()));
         }
     }
     // Outputs that statements read back (or that calls may) are `inout`.
@@ -160,7 +160,8 @@ pub fn lower_def(
             TensorRole::Output if !read_back.contains(t.name.as_str()) => RefDir::Out,
             TensorRole::Output | TensorRole::InOut | TensorRole::Temp => RefDir::InOut,
         };
-        let mut r = buffer(dir, &t.name, t.dtype, &dims);
+        let layout = row_major(&dims, t.dtype).ok_or_else(|| too_large(&t.name, t.dtype, &dims))?;
+        let mut r = buffer(dir, &t.name, t.dtype, layout);
         if t.role == TensorRole::Temp {
             r.tags.insert("temp".to_string());
         }
@@ -456,15 +457,24 @@ fn block_stmt(b: Block) -> Statement {
     }
 }
 
-/// A whole buffer, as the root (or a local) declares it.
-fn buffer(dir: RefDir, name: &str, dtype: DType, dims: &[u64]) -> Refinement {
+/// The error for a tensor whose row-major layout leaves `int64`.
+fn too_large(name: &str, dtype: DType, dims: &[u64]) -> LowerError {
+    let dims: Vec<String> = dims.iter().map(u64::to_string).collect();
+    LowerError::invalid(format!(
+        "tensor `{name}` ({dtype}, shape ({})) cannot be addressed: its strides or its size in bytes leave int64",
+        dims.join(", ")
+    ))
+}
+
+/// A whole buffer of layout `shape`, as the root (or a local) declares it.
+fn buffer(dir: RefDir, name: &str, dtype: DType, shape: Vec<Dim>) -> Refinement {
     Refinement {
         dir,
         from: None,
         into: name.to_string(),
         access: Vec::new(),
         dtype,
-        shape: row_major(dims),
+        shape,
         agg: Agg::Assign,
         location: None,
         tags: Tags::new(),
@@ -481,9 +491,14 @@ fn agg_of(op: Reduction) -> Agg {
     }
 }
 
-/// A new comprehension block, its iterators as affine forms of its indices,
-/// and its index ranges.
-type Start = (Block, HashMap<String, Affine>, HashMap<String, u64>);
+/// A new comprehension block, its iterators as affine forms of its indices
+/// and with their smallest and largest values, and its index ranges.
+type Start = (
+    Block,
+    HashMap<String, Affine>,
+    HashMap<String, (i64, i64)>,
+    HashMap<String, u64>,
+);
 
 struct Cx<'a> {
     def: &'a Def,
@@ -497,6 +512,8 @@ struct Builder<'a> {
     block: Block,
     /// Iterator name to its value as an affine form of the block's indices.
     iters: HashMap<String, Affine>,
+    /// Iterator name to its smallest and largest value.
+    values: HashMap<String, (i64, i64)>,
     /// Index ranges, for bounds reasoning.
     ranges: HashMap<String, u64>,
     /// Read (tensor, subscripts as text) to its view name.
@@ -520,17 +537,22 @@ struct Builder<'a> {
 }
 
 impl Cx<'_> {
-    fn stride_dims(&self, t: &str) -> Result<Vec<Dim>, LowerError> {
+    /// The row-major layout of tensor `t`.
+    fn layout(&self, t: &str) -> Result<Vec<Dim>, LowerError> {
         let dims = self
             .shapes
             .get(t)
             .ok_or_else(|| LowerError::invalid(format!("unknown tensor `{t}`")))?;
-        Ok(row_major(dims)
+        let dtype = self.def.tensor(t).map_or(DType::F64, |d| d.dtype);
+        row_major(dims, dtype).ok_or_else(|| too_large(t, dtype, dims))
+    }
+
+    /// The layout of one element of tensor `t`: its strides, sizes 1.
+    fn stride_dims(&self, t: &str) -> Result<Vec<Dim>, LowerError> {
+        Ok(self
+            .layout(t)?
             .into_iter()
-            .map(|d| Dim {
-                size: 1,
-                stride: d.stride,
-            })
+            .map(|d| Dim { size: 1, ..d })
             .collect())
     }
 
@@ -538,6 +560,7 @@ impl Cx<'_> {
         let mut b = Block::new(&format!("s{}_{}", self.stmt + 1, c.tensor));
         b.comment = ir::print_comprehension(self.def, c, None);
         let mut iters = HashMap::new();
+        let mut values = HashMap::new();
         let mut ranges = HashMap::new();
         for r in &c.ranges {
             if lhs_only && !c.indices.contains(&r.name) {
@@ -549,8 +572,9 @@ impl Cx<'_> {
             let hi =
                 r.hi.eval_map(self.sizes)
                     .map_err(|e| LowerError::invalid(format!("range of `{}`: {e}", r.name)))?;
-            let range = u64::try_from(hi - lo)
-                .ok()
+            let range = hi
+                .checked_sub(lo)
+                .and_then(|n| u64::try_from(n).ok())
                 .filter(|n| *n > 0)
                 .ok_or_else(|| {
                     LowerError::invalid(format!(
@@ -565,12 +589,13 @@ impl Cx<'_> {
                 tags: Tags::new(),
             });
             ranges.insert(r.name.clone(), range);
+            values.insert(r.name.clone(), (lo, hi - 1));
             iters.insert(
                 r.name.clone(),
                 Affine::index(&r.name).add(&Affine::constant(lo)),
             );
         }
-        Ok((b, iters, ranges))
+        Ok((b, iters, values, ranges))
     }
 
     fn lhs_view(
@@ -599,7 +624,7 @@ impl Cx<'_> {
 
     /// Stores the reduction's identity over the left-hand box.
     fn init_block(&self, c: &Comprehension) -> Result<Block, LowerError> {
-        let (mut b, iters, _) = self.start(c, true)?;
+        let (mut b, iters, _, _) = self.start(c, true)?;
         b.name.push_str("_init");
         let t = self
             .def
@@ -626,10 +651,11 @@ impl Cx<'_> {
     }
 
     fn comp_block(&self, c: &Comprehension) -> Result<Block, LowerError> {
-        let (block, iters, ranges) = self.start(c, false)?;
+        let (block, iters, values, ranges) = self.start(c, false)?;
         let mut bl = Builder {
             block,
             iters,
+            values,
             ranges,
             views: HashMap::new(),
             lets: HashMap::new(),
@@ -731,16 +757,16 @@ impl Builder<'_> {
                 let k = self.comp.lets[..limit].iter().position(|(m, _)| m == n)?;
                 self.affine_upto(&self.comp.lets[k].1, k)
             }
-            Expr::Cast(t, a) if t.is_int() => self.affine_upto(a, limit),
-            Expr::Unary(ir::UnOp::Neg, a) => Some(self.affine_upto(a, limit)?.scale(-1)),
-            Expr::Binary(ir::BinOp::Add, a, b) => Some(
+            // A cast that keeps every value is the identity.
+            Expr::Cast(t, a) if self.keeps(a, *t) => self.affine_upto(a, limit),
+            Expr::Unary(ir::UnOp::Neg, a) => {
+                Affine::constant(0).checked_add_scaled(&self.affine_upto(a, limit)?, -1)
+            }
+            Expr::Binary(op @ (ir::BinOp::Add | ir::BinOp::Sub), a, b) => {
+                let k = if *op == ir::BinOp::Add { 1 } else { -1 };
                 self.affine_upto(a, limit)?
-                    .add(&self.affine_upto(b, limit)?),
-            ),
-            Expr::Binary(ir::BinOp::Sub, a, b) => Some(
-                self.affine_upto(a, limit)?
-                    .sub(&self.affine_upto(b, limit)?),
-            ),
+                    .checked_add_scaled(&self.affine_upto(b, limit)?, k)
+            }
             // A floor division or modulo by a positive constant is affine
             // when the quotient is the same at every point of the box.
             Expr::Binary(op @ (ir::BinOp::Div | ir::BinOp::Mod), a, b) => {
@@ -761,23 +787,77 @@ impl Builder<'_> {
                 } else {
                     self.quotients.get(&(x.clone(), c.constant))?.clone()
                 };
-                Some(if *op == ir::BinOp::Div {
-                    q
+                if *op == ir::BinOp::Div {
+                    Some(q)
                 } else {
-                    x.sub(&q.scale(c.constant))
-                })
+                    x.checked_add_scaled(&q, -c.constant)
+                }
             }
             Expr::Binary(ir::BinOp::Mul, a, b) => {
                 let (x, y) = (self.affine_upto(a, limit)?, self.affine_upto(b, limit)?);
+                let zero = Affine::constant(0);
                 if x.is_constant() {
-                    Some(y.scale(x.constant))
+                    zero.checked_add_scaled(&y, x.constant)
                 } else if y.is_constant() {
-                    Some(x.scale(y.constant))
+                    zero.checked_add_scaled(&x, y.constant)
                 } else {
                     None
                 }
             }
             _ => None,
+        }
+    }
+
+    /// What the iterators, sizes and lets range over, for proving that a
+    /// subscript or condition cannot wrap.
+    fn bounds(&self) -> ir::Bounds<'_> {
+        ir::Bounds {
+            def: self.cx.def,
+            lets: &self.comp.lets,
+            iters: &self.values,
+            sizes: self.cx.sizes,
+        }
+    }
+
+    /// Whether casting integer `e` to `t` keeps every value it takes.
+    fn keeps(&self, e: &Expr, t: DType) -> bool {
+        let top = if t == DType::U64 {
+            i64::MAX
+        } else {
+            ir::int_max(t)
+        };
+        t.is_int()
+            && self
+                .bounds()
+                .interval(e)
+                .is_ok_and(|(lo, hi)| lo >= ir::int_min(t) && hi <= top)
+    }
+
+    /// `NotLoweredYet` unless no `int64` operation of subscript or condition
+    /// `e` can wrap over the box (the interpreter computes subscripts
+    /// without wrapping, the kernel's affine forms exactly); `what` names
+    /// it from its text.
+    fn no_wrap(&self, e: &Expr, what: impl Fn(&str) -> String) -> Result<(), LowerError> {
+        if self.bounds().interval(e).is_ok() {
+            return Ok(());
+        }
+        Err(self.overflow(&what(&ir::print_expr(self.cx.def, Some(self.comp), e))))
+    }
+
+    /// "`what` may overflow int64": a form lowering does not handle yet.
+    fn overflow(&self, what: &str) -> LowerError {
+        LowerError::not_lowered_yet(format!(
+            "statement {}: {what} may overflow int64 over the statement's ranges; not lowered yet",
+            self.cx.stmt + 1
+        ))
+    }
+
+    /// The smallest and largest value of form `a` (`what`) over the box;
+    /// `NotLoweredYet` if the C computing it might overflow there.
+    fn bounded(&self, a: &Affine, what: &str) -> Result<(i64, i64), LowerError> {
+        match a.bounds(&self.ranges) {
+            Some(b) if a.fits(&self.ranges) => Ok(b),
+            _ => Err(self.overflow(&format!("{what} `{a}`"))),
         }
     }
 
@@ -851,19 +931,36 @@ impl Builder<'_> {
                 while self.ranges.contains_key(&name) || self.iters.contains_key(&name) {
                     name.push('_');
                 }
-                let range = u64::try_from(qhi - qlo + 1).unwrap_or(1);
+                let Some(range) = qhi
+                    .checked_sub(qlo)
+                    .and_then(|n| u64::try_from(n).ok()?.checked_add(1))
+                else {
+                    continue;
+                };
+                let q = Affine::index(&name).add(&Affine::constant(qlo));
+                // `x - c q` and `c - 1 - (x - c q)`, which pin `q`.
+                let rest = x.checked_add_scaled(&q, -c);
+                let mut ranges = self.ranges.clone();
+                ranges.insert(name.clone(), range);
+                let Some((rest, top)) = rest
+                    .and_then(|r| {
+                        Some((
+                            r.clone(),
+                            Affine::constant(c - 1).checked_add_scaled(&r, -1)?,
+                        ))
+                    })
+                    .filter(|(r, t)| r.fits(&ranges) && t.fits(&ranges))
+                else {
+                    continue;
+                };
                 self.block.idxs.push(Index {
                     name: name.clone(),
                     range,
                     affine: None,
                     tags: Tags::new(),
                 });
-                self.ranges.insert(name.clone(), range);
-                let q = Affine::index(&name).add(&Affine::constant(qlo));
-                let rest = x.sub(&q.scale(c));
-                self.block
-                    .constraints
-                    .push(Affine::constant(c - 1).sub(&rest));
+                self.ranges = ranges;
+                self.block.constraints.push(top);
                 self.block.constraints.push(rest);
                 self.quotients.insert((x, c), q);
             }
@@ -884,7 +981,7 @@ impl Builder<'_> {
                 break;
             }
             let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
-            let (lo, hi) = a.bounds(&self.ranges).unwrap_or((i64::MIN, i64::MAX));
+            let (lo, hi) = self.bounded(a, &format!("the access of `{t}` in dimension {d}"))?;
             if lo >= 0 && hi <= last {
                 continue;
             }
@@ -898,7 +995,16 @@ impl Builder<'_> {
                 self.block.constraints.push(a.clone());
             }
             if hi > last {
-                self.block.constraints.push(Affine::constant(last).sub(a));
+                // `last - a` may not fit where `a` does.
+                let below = Affine::constant(last)
+                    .checked_add_scaled(a, -1)
+                    .filter(|b| b.fits(&self.ranges))
+                    .ok_or_else(|| {
+                        self.overflow(&format!(
+                            "the bound `{last} - ({a})` of `{t}` in dimension {d}"
+                        ))
+                    })?;
+                self.block.constraints.push(below);
             }
         }
         let name = if self.views.values().any(|v| v == t) || t == self.comp.tensor {
@@ -926,15 +1032,15 @@ impl Builder<'_> {
     fn whole(&mut self, t: &str) -> Result<String, LowerError> {
         let name = format!("{t}_all");
         if self.block.refinement(&name).is_none() {
-            let dims = self.cx.shapes.get(t).cloned().unwrap_or_default();
+            let shape = self.cx.layout(t)?;
             let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
             self.block.refs.push(Refinement {
                 dir: RefDir::In,
                 from: Some(self.outer(t)),
                 into: name.clone(),
-                access: vec![Affine::constant(0); dims.len()],
+                access: vec![Affine::constant(0); shape.len()],
                 dtype,
-                shape: row_major(&dims),
+                shape,
                 agg: Agg::Assign,
                 location: None,
                 tags: Tags::new(),
@@ -1000,20 +1106,21 @@ impl Builder<'_> {
             }
             Expr::Binary(op, x, y) if op.is_comparison() => {
                 // With d = y - x: x < y is d - 1 >= 0, x <= y is d >= 0.
-                let d = self.affine(y)?.sub(&self.affine(x)?);
-                let one = Affine::constant(1);
+                let d = self.affine(y)?.checked_add_scaled(&self.affine(x)?, -1)?;
+                let neg = Affine::constant(0).checked_add_scaled(&d, -1)?;
+                let minus_one = |a: &Affine| a.checked_add_scaled(&Affine::constant(1), -1);
                 Some(match (op, taken) {
-                    (Lt, true) | (Ge, false) => vec![d.sub(&one)],
+                    (Lt, true) | (Ge, false) => vec![minus_one(&d)?],
                     (Le, true) | (Gt, false) => vec![d],
-                    (Gt, true) | (Le, false) => vec![d.scale(-1).sub(&one)],
-                    (Ge, true) | (Lt, false) => vec![d.scale(-1)],
-                    (Eq, true) | (Ne, false) => vec![d.clone(), d.scale(-1)],
+                    (Gt, true) | (Le, false) => vec![minus_one(&neg)?],
+                    (Ge, true) | (Lt, false) => vec![neg],
+                    (Eq, true) | (Ne, false) => vec![d, neg],
                     // `x != y` is a disjunction, but one side of it is empty
                     // when the box keeps `y - x` on one side of zero (`b !=
                     // 0` with `b` in `0:2` is `b >= 1`).
                     (Ne, true) | (Eq, false) => match d.bounds(&self.ranges)? {
-                        (lo, _) if lo >= 0 => vec![d.sub(&one)],
-                        (_, hi) if hi <= 0 => vec![d.scale(-1).sub(&one)],
+                        (lo, _) if lo >= 0 => vec![minus_one(&d)?],
+                        (_, hi) if hi <= 0 => vec![minus_one(&neg)?],
                         _ => return None,
                     },
                     _ => return None,
@@ -1044,12 +1151,18 @@ impl Builder<'_> {
         if !has_reads || self.reads_in_bounds(e) {
             return self.expr(e);
         }
+        // The guard's constraints are exact, the interpreter's condition
+        // int64 arithmetic: they agree where it cannot wrap.
+        self.no_wrap(cond, |c| format!("the condition `{c}`"))?;
         let constraints = self.guard(cond, taken).ok_or_else(|| {
             LowerError::not_lowered_yet(format!(
                 "statement {}: a `?:` branch with reads under a condition that is not a conjunction of affine comparisons is not lowered yet",
                 self.cx.stmt + 1
             ))
         })?;
+        for c in &constraints {
+            self.bounded(c, "the guard")?;
+        }
         // The views the guard block refines: whole tensors and scalars.
         let mut parent_of = HashMap::new();
         let mut lets_used = Vec::new();
@@ -1129,6 +1242,7 @@ impl Builder<'_> {
         let mut sub = Builder {
             block: child,
             iters: self.iters.clone(),
+            values: self.values.clone(),
             ranges: self.ranges.clone(),
             views: HashMap::new(),
             lets: HashMap::new(),
@@ -1279,6 +1393,9 @@ impl Builder<'_> {
             },
 
             Expr::Read(t, subs) => {
+                for s in subs {
+                    self.no_wrap(s, |s| format!("the subscript `{s}` of `{t}`"))?;
+                }
                 let access: Option<Vec<Affine>> = subs.iter().map(|s| self.affine(s)).collect();
                 match access {
                     Some(access) => {

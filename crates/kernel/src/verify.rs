@@ -19,7 +19,8 @@
 //!   dimension of the refined view, the refined view's dtype and, dimension
 //!   by dimension, its strides (so that an offset in the view's coordinates
 //!   is an offset in the parent's); a declared buffer (root or local) has
-//!   row-major strides for its sizes, as it is allocated;
+//!   row-major strides for its sizes, as it is allocated, and its strides
+//!   and its size in bytes fit `int64`;
 //! - directions: a view that a statement stores into is `Out` or `InOut`, a
 //!   view that a statement loads or gathers from is `In` or `InOut`, and a
 //!   child refinement of a view has only directions the view has (a child
@@ -585,12 +586,20 @@ fn check_refinements(
             // The VM and the C backend allocate a declared buffer as its
             // elements in row-major order; other strides would address
             // memory outside the allocation.
-            if r.shape != crate::row_major(&r.shape.iter().map(|d| d.size).collect::<Vec<_>>()) {
-                let strides: Vec<String> = r.shape.iter().map(|d| d.stride.to_string()).collect();
-                errs.push(format!(
-                    "{at} declares a buffer, so its strides must be row-major for its sizes, not ({})",
-                    strides.join(", ")
-                ));
+            let sizes: Vec<u64> = r.shape.iter().map(|d| d.size).collect();
+            match crate::row_major(&sizes, r.dtype) {
+                None => errs.push(format!(
+                    "{at} declares a buffer whose strides or size in bytes leave int64"
+                )),
+                Some(dims) if dims != r.shape => {
+                    let strides: Vec<String> =
+                        r.shape.iter().map(|d| d.stride.to_string()).collect();
+                    errs.push(format!(
+                        "{at} declares a buffer, so its strides must be row-major for its sizes, not ({})",
+                        strides.join(", ")
+                    ));
+                }
+                Some(_) => {}
             }
             if !r.access.is_empty() {
                 let what = if parent.is_none() {

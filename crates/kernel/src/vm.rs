@@ -186,7 +186,12 @@ impl Vm {
                                 r.into, pd.size
                             ));
                         }
-                        origin += at * pd.stride;
+                        origin = at
+                            .checked_mul(pd.stride)
+                            .and_then(|o| origin.checked_add(o))
+                            .ok_or_else(|| {
+                                format!("{path}: the offset of view `{}` overflows int64", r.into)
+                            })?;
                     }
                     View {
                         buf: pv.buf,
@@ -197,12 +202,12 @@ impl Vm {
                     }
                 }
                 None => {
-                    let len: u64 = r.shape.iter().map(|d| d.size).product();
-                    self.arena.push(vec![
-                        zero(r.dtype);
-                        usize::try_from(len)
-                            .map_err(|_| "local buffer too large".to_string())?
-                    ]);
+                    let len = r
+                        .shape
+                        .iter()
+                        .try_fold(1usize, |a, d| a.checked_mul(usize::try_from(d.size).ok()?))
+                        .ok_or_else(|| format!("{path}: local buffer `{}` is too large", r.into))?;
+                    self.arena.push(vec![zero(r.dtype); len]);
                     View {
                         buf: self.arena.len() - 1,
                         origin: 0,
@@ -312,7 +317,12 @@ impl Vm {
                         if i < 0 || i >= i64::try_from(dim.size).unwrap_or(i64::MAX) {
                             return Err(format!("{path}: gather of `{from}` at {i} in dimension {d} is out of bounds (size {})", dim.size));
                         }
-                        at += i * dim.stride;
+                        at = i
+                            .checked_mul(dim.stride)
+                            .and_then(|o| at.checked_add(o))
+                            .ok_or_else(|| {
+                                format!("{path}: the gather offset in `{from}` overflows int64")
+                            })?;
                     }
                     let x = self.arena[v.buf]
                         [usize::try_from(at).map_err(|_| format!("{path}: negative offset"))?];

@@ -24,7 +24,7 @@ fn index(name: &str, range: u64) -> Index {
 
 /// A single-element view of a root buffer of `sizes` at `access`.
 fn view(into: &str, dir: RefDir, agg: Agg, sizes: &[u64], access: Vec<Affine>) -> Refinement {
-    let mut shape = row_major(sizes);
+    let mut shape = row_major(sizes, DType::F32).unwrap();
     shape.iter_mut().for_each(|d| d.size = 1);
     Refinement {
         dir,

@@ -38,7 +38,7 @@ fn refine(dir: RefDir, name: &str, access: Vec<Affine>, dtype: DType, sizes: &[u
         into: name.to_string(),
         access,
         dtype,
-        shape: row_major(sizes),
+        shape: row_major(sizes, dtype).unwrap(),
         agg: Agg::Assign,
         location: None,
         tags: Tags::new(),

@@ -46,7 +46,7 @@ fn buffer(dir: RefDir, name: &str, sizes: &[u64]) -> Refinement {
         into: name.to_string(),
         access: Vec::new(),
         dtype: DType::F32,
-        shape: row_major(sizes),
+        shape: row_major(sizes, DType::F32).unwrap(),
         agg: Agg::Assign,
         location: None,
         tags: Tags::new(),
@@ -72,7 +72,7 @@ fn view(
         dtype: DType::F32,
         shape: sizes
             .iter()
-            .zip(row_major(root))
+            .zip(row_major(root, DType::F32).unwrap())
             .map(|(&size, d)| Dim {
                 size,
                 stride: d.stride,

@@ -769,6 +769,7 @@ fn compare(
         sizes: sizes.iter().map(|(k, &v)| (k.clone(), v)).collect(),
         trials: None,
         seed,
+        progress: Default::default(),
     };
     let report = verify(program, "f", program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, sizes)))?;
@@ -992,6 +993,7 @@ fn hand_pair(text: &str, sizes: &[(&str, i64)], seed: u64) -> Result<Report, Str
         sizes: sizes.iter().map(|(k, &v)| (k.clone(), v)).collect(),
         trials: None,
         seed,
+        progress: Default::default(),
     };
     let report = verify(&program, "f", &program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, &sizes)))?;

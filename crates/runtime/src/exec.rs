@@ -32,7 +32,7 @@ use codegen::emit::CProgram;
 use codegen::load::Kernel;
 use ir::{DType, Program, Value};
 use kernel::{Block, StmtKind, Target, Verify};
-use tensor::{element_bytes, Buffer, Element, Tensor};
+use tensor::{Buffer, Element, Tensor};
 
 use crate::cost;
 use crate::matmul::{self, MatmulSpec};
@@ -154,12 +154,7 @@ pub fn build(
         let mut touched: Vec<usize> = info.reads.iter().chain(&info.writes).copied().collect();
         touched.sort_unstable();
         touched.dedup();
-        step_bytes.push(
-            touched
-                .iter()
-                .map(|&b| (c.buffers[b].len * element_bytes(c.buffers[b].dtype)) as u64)
-                .sum(),
-        );
+        step_bytes.push(touched.iter().map(|&b| c.buffers[b].bytes as u64).sum());
     }
     let mut fresh = vec![Vec::new(); c.steps.len()];
     for (b, info) in c.buffers.iter().enumerate() {
@@ -336,13 +331,14 @@ impl Executable {
         }
     }
 
-    fn buffer(&self, name: &str) -> Result<(usize, DType, usize), String> {
+    /// Buffer `name`'s position, type, elements and bytes.
+    fn buffer(&self, name: &str) -> Result<(usize, DType, usize, usize), String> {
         self.c
             .buffers
             .iter()
             .enumerate()
             .find(|(_, b)| b.name == name)
-            .map(|(k, b)| (k, b.dtype, b.len))
+            .map(|(k, b)| (k, b.dtype, b.len, b.bytes))
             .ok_or_else(|| format!("the kernel has no buffer `{name}`"))
     }
 
@@ -355,7 +351,7 @@ impl Executable {
         name: &str,
         values: &[Value],
     ) -> Result<(), String> {
-        let (k, dtype, len) = self.buffer(name)?;
+        let (k, dtype, len, bytes) = self.buffer(name)?;
         if values.len() != len {
             return Err(format!(
                 "`{name}` has {len} elements, got {} values",
@@ -363,7 +359,6 @@ impl Executable {
             ));
         }
         let t = Tensor::from_values(dtype, &[len], values);
-        let bytes = len * element_bytes(dtype);
         let s = self.plan.map[k];
         if state.slots[s].bytes() < bytes {
             state.slots[s] = Arc::new(Buffer::zeroed(self.plan.slot_bytes[s]));
@@ -375,7 +370,7 @@ impl Executable {
 
     /// Buffer `name` as values (the VM's representation).
     pub fn values(&self, state: &State, name: &str) -> Result<Vec<Value>, String> {
-        let (k, dtype, len) = self.buffer(name)?;
+        let (k, dtype, len, _) = self.buffer(name)?;
         let slot = state.slots[self.plan.map[k]].clone();
         Ok(Tensor::from_buffer(dtype, &[len], slot)
             .map_err(|e| e.to_string())?
@@ -387,7 +382,7 @@ impl Executable {
     /// without a copy (steps never write a parameter; one that would gets
     /// its own copy first), any other tensor is copied once.
     pub fn bind(&self, state: &mut State, name: &str, t: &Tensor) -> Result<(), String> {
-        let (k, dtype, _) = self.buffer(name)?;
+        let (k, dtype, _, _) = self.buffer(name)?;
         let shape = self
             .shapes
             .get(name)
@@ -408,7 +403,7 @@ impl Executable {
     /// (no copy). The next run writes a fresh slot if the tensor is still
     /// held.
     pub fn output(&self, state: &State, name: &str) -> Result<Tensor, String> {
-        let (k, dtype, _) = self.buffer(name)?;
+        let (k, dtype, _, _) = self.buffer(name)?;
         let shape = self
             .shapes
             .get(name)
@@ -440,7 +435,7 @@ impl Executable {
     ) -> Result<(), String> {
         let threads = rayon::current_num_threads().max(1) as u64;
         for (b, info) in self.c.buffers.iter().enumerate() {
-            let need = info.len * element_bytes(info.dtype);
+            let need = info.bytes;
             if self.param[b] && state.slots[self.plan.map[b]].bytes() < need {
                 return Err(format!(
                     "input `{}` has no value: bind it before running",
@@ -474,7 +469,7 @@ impl Executable {
             }
             for &b in &self.fresh[k] {
                 let buf = &self.c.buffers[b];
-                let bytes = buf.len * element_bytes(buf.dtype);
+                let bytes = buf.bytes;
                 if let Some(v) =
                     Arc::make_mut(&mut state.slots[self.plan.map[b]]).view_mut::<u8>(bytes)
                 {

@@ -10,7 +10,6 @@
 //! slots; every slot is at least as large as every buffer in it.
 
 use codegen::emit::{BufferInfo, StepInfo};
-use tensor::element_bytes;
 
 /// Where each root buffer lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +32,7 @@ impl Plan {
                 last[b] = last[b].max(k);
             }
         }
-        let bytes = |b: &BufferInfo| b.len.saturating_mul(element_bytes(b.dtype)).max(1);
+        let bytes = |b: &BufferInfo| b.bytes.max(1);
         let mut plan = Plan {
             slot_bytes: Vec::new(),
             map: vec![usize::MAX; n],
@@ -89,6 +88,7 @@ mod tests {
             name: name.to_string(),
             dtype: DType::F32,
             len,
+            bytes: len * 4,
             dir: if temp { RefDir::InOut } else { RefDir::In },
             temp,
         }

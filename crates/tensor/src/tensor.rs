@@ -47,12 +47,16 @@ pub fn element_count(shape: &[usize]) -> Option<usize> {
 }
 
 /// The row-major strides of `shape`, in elements.
+///
+/// A stride is at most the number of elements unless an earlier dimension
+/// is 0; such a tensor has no element to address, and a stride past
+/// `usize` is given as 0 rather than wrapped.
 pub fn row_major_strides(shape: &[usize]) -> Vec<usize> {
     let mut out = vec![0; shape.len()];
-    let mut s = 1usize;
+    let mut s = Some(1usize);
     for (o, d) in out.iter_mut().zip(shape).rev() {
-        *o = s;
-        s = s.wrapping_mul(*d);
+        *o = s.unwrap_or(0);
+        s = s.and_then(|s| s.checked_mul(*d));
     }
     out
 }
@@ -493,6 +497,11 @@ mod tests {
         let t = Tensor::from_i64(DType::U64, &[1], vec![-1]);
         assert_eq!(t.to_f64_vec(), vec![18_446_744_073_709_551_615.0]);
         assert_eq!(row_major_strides(&[2, 3, 4]), vec![12, 4, 1]);
+        // An empty tensor whose other dimensions multiply past `usize`.
+        assert_eq!(
+            row_major_strides(&[0, 1 << 40, 1 << 40]),
+            vec![0, 1 << 40, 1]
+        );
     }
 
     #[test]

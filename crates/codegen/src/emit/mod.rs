@@ -90,6 +90,8 @@ pub struct BufferInfo {
     pub dtype: DType,
     /// The number of elements.
     pub len: usize,
+    /// Its size in bytes (which fits `int64`).
+    pub bytes: usize,
     pub dir: RefDir,
     /// Tagged `temp`: a temporary no caller sees.
     pub temp: bool,
@@ -185,10 +187,20 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
         let len = layout_len(&r.shape)
             .and_then(|n| usize::try_from(n).map_err(|_| "too many elements".to_string()))
             .map_err(|m| root_error(None, format!("buffer `{}`: {m}", r.into)))?;
+        let bytes = len
+            .checked_mul(tensor::element_bytes(r.dtype))
+            .filter(|&b| i64::try_from(b).is_ok())
+            .ok_or_else(|| {
+                root_error(
+                    None,
+                    format!("buffer `{}`: its size in bytes leaves int64", r.into),
+                )
+            })?;
         buffers.push(BufferInfo {
             name: r.into.clone(),
             dtype: r.dtype,
             len,
+            bytes,
             dir: r.dir,
             temp: r.tags.contains("temp"),
         });

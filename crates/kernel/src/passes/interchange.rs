@@ -223,7 +223,9 @@ fn rewrite(b: &Block, target: &Target) -> Option<Block> {
     }
     // One element of the accumulators, as each lane (and jammed point)
     // refines it.
-    let ones: Vec<Dim> = crate::row_major(&shape)
+    // (Strides do not depend on the element type; the widest one checks
+    // that every accumulator's layout fits.)
+    let ones: Vec<Dim> = crate::row_major(&shape, ir::DType::F64)?
         .into_iter()
         .map(|d| Dim { size: 1, ..d })
         .collect();
@@ -243,7 +245,7 @@ fn rewrite(b: &Block, target: &Target) -> Option<Block> {
     for r in &b.refs {
         let mut w = r.clone();
         if r.from.is_none() {
-            w.shape = crate::row_major(&shape);
+            w.shape = crate::row_major(&shape, r.dtype)?;
         } else if let Some(dims) = lane_dims.get(r.into.as_str()) {
             w.access = r
                 .access

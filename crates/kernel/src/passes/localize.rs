@@ -161,13 +161,17 @@ fn move_in(b: &mut Block, t: &str) -> bool {
         return false;
     }
     let sizes: Vec<u64> = first.shape.iter().map(|d| d.size).collect();
+    // A view's sizes fit in its buffer, so its own buffer's layout fits.
+    let Some(shape) = row_major(&sizes, first.dtype) else {
+        return false;
+    };
     let local = Refinement {
         dir: RefDir::InOut,
         from: None,
         into: first.into.clone(),
         access: Vec::new(),
         dtype: first.dtype,
-        shape: row_major(&sizes),
+        shape,
         agg: Agg::Assign,
         location: None,
         tags: first.tags.clone(),

@@ -30,6 +30,7 @@ pub(crate) fn compare(
     b: (&Program, &Def, &HashMap<String, i64>),
     seed: u64,
     draws: usize,
+    progress: &interp::Reporter,
 ) -> Result<Vec<Region>, String> {
     // Elements found on any draw, each once: regions to merge must not
     // overlap.
@@ -40,7 +41,7 @@ pub(crate) fn compare(
             .wrapping_add(draw as u64 * 7919);
         let (args_a, args_b) = arguments(a.1, b.1, a.2, draw_seed)?;
         let run = |(p, d, sizes): (&Program, &Def, &HashMap<String, i64>), args| {
-            interp::run(p, &d.name, args, sizes, Mode::Real).map_err(|e| {
+            interp::run_reporting(p, &d.name, args, sizes, Mode::Real, progress).map_err(|e| {
                 let at = e
                     .stmt
                     .map_or(String::new(), |s| format!(" statement {}", s + 1));

@@ -72,6 +72,9 @@ pub struct Options {
     /// "equivalent" below 2^-60 (exact test) or [`FLOAT_DRAWS`].
     pub trials: Option<usize>,
     pub seed: u64,
+    /// Where long work reports its progress: the trials of the exact
+    /// test, the interpreter's statements in the floating-point one.
+    pub progress: interp::Reporter,
 }
 
 /// Draws of the floating-point comparison by default.
@@ -323,7 +326,11 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         .collect();
     let mut outcome = vec![Outcome::Agree; tests.len()];
     let mut points = 0;
+    let task = options.progress.start("trials", trials as u64);
     for trial in 0..trials {
+        if trial > 0 {
+            task.advance(1);
+        }
         let seed = trial_seed(options.seed, trial);
         let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
         for (t, (k, b)) in tests.iter().enumerate() {
@@ -353,6 +360,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
             };
         }
     }
+    drop(task);
     let method = Method::Exact {
         degree,
         boxes: tests.len(),
@@ -421,7 +429,13 @@ fn floats(
     outputs: Vec<(String, Vec<usize>)>,
 ) -> Result<Report, String> {
     let draws = options.trials.unwrap_or(FLOAT_DRAWS);
-    let differ = float::compare((pa, da, sa), (pb, db, sb), options.seed, draws)?;
+    let differ = float::compare(
+        (pa, da, sa),
+        (pb, db, sb),
+        options.seed,
+        draws,
+        &options.progress,
+    )?;
     let verdict = if differ.is_empty() {
         Verdict::Equivalent {
             trials: draws,

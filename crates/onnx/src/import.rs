@@ -37,9 +37,10 @@ pub struct Port {
 /// An imported model.
 #[derive(Debug)]
 pub struct Model {
-    /// The prelude and the model def.
+    /// The prelude, the generated defs and the model def.
     pub program: ir::Program,
-    /// The model def as TC source.
+    /// The generated defs and the model def as TC source (the program is
+    /// the prelude followed by it).
     pub source: String,
     pub inputs: Vec<Port>,
     pub outputs: Vec<Port>,
@@ -152,7 +153,8 @@ pub fn import_loaded(
         });
     }
     let source = format!(
-        "def {MODEL_DEF}({}) -> ({}) {{\n{}\n}}\n",
+        "{}def {MODEL_DEF}({}) -> ({}) {{\n{}\n}}\n",
+        im.b.forms.text(),
         im.b.params.join(", "),
         outputs
             .iter()
@@ -342,7 +344,8 @@ fn tc_name(onnx: &str, k: usize, used: &mut std::collections::HashSet<String>) -
         && !matches!(onnx, "def" | "where" | "in" | "exists" | "true" | "false")
         // Names the importer makes itself start with `_`.
         && !onnx.starts_with('_')
-        && !PRELUDE.contains(&format!("def {onnx}("));
+        && !PRELUDE.contains(&format!("def {onnx}("))
+        && !crate::forms::FAMILIES.iter().any(|f| onnx.starts_with(f));
     let name = if ident && !used.contains(onnx) {
         onnx.to_string()
     } else {

@@ -1,13 +1,15 @@
 //! Layout operators: `Flatten`, `Reshape`, `Transpose`, `Concat`,
-//! `Squeeze`, `Unsqueeze`. On constants they are folded; on tensors of the
-//! model they call the prelude's reshape, flatten, transpose and concat
-//! defs (a reshape to the same shape is no call at all).
+//! `Squeeze`, `Unsqueeze`, `Slice`, `Pad`, `Split`. On constants they are
+//! folded; on tensors of the model they call the prelude's reshape, concat,
+//! slice, pad and split defs and the generated transposes (a reshape to the
+//! same shape, or the identity permutation, is no call at all).
 
 use ir::DType;
 use tensor::{with_element, Tensor};
 
 use super::{axis, ints, rank};
 use crate::build::{int, Node, Value, Var};
+use crate::forms::MAX_RANK;
 use crate::import::Importer;
 
 /// `v` with shape `shape` (same element count, row-major order kept).
@@ -168,18 +170,12 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
         Value::Const(t) => Value::Const(permute(&t, &perm).map_err(|e| n.error(e))?),
         Value::Var(v) if perm.iter().enumerate().all(|(k, &p)| k == p) => Value::Var(v),
         Value::Var(v) => {
-            let code: String = perm.iter().map(ToString::to_string).collect();
-            let def = match (r, code.as_str()) {
-                (2, "10") => "transpose_r2".to_string(),
-                (3, "021" | "102") | (4, "0213" | "0132" | "0231" | "0312") => {
-                    format!("transpose_r{r}_{code}")
-                }
-                _ => {
-                    return Err(n.error(format!(
-                        "the permutation {perm:?} of a rank-{r} tensor is not supported"
-                    )))
-                }
-            };
+            if r > MAX_RANK {
+                return Err(n.error(format!(
+                    "transposing a rank-{r} tensor is not supported (ranks up to {MAX_RANK} are)"
+                )));
+            }
+            let def = im.b.forms.transpose(v.dtype, &perm);
             Value::Var(im.b.call(&def, &[&v], &[], v.dtype, shape))
         }
     };

@@ -319,12 +319,15 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
     for k in 0..r {
         // ceil((e - b) / s), as floor division: the prelude's formula.
         let len = ir::floor_div(e[k] - b[k] + s[k] - s[k].signum(), s[k]);
-        if len <= 0 {
+        // An empty slice of a constant is a shape's empty part (exporters
+        // slice shapes and concatenate the parts); the model's tensors
+        // have positive dimensions.
+        if len <= 0 && matches!(x, Value::Var(_)) {
             return Err(n.error(format!(
                 "the slice of axis {k} is empty, which tessera does not support"
             )));
         }
-        shape.push(len as usize);
+        shape.push(len.max(0) as usize);
     }
     let y = match x {
         Value::Const(t) => {

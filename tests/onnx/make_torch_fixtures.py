@@ -17,11 +17,15 @@ import torch_models as tm  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
-# Models exported by the TorchScript exporter with symbolic dimensions:
-# the fixture's inputs give them their sizes.
+# Models exported by the TorchScript exporter, with these dimensions
+# symbolic (the fixture's inputs give them their sizes); the others are
+# exported by the default (dynamo) exporter.
 DYNAMIC = {
     "torch_legacy_bert_dynamic": {"hidden_states": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}},
     "torch_legacy_infogan_dynamic": {"z": {0: "batch"}},
+    "torch_legacy_transformer_encoder": {},
+    "torch_legacy_transformer_encoder_masked_dynamic": {"src": {0: "batch", 1: "seq"},
+                                                        "padding_mask": {0: "batch", 1: "seq"}},
 }
 
 CASES = {
@@ -34,6 +38,12 @@ CASES = {
     "torch_bert_embeddings_layer": lambda: tm.build_bert_embedded(),
     "torch_longformer_attention": lambda: tm.build_longformer(1, 32, 32, 2, 8),
     "torch_resnet3d18_narrow": lambda: tm.build_resnet3d(1, 4, 16, 4),
+    # bench/models/bert.py's 12-layer encoder, one small layer of it.
+    "torch_legacy_transformer_encoder": lambda: tm.build_transformer_encoder(1, 16, 32, 4, 64, 1),
+    "torch_legacy_transformer_encoder_masked_dynamic": lambda: tm.build_transformer_encoder(
+        2, 12, 32, 4, 64, 2, activation="gelu", norm_first=True, padding_mask=True),
+    "torch_transformer_encoder_masked": lambda: tm.build_transformer_encoder(
+        1, 16, 32, 4, 64, 2, activation="gelu", norm_first=True, padding_mask=True),
 }
 
 

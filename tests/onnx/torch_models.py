@@ -201,6 +201,49 @@ def build_bert_embedded(batch=1, seq=16, hidden=32, heads=2, intermediate=64, vo
 
 
 # ----------------------------------------------------------------------------
+# PyTorch's own encoder, nn.TransformerEncoder, as a user builds a BERT-like
+# one: its attention is nn.MultiheadAttention, whose packed in-projection
+# exports as a rank-5 Transpose and Gathers of q, k and v. With a padding
+# mask, it adds the mask through Where, and the TorchScript exporter's
+# shape arithmetic (Mod, Equal, Where, Expand on shapes) folds at import.
+
+
+class Encoder(nn.Module):
+    def __init__(self, d_model, heads, feedforward, layers, activation, norm_first):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, batch_first=True,
+                                           activation=activation, norm_first=norm_first)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+
+    def forward(self, src, padding_mask=None):
+        return self.encoder(src, src_key_padding_mask=padding_mask)
+
+
+def build_transformer_encoder(batch=1, seq=128, d_model=768, heads=12, feedforward=3072, layers=12,
+                              activation="relu", norm_first=False, padding_mask=False):
+    """nn.TransformerEncoder(nn.TransformerEncoderLayer(...), layers), by
+    default BERT-base's sizes; with `padding_mask`, the last quarter of
+    each sequence is padding (True in `src_key_padding_mask`)."""
+    model = Encoder(d_model, heads, feedforward, layers, activation, norm_first).eval()
+    # nn.TransformerEncoder deep-copies one layer, so every layer starts
+    # with the same weights (and the TorchScript exporter stores them
+    # once); give each its own, as training would.
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.8, 1.2)
+                m.bias.uniform_(-0.1, 0.1)
+            elif isinstance(m, nn.MultiheadAttention):
+                m._reset_parameters()
+            elif isinstance(m, nn.Linear):
+                m.reset_parameters()
+    inputs = {"src": torch.randn(batch, seq, d_model)}
+    if padding_mask:
+        inputs["padding_mask"] = bert_mask(batch, seq) == 0
+    return model, inputs
+
+
+# ----------------------------------------------------------------------------
 # Longformer's sliding-window self-attention (Beltagy et al. 2020): each
 # token attends to the `window` tokens on either side. As in Hugging Face's
 # LongformerSelfAttention, the sequence is cut into chunks and the banded

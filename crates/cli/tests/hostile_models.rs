@@ -262,9 +262,17 @@ fn a_run_time_error_names_the_node() {
         assert_eq!(run.status.code(), Some(1), "{stderr}");
         assert!(
             stderr.starts_with(
-                "error: node `gather` (Gather): read of `T` at (7) is out of bounds for shape (3)\n"
+                "error: node `gather` (Gather): read of `X` at (7) is out of bounds for shape (3)\n"
             ),
             "{stderr}"
         );
+        if interp {
+            assert!(
+                stderr.contains(
+                    "note: in `gather_r1_a0_i1` generated for the model, which the node is imported as"
+                ),
+                "{stderr}"
+            );
+        }
     }
 }

@@ -169,13 +169,26 @@ pub fn interpret(
         // In a model, an error is the node's: the statement of the model
         // def that failed or that called the prelude def that did.
         if let Some(ports) = &source.model {
-            let at = e.calls.first().cloned().or_else(|| e.stmt.map(|s| (e.def.clone(), s)));
+            let at = e
+                .calls
+                .first()
+                .cloned()
+                .or_else(|| e.stmt.map(|s| (e.def.clone(), s)));
             if let Some((_, s)) = at.filter(|(d, _)| d == onnx::MODEL_DEF) {
                 if let Some(Some(node)) = ports.nodes.get(s) {
                     let inside = if e.def == onnx::MODEL_DEF {
                         String::new()
                     } else {
-                        format!("\n  = note: in `{}` of the operator prelude, which the node is imported as", e.def)
+                        // A def not in the prelude is one the import generated.
+                        let home = if onnx::PRELUDE.contains(&format!("def {}(", e.def)) {
+                            "of the operator prelude"
+                        } else {
+                            "generated for the model"
+                        };
+                        format!(
+                            "\n  = note: in `{}` {home}, which the node is imported as",
+                            e.def
+                        )
                     };
                     return Error::Run {
                         rendered: Some(format!("error: {node}: {}{inside}", e.message)),

@@ -60,14 +60,6 @@ fn t(name: &str, x: &Nd) -> (String, Arg) {
     )
 }
 
-/// An int64 tensor argument.
-fn idx(name: &str, shape: &[usize], data: &[i64]) -> (String, Arg) {
-    (
-        name.to_string(),
-        Arg::Tensor(Tensor::from_i64(DType::I64, shape, data.to_vec())),
-    )
-}
-
 /// An integer scalar argument.
 fn int(name: &str, v: usize) -> (String, Arg) {
     sint(name, v as i64)
@@ -157,9 +149,6 @@ const SINGLE_DEFS: &[&str] = &[
     "flatten_r3",
     "flatten_r4",
     "flatten_r5",
-    "gather_r1_i1",
-    "gather_r2_i1",
-    "gather_r2_i2",
     "g2bmm",
     "gbmm",
 ];
@@ -253,17 +242,6 @@ fn binary_broadcasts() -> Vec<(&'static str, Vec<usize>, Vec<usize>)> {
         ("r4_mask", vec![2, 3, 4, 5], vec![2, 1, 1, 5]),
     ]
 }
-
-/// Transposes: the def and its ONNX permutation.
-const TRANSPOSES: &[(&str, &[usize])] = &[
-    ("transpose_r2", &[1, 0]),
-    ("transpose_r3_021", &[0, 2, 1]),
-    ("transpose_r3_102", &[1, 0, 2]),
-    ("transpose_r4_0213", &[0, 2, 1, 3]),
-    ("transpose_r4_0132", &[0, 1, 3, 2]),
-    ("transpose_r4_0231", &[0, 2, 3, 1]),
-    ("transpose_r4_0312", &[0, 3, 1, 2]),
-];
 
 /// The reductions: rank and reduced axes (each with and without `_keep`).
 const REDUCTIONS: &[(usize, &[usize])] = &[
@@ -365,7 +343,6 @@ fn tested_defs() -> BTreeSet<String> {
             names.insert(format!("{op}_{suffix}"));
         }
     }
-    names.extend(TRANSPOSES.iter().map(|(n, _)| n.to_string()));
     for (op, _) in REDUCE_OPS {
         for (rank, axes) in REDUCTIONS {
             for keep in [false, true] {
@@ -1173,14 +1150,6 @@ fn where_and_expand() {
 // Layout.
 
 #[test]
-fn transpose() {
-    for (k, (name, perm)) in TRANSPOSES.iter().enumerate() {
-        let x = rand(&shape_of_rank(&[2, 3, 4, 5], perm.len()), 1600 + k as u64);
-        check(name, vec![t("X", &x)], &[&r::transpose(&x, perm)]);
-    }
-}
-
-#[test]
 fn reshape() {
     // Shapes of 24 elements, by rank.
     let from = [
@@ -1356,31 +1325,6 @@ fn pad() {
             &[&r::pad(&x, &begins, &ends, value)],
         );
     }
-}
-
-#[test]
-fn gather() {
-    let t1 = rand(&[6], 2100);
-    let i1 = [-1, 0, 5, -6, 3];
-    check(
-        "gather_r1_i1",
-        vec![t("T", &t1), idx("I", &[5], &i1)],
-        &[&r::gather(&t1, &[5], &i1)],
-    );
-    let t2 = rand(&[5, 4], 2101);
-    let i2 = [4, -1, 0, 2, -5, 2, 1];
-    check(
-        "gather_r2_i1",
-        vec![t("T", &t2), idx("I", &[7], &i2)],
-        &[&r::gather(&t2, &[7], &i2)],
-    );
-    let t3 = rand(&[7, 3], 2102);
-    let i3 = [0, -1, 6, 3, -7, 2];
-    check(
-        "gather_r2_i2",
-        vec![t("T", &t3), idx("I", &[2, 3], &i3)],
-        &[&r::gather(&t3, &[2, 3], &i3)],
-    );
 }
 
 // ---------------------------------------------------------------------------

@@ -263,13 +263,6 @@ fn prelude_operators_lower_exactly() {
     );
     check(
         p,
-        "transpose_r4_0213",
-        &[("N0", 2), ("N1", 3), ("N2", 2), ("N3", 4)],
-        &[],
-        29,
-    );
-    check(
-        p,
         "reduce_mean_r3_a2",
         &[("N0", 2), ("N1", 3), ("N2", 4)],
         &[],
@@ -282,6 +275,40 @@ fn prelude_operators_lower_exactly() {
         &[("O0", i(4)), ("O1", i(6))],
         31,
     );
+}
+
+/// The forms the ONNX importer generates beside the prelude (its
+/// `forms.rs`): a transpose of a rank-5 tensor and a gather along a middle
+/// axis by rank-2 indices, a rank-0 index, with the negative-index wrap.
+#[test]
+fn generated_operator_forms_lower_exactly() {
+    let src = "\
+def transpose_r5_p31204(float32(N0, N1, N2, N3, N4) X) -> (Y) {
+  Y(i3, i1, i2, i0, i4) = X(i0, i1, i2, i3, i4)
+}
+def gather_r3_a1_i2(float32(N0, N1, N2) X, int64(M0, M1) I) -> (Y) {
+  Y(i0, j0, j1, i2) = X(i0, I(j0, j1) < 0 ? I(j0, j1) + N1 : I(j0, j1), i2)
+}
+def gather_r2_a0_i0(float32(N0, N1) X, int64() I) -> (Y) {
+  Y(i1) = X(I() < 0 ? I() + N0 : I(), i1)
+}
+";
+    let p = tc::check_source(src).unwrap().program;
+    check(
+        &p,
+        "transpose_r5_p31204",
+        &[("N0", 3), ("N1", 2), ("N2", 2), ("N3", 4), ("N4", 3)],
+        &[],
+        29,
+    );
+    check(
+        &p,
+        "gather_r3_a1_i2",
+        &[("N0", 2), ("N1", 3), ("N2", 4), ("M0", 2), ("M1", 3)],
+        &[],
+        32,
+    );
+    check(&p, "gather_r2_a0_i0", &[("N0", 3), ("N1", 5)], &[], 33);
 }
 
 #[test]

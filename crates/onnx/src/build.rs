@@ -1,6 +1,7 @@
 //! The model def being written: its parameters (graph inputs and the
 //! constants operators read as tensors), its statements (calls of prelude
-//! defs, one per operator application) and the values of ONNX names.
+//! defs and of generated ones, `forms.rs`, one per operator application)
+//! and the values of ONNX names.
 //!
 //! Every ONNX value is either a constant, known at import (initializers,
 //! `Constant` nodes, and everything computed from constants alone, such as
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 use ir::DType;
 use tensor::Tensor;
 
+use crate::forms::Forms;
 use crate::proto::{attribute_type, AttributeProto, NodeProto};
 
 /// A tensor of the model def.
@@ -75,6 +77,8 @@ pub struct Builder {
     /// The shapes the importer expects each statement's result to have,
     /// checked against the TC checker's after the def is built.
     pub expected: Vec<Var>,
+    /// The defs generated for the forms the statements call.
+    pub forms: Forms,
     next: usize,
 }
 

@@ -1,11 +1,14 @@
 //! Importing a loaded model: the graph's nodes sorted topologically, each
 //! imported by its operator's importer (`ops/`) into calls of prelude defs
-//! or folded when its inputs are constants, and the model def checked by
+//! and generated ones (`forms.rs`) or folded when its inputs are constants, and the model def checked by
 //! the TC checker together with the prelude.
 //!
 //! Requires: a model from `load.rs`. Guarantees: never panics; a model
 //! tessera cannot import is an error naming the node, its operator and
-//! the attribute or input at fault; an imported program passes
+//! the attribute or input at fault; `problems` lists every problem the
+//! import meets (each node that fails; the nodes reading its outputs are
+//! not tried), which `tessera info` reports, the first of them the
+//! import's error; an imported program passes
 //! `ir::verify_program`, and every statement's result has the shape the
 //! importer computed (checked here, after the TC checker infers them).
 
@@ -37,12 +40,12 @@ pub struct Port {
 /// An imported model.
 #[derive(Debug)]
 pub struct Model {
-    /// The prelude and the model def, checked: the program and where its
-    /// statements are in `text`.
+    /// The prelude, the generated defs and the model def, checked: the
+    /// program and where its statements are in `text`.
     pub checked: tc::Checked,
-    /// The text that was checked: the prelude, then the model def.
+    /// The text that was checked: the prelude, then `source`.
     pub text: String,
-    /// The model def as TC source.
+    /// The generated defs and the model def as TC source.
     pub source: String,
     pub inputs: Vec<Port>,
     pub outputs: Vec<Port>,
@@ -71,18 +74,46 @@ pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String
 /// Imports a loaded model. Symbolic input dimensions take their values from
 /// `sizes` or, failing that, from `shapes`: the shapes of the tensors the
 /// caller will bind to the graph inputs of those names (a dynamic batch
-/// size read off the input file).
+/// size read off the input file). The error is the first of
+/// [`problems`].
 pub fn import_loaded(
-    mut loaded: Loaded,
+    loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
 ) -> Result<Model, String> {
+    import_all(loaded, sizes, shapes).map_err(|mut problems| problems.swap_remove(0))
+}
+
+/// Every reason the import of `loaded` fails, in the order the import
+/// meets them; none when it succeeds. `tessera info` reports these, so that
+/// it never calls a model supported that `run` refuses.
+pub fn problems(loaded: Loaded, sizes: &HashMap<String, i64>) -> Vec<String> {
+    import_all(loaded, sizes, &HashMap::new())
+        .err()
+        .unwrap_or_default()
+}
+
+/// A problem that stops the import where it is met.
+fn one(problem: String) -> Vec<String> {
+    vec![problem]
+}
+
+/// The import, with every node it cannot import: such a node's outputs
+/// become unknown and the nodes that read them are not tried (whether they
+/// import depends on what the failed node would compute). Any other problem
+/// (the graph's inputs, initializers, order and outputs, the checks of the
+/// model def) stops the import.
+fn import_all(
+    mut loaded: Loaded,
+    sizes: &HashMap<String, i64>,
+    shapes: &HashMap<String, Vec<usize>>,
+) -> Result<Model, Vec<String>> {
     let graph = loaded
         .model
         .graph
         .as_mut()
-        .ok_or("the model has no graph")?;
-    let sizes = &bind_symbols(graph, sizes, shapes)?;
+        .ok_or_else(|| one("the model has no graph".to_string()))?;
+    let sizes = &bind_symbols(graph, sizes, shapes).map_err(one)?;
     // Each initializer's protobuf (its raw bytes) is dropped as soon as it
     // is converted, so that the weights are held once, not twice.
     let initializers = std::mem::take(&mut graph.initializer);
@@ -95,7 +126,8 @@ pub fn import_loaded(
     };
     for t in initializers {
         let name = t.name.clone().unwrap_or_default();
-        let tensor = load::tensor(&t, &loaded.files, &format!("initializer `{name}`"))?;
+        let tensor =
+            load::tensor(&t, &loaded.files, &format!("initializer `{name}`")).map_err(one)?;
         im.values.insert(name, Value::Const(tensor));
     }
     let mut inputs = Vec::new();
@@ -107,7 +139,7 @@ pub fn import_loaded(
             // constant, which a caller could override; tessera keeps it.
             continue;
         }
-        let (dtype, shape) = value_type(vi, sizes, "input")?;
+        let (dtype, shape) = value_type(vi, sizes, "input").map_err(one)?;
         let tc = tc_name(&onnx, k, &mut used_names);
         let v = im.b.param(&tc, dtype, &shape);
         im.values.insert(onnx.clone(), Value::Var(v));
@@ -121,11 +153,28 @@ pub fn import_loaded(
     let constants: std::collections::HashSet<String> = im.values.keys().cloned().collect();
     // For each statement of the model def, the node it comes from.
     let mut nodes = Vec::new();
-    for (k, node) in order(graph, &constants)?.into_iter().enumerate() {
+    let mut problems = Vec::new();
+    // The outputs of the nodes that failed, and of the nodes not tried.
+    let mut unknown = std::collections::HashSet::new();
+    for (k, node) in order(graph, &constants)
+        .map_err(one)?
+        .into_iter()
+        .enumerate()
+    {
         let node = Node::new(node, k);
-        crate::ops::import_node(&mut im, &node)?;
-        node.finish()?;
-        nodes.resize(im.b.stmts.len(), Some(node.label.clone()));
+        if !node.proto.input.iter().any(|i| unknown.contains(i)) {
+            match crate::ops::import_node(&mut im, &node).and_then(|()| node.finish()) {
+                Ok(()) => {
+                    nodes.resize(im.b.stmts.len(), Some(node.label.clone()));
+                    continue;
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        unknown.extend(node.proto.output.iter());
+    }
+    if !problems.is_empty() {
+        return Err(problems);
     }
     let mut outputs = Vec::new();
     let mut taken = std::collections::HashSet::new();
@@ -137,7 +186,7 @@ pub fn import_loaded(
                 let t = t.clone();
                 im.b.weight(&onnx, &t)
             }
-            None => return Err(format!("graph output `{onnx}` is never computed")),
+            None => return Err(one(format!("graph output `{onnx}` is never computed"))),
         };
         // An output must be a tensor the def computes, once.
         let is_param =
@@ -155,7 +204,8 @@ pub fn import_loaded(
         });
     }
     let source = format!(
-        "def {MODEL_DEF}({}) -> ({}) {{\n{}\n}}\n",
+        "{}def {MODEL_DEF}({}) -> ({}) {{\n{}\n}}\n",
+        im.b.forms.text(),
         im.b.params.join(", "),
         outputs
             .iter()
@@ -170,12 +220,12 @@ pub fn import_loaded(
     );
     let text = format!("{PRELUDE}\n{source}");
     let checked = tc::check_source(&text).map_err(|d| {
-        format!(
+        one(format!(
             "internal error: the imported model does not check:\n{}",
             tc::render_diagnostics(&d, "model", &text)
-        )
+        ))
     })?;
-    check_shapes(&checked.program, &im.b.expected)?;
+    check_shapes(&checked.program, &im.b.expected).map_err(one)?;
     Ok(Model {
         checked,
         text,
@@ -346,7 +396,8 @@ fn tc_name(onnx: &str, k: usize, used: &mut std::collections::HashSet<String>) -
         && !matches!(onnx, "def" | "where" | "in" | "exists" | "true" | "false")
         // Names the importer makes itself start with `_`.
         && !onnx.starts_with('_')
-        && !PRELUDE.contains(&format!("def {onnx}("));
+        && !PRELUDE.contains(&format!("def {onnx}("))
+        && !crate::forms::FAMILIES.iter().any(|f| onnx.starts_with(f));
     let name = if ident && !used.contains(onnx) {
         onnx.to_string()
     } else {

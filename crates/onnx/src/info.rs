@@ -1,14 +1,16 @@
 //! What `tessera info` prints about a model: its inputs and outputs, an
-//! operator histogram, and the operators tessera cannot import yet.
+//! operator histogram, the operators tessera has no importer for, and
+//! whether the model imports: the import itself runs, so every node `run`
+//! would refuse is reported with `run`'s message.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
 use crate::load;
 use crate::proto::ValueInfoProto;
 
-/// A summary of a model, read without importing it.
+/// A summary of a model, and what its import found wrong.
 #[derive(Debug)]
 pub struct Info {
     pub opset: i64,
@@ -23,9 +25,14 @@ pub struct Info {
     pub ops: BTreeMap<String, usize>,
     /// Operator types no importer handles.
     pub unsupported: Vec<String>,
+    /// Every reason the import fails (`import::problems`): none when the
+    /// model imports.
+    pub problems: Vec<String>,
 }
 
-pub fn info(path: &Path) -> Result<Info, String> {
+/// The summary of the model at `path`, imported with `sizes` binding its
+/// symbolic input dimensions.
+pub fn info(path: &Path, sizes: &HashMap<String, i64>) -> Result<Info, String> {
     let loaded = load(path)?;
     let m = &loaded.model;
     let g = m.graph.as_ref().ok_or("the model has no graph")?;
@@ -62,23 +69,27 @@ pub fn info(path: &Path) -> Result<Info, String> {
         .filter(|op| !crate::SUPPORTED.contains(&op.as_str()))
         .cloned()
         .collect();
+    let inputs = g
+        .input
+        .iter()
+        .filter(|v| !init.contains(v.name.as_deref().unwrap_or("")))
+        .map(port)
+        .collect();
+    let outputs = g.output.iter().map(port).collect();
+    let initializers = (g.initializer.len(), initializer_values(g)?);
+    let (opset, producer) = (loaded.opset, m.producer_name.clone().unwrap_or_default());
     Ok(Info {
-        opset: loaded.opset,
-        producer: m.producer_name.clone().unwrap_or_default(),
-        inputs: g
-            .input
-            .iter()
-            .filter(|v| !init.contains(v.name.as_deref().unwrap_or("")))
-            .map(port)
-            .collect(),
-        outputs: g.output.iter().map(port).collect(),
-        initializers: (g.initializer.len(), initializer_values(g)?),
+        opset,
+        producer,
+        inputs,
+        outputs,
+        initializers,
         ops,
         unsupported,
+        problems: crate::import::problems(loaded, sizes),
     })
 }
 
-/// The summary as `tessera info` prints it.
 /// The elements of all initializers, counted exactly: a negative dimension
 /// or a count past 2^64 is an error naming the initializer, not a wrong
 /// number.
@@ -104,6 +115,7 @@ fn initializer_values(g: &crate::proto::GraphProto) -> Result<usize, String> {
     Ok(total)
 }
 
+/// The summary as `tessera info` prints it.
 pub fn print_info(i: &Info) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -135,10 +147,26 @@ pub fn print_info(i: &Info) -> String {
     for (op, count) in &i.ops {
         let _ = writeln!(s, "  {op:<24} {count}");
     }
-    if i.unsupported.is_empty() {
-        let _ = writeln!(s, "every operator is supported");
-    } else {
+    if !i.unsupported.is_empty() {
         let _ = writeln!(s, "unsupported operators: {}", i.unsupported.join(", "));
+    }
+    match i.problems.as_slice() {
+        [] => {
+            let _ = writeln!(s, "the model imports: tessera supports every node");
+        }
+        [p] => {
+            let _ = writeln!(s, "tessera cannot import the model:\n  {p}");
+        }
+        ps => {
+            let _ = writeln!(
+                s,
+                "tessera cannot import the model ({} problems):",
+                ps.len()
+            );
+            for p in ps {
+                let _ = writeln!(s, "  {p}");
+            }
+        }
     }
     s
 }

@@ -4,10 +4,11 @@
 //!
 //! `load` reads and checks the file, `import` sorts and imports the graph
 //! (`ops/` has one importer per operator family), `build` holds the def
-//! being written. Shapes are concrete: symbolic input dimensions are bound
-//! by the caller.
+//! being written and `forms` the defs generated for it. Shapes are
+//! concrete: symbolic input dimensions are bound by the caller.
 
 mod build;
+mod forms;
 mod import;
 mod info;
 mod load;

@@ -5,7 +5,7 @@
 //! relative tolerance of 1e-4 (of the output's largest magnitude, as
 //! summation order differs). And every malformed model
 //! (`tests/onnx/malformed/`, plus a truncated file) is rejected with an
-//! error that names what is wrong.
+//! error that names what is wrong, which `tessera info` reports too.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -130,6 +130,10 @@ fn malformed_models_are_rejected_with_their_reason() {
             "ceil_mode_include_pad",
             "node `pool` (AveragePool): ceil_mode = 1 with count_include_pad = 1 is not supported",
         ),
+        (
+            "two_refused_nodes",
+            "node `transpose` (Transpose): transposing a rank-9 tensor is not supported (ranks up to 8 are)",
+        ),
     ];
     let dir = root().join("malformed");
     assert_eq!(
@@ -153,4 +157,39 @@ fn malformed_models_are_rejected_with_their_reason() {
     let e = onnx::import(&path, &HashMap::new()).unwrap_err();
     let _ = std::fs::remove_file(&path);
     assert!(e.contains("is not a valid ONNX model"), "{e}");
+}
+
+/// `info` runs the import: a model whose operator types are all supported
+/// but whose nodes are not is reported node by node, in the import's
+/// order, the error `import` gives first; a node reading what a refused
+/// node computes is not tried.
+#[test]
+fn info_reports_every_node_the_import_refuses() {
+    let path = root().join("malformed/two_refused_nodes.onnx");
+    let info = onnx::info(&path, &HashMap::new()).unwrap();
+    assert!(info.unsupported.is_empty(), "{:?}", info.unsupported);
+    assert_eq!(
+        info.problems,
+        [
+            "node `transpose` (Transpose): transposing a rank-9 tensor is not supported (ranks up to 8 are)",
+            "node `pad` (Pad): mode `reflect` is not supported (constant is)",
+        ]
+    );
+    assert_eq!(
+        onnx::import(&path, &HashMap::new()).unwrap_err(),
+        info.problems[0]
+    );
+    let printed = onnx::print_info(&info);
+    assert!(
+        printed.ends_with(&format!(
+            "tessera cannot import the model (2 problems):\n  {}\n  {}\n",
+            info.problems[0], info.problems[1]
+        )),
+        "{printed}"
+    );
+    // A model that imports says so.
+    let fine = root().join("fixtures/torch_legacy_transformer_encoder/model.onnx");
+    let info = onnx::info(&fine, &HashMap::new()).unwrap();
+    assert!(info.problems.is_empty(), "{:?}", info.problems);
+    assert!(onnx::print_info(&info).ends_with("the model imports: tessera supports every node\n"));
 }

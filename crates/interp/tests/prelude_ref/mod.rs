@@ -547,22 +547,6 @@ pub fn pad(x: &Nd, begins: &[i64], ends: &[i64], value: f64) -> Nd {
     })
 }
 
-/// ONNX Gather along axis 0: the output has shape `index_shape` followed by
-/// the table's trailing axes; a negative index counts from the end.
-pub fn gather(table: &Nd, index_shape: &[usize], index: &[i64]) -> Nd {
-    let n = table.shape[0] as i64;
-    let rest = &table.shape[1..];
-    let mut data = Vec::new();
-    for &i in index {
-        let row = if i < 0 { i + n } else { i };
-        assert!((0..n).contains(&row), "gather index {i} out of range");
-        for_each_index(rest, |r| {
-            data.push(table.at(&[&[row as usize][..], r].concat()))
-        });
-    }
-    Nd::new(&[index_shape, rest].concat(), data)
-}
-
 /// How a reduction combines values.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Reduce {

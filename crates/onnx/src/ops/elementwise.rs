@@ -1,7 +1,7 @@
 //! Elementwise operators: `Relu`, `Sigmoid`, `Tanh`, `Exp`, `Log`, `Sqrt`,
 //! `Neg`, `Abs`, `Erf`, and `Add`, `Sub`, `Mul`, `Div`, `Pow` with ONNX
 //! (numpy) broadcasting: shapes aligned at the right, a dimension of 1
-//! stretched. Equal shapes call `op_rK`; a rank-0 second operand
+//! stretched; `Mod` of constants only (shape arithmetic). Equal shapes call `op_rK`; a rank-0 second operand
 //! `op_rK_scalar`; anything else brings both operands to one rank (a
 //! constant reshaped at import, a variable by a reshape call) and calls
 //! `op_bcast_rK`. Operators on constants are folded (shape arithmetic).
@@ -138,10 +138,19 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
         )));
     }
     let shape = broadcast_operands(n, &a, &b)?;
+    // Mod's remainder takes the dividend's sign (C's fmod) with `fmod = 1`,
+    // the divisor's (Python's %) without; ONNX allows only fmod on floats.
+    let fmod = n.op == "Mod" && n.int("fmod")?.unwrap_or(0) != 0;
+    if n.op == "Mod" && a.dtype().is_float() && !fmod {
+        return Err(n.error("Mod of floats requires fmod = 1"));
+    }
     if let (Value::Const(x), Value::Const(y)) = (&a, &b) {
-        let t = fold(n, x, y, &shape)?;
+        let t = fold(n, x, y, &shape, fmod)?;
         im.set(n, 0, Value::Const(t));
         return Ok(());
+    }
+    if n.op == "Mod" {
+        return Err(n.error("Mod of computed tensors is not supported (of constants it is)"));
     }
     let base = n.op.to_lowercase();
     let r = rank(n, &shape, "a result")?;
@@ -237,8 +246,9 @@ pub(crate) fn broadcast_index(t: &Tensor, shape: &[usize], flat: usize) -> usize
     off
 }
 
-/// `a op b` on constants, broadcast to `shape`.
-fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, String> {
+/// `a op b` on constants, broadcast to `shape` (`fmod`: Mod's remainder
+/// takes the dividend's sign).
+fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize], fmod: bool) -> Result<Tensor, String> {
     let count: usize = shape.iter().product();
     let index = |t: &Tensor, flat: usize| broadcast_index(t, shape, flat);
     if a.dtype().is_float() {
@@ -251,12 +261,17 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
             "Div" => Some(ir::BinOp::Div),
             _ => None,
         };
+        let builtin = if n.op == "Mod" {
+            ir::Builtin::Fmod
+        } else {
+            ir::Builtin::Pow
+        };
         let v = (0..count)
             .map(|f| {
                 let (p, q) = (x[index(a, f)], y[index(b, f)]);
                 match op {
                     Some(op) => ir::arith::float_arith(op, a.dtype(), p, q),
-                    None => ir::arith::float_builtin(ir::Builtin::Pow, a.dtype(), &[p, q]),
+                    None => ir::arith::float_builtin(builtin, a.dtype(), &[p, q]),
                 }
                 .ok_or_else(|| n.error(format!("{} of float constants", n.op)))
             })
@@ -273,6 +288,8 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
             "Mul" => p.wrapping_mul(q),
             "Div" => truncating_div(p, q)
                 .ok_or_else(|| n.error("integer division by zero in a constant"))?,
+            "Mod" => remainder(a.dtype(), p, q, fmod)
+                .ok_or_else(|| n.error("integer remainder by zero in a constant"))?,
             _ => wrapping_pow(p, q).ok_or_else(|| n.error("negative integer power"))?,
         });
     }
@@ -284,6 +301,17 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize]) -> Result<Tensor, Str
 /// operation wraps.
 fn truncating_div(p: i64, q: i64) -> Option<i64> {
     (q != 0).then(|| p.wrapping_div(q))
+}
+
+/// ONNX `Mod` of integers of type `t`: with `fmod`, C's remainder (the
+/// dividend's sign; `i64::MIN % -1` wraps to 0), else Python's (the
+/// divisor's); `None` for `q == 0`.
+fn remainder(t: DType, p: i64, q: i64, fmod: bool) -> Option<i64> {
+    if fmod {
+        (q != 0).then(|| p.wrapping_rem(q))
+    } else {
+        ir::arith::floor_mod(t, p, q)
+    }
 }
 
 /// `p` to the power `q` (`q >= 0`, else `None`) with int64 semantics, as
@@ -401,6 +429,10 @@ pub fn expand(im: &mut Importer, n: &Node) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     let shape = broadcast(x.shape(), &target)
         .ok_or_else(|| n.error(format!("{:?} does not expand to {target:?}", x.shape())))?;
+    if let Value::Const(t) = &x {
+        im.set(n, 0, Value::Const(broadcast_const(t, &shape)));
+        return Ok(());
+    }
     let r = rank(n, &shape, "a result")?;
     let x = to_rank(im, n, &x, 0, r)?;
     float_only(n, &x)?;
@@ -429,6 +461,11 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
                 b.shape()
             ))
         })?;
+    if let (Value::Const(c), Value::Const(a), Value::Const(b)) = (&c, &a, &b) {
+        let t = select_consts(n, c, a, b, &shape)?;
+        im.set(n, 0, Value::Const(t));
+        return Ok(());
+    }
     let r = rank(n, &shape, "a result")?;
     let cond = to_rank(im, n, &c, 0, r)?;
     let (x, y) = (to_rank(im, n, &a, 1, r)?, to_rank(im, n, &b, 2, r)?);
@@ -445,9 +482,46 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
+/// Constant `t` broadcast to `shape`, its elements keeping their bits.
+fn broadcast_const(t: &Tensor, shape: &[usize]) -> Tensor {
+    let count: usize = shape.iter().product();
+    let source: Vec<usize> = (0..count).map(|k| broadcast_index(t, shape, k)).collect();
+    super::layout::gather(t, shape, &source)
+}
+
+/// `Where` on constants (the shape arithmetic of exported masks): `a` where
+/// `c` holds, else `b`, all broadcast to `shape`.
+fn select_consts(
+    n: &Node,
+    c: &Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    shape: &[usize],
+) -> Result<Tensor, String> {
+    if a.dtype() != b.dtype() {
+        return Err(n.error(format!(
+            "operands of types {} and {} (ONNX requires one type)",
+            a.dtype(),
+            b.dtype()
+        )));
+    }
+    let c = super::ints(&broadcast_const(c, shape));
+    let (a, b) = (broadcast_const(a, shape), broadcast_const(b, shape));
+    let dtype = a.dtype();
+    Ok(if dtype.is_float() {
+        let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
+        let v = (0..c.len()).map(|k| if c[k] != 0 { x[k] } else { y[k] });
+        Tensor::from_f64(dtype, shape, v.collect())
+    } else {
+        let (x, y) = (super::ints(&a), super::ints(&b));
+        let v = (0..c.len()).map(|k| if c[k] != 0 { x[k] } else { y[k] });
+        Tensor::from_i64(dtype, shape, v.collect())
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{truncating_div, wrapping_pow};
+    use super::{remainder, truncating_div, wrapping_pow, DType};
 
     #[test]
     fn integer_division_truncates_and_wraps() {
@@ -456,6 +530,20 @@ mod tests {
         assert_eq!(truncating_div(7, -2), Some(-3));
         assert_eq!(truncating_div(i64::MIN, -1), Some(i64::MIN));
         assert_eq!(truncating_div(5, 0), None);
+    }
+
+    #[test]
+    fn remainders_take_the_sign_onnx_mod_says() {
+        let t = DType::I64;
+        assert_eq!(remainder(t, -7, 2, false), Some(1));
+        assert_eq!(remainder(t, -7, 2, true), Some(-1));
+        assert_eq!(remainder(t, 7, -2, false), Some(-1));
+        assert_eq!(remainder(t, 7, -2, true), Some(1));
+        assert_eq!(remainder(t, 6, -3, false), Some(0));
+        assert_eq!(remainder(t, i64::MIN, -1, true), Some(0));
+        assert_eq!(remainder(t, i64::MIN, -1, false), Some(0));
+        assert_eq!(remainder(t, 1, 0, false), None);
+        assert_eq!(remainder(t, 1, 0, true), None);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Operators on constants, folded at import: `Constant`, `Shape`,
-//! `Gather` (of constants), `Cast`, and the pass-throughs `Identity` and
+//! `Gather` (of constants; of computed data or indices, a call of the
+//! generated gather), `Cast`, and the pass-throughs `Identity` and
 //! `Dropout` (inference). These are what the shape subgraphs PyTorch
 //! exports are made of (`Shape -> Gather -> Unsqueeze -> Concat ->
 //! Reshape`): the shapes are known at import, so the whole chain folds and
@@ -10,6 +11,7 @@ use tensor::Tensor;
 
 use super::{axis, ints};
 use crate::build::{Node, Value};
+use crate::forms::MAX_RANK;
 use crate::import::Importer;
 use crate::load;
 
@@ -82,7 +84,7 @@ pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let (data, indices) = match (im.value(n, 0)?, im.value(n, 1)?) {
         (Value::Const(d), Value::Const(i)) => (d, i),
-        _ => return gather_rows(im, n),
+        _ => return gather_var(im, n),
     };
     let r = data.shape().len();
     if r == 0 {
@@ -184,14 +186,25 @@ fn convert(t: &Tensor, to: DType) -> Tensor {
     }
 }
 
-/// `Gather` along axis 0 of a float table by indices the model computes
-/// (an embedding lookup): `gather_r1_i1`, `gather_r2_i1`, `gather_r2_i2`.
-fn gather_rows(im: &mut Importer, n: &Node) -> Result<(), String> {
-    let table = im.var(n, 0)?;
-    let r = table.shape.len();
-    let a = axis(n, n.int("axis")?.unwrap_or(0), r.max(1))?;
+/// `Gather` with data or indices the model computes (an embedding lookup,
+/// a row of a stacked projection): a call of the generated gather of the
+/// axis and index rank. Constant indices are checked against the axis here;
+/// computed ones when the model runs.
+fn gather_var(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let data = im.var(n, 0)?;
+    let r = data.shape.len();
+    if r == 0 {
+        return Err(n.error("gathering from a rank-0 tensor"));
+    }
+    let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
     let indices = match im.value(n, 1)? {
         Value::Const(t) => {
+            let dim = data.shape[a] as i64;
+            if let Some(i) = ints(&t).into_iter().find(|&i| i < -dim || i >= dim) {
+                return Err(n.error(format!(
+                    "index {i} is out of range for axis {a} of size {dim}"
+                )));
+            }
             // Constant indices of any integer type, as int64.
             let t = Tensor::from_i64(DType::I64, t.shape(), ints(&t));
             im.b.weight(&format!("{}#i64", n.input(1).unwrap_or_default()), &t)
@@ -200,24 +213,21 @@ fn gather_rows(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     if indices.dtype != DType::I64 {
         return Err(n.error(format!(
-            "indices of type {} are not supported (int64 are)",
+            "computed indices of type {} are not supported (int64 are)",
             indices.dtype
         )));
     }
-    let def = match (a, r, indices.shape.len()) {
-        (0, 1, 1) => "gather_r1_i1",
-        (0, 2, 1) => "gather_r2_i1",
-        (0, 2, 2) => "gather_r2_i2",
-        _ => {
-            return Err(n.error(format!(
-                "gathering along axis {a} of a rank-{r} tensor by rank-{} indices is not supported",
-                indices.shape.len()
-            )))
-        }
-    };
-    let mut shape = indices.shape.clone();
-    shape.extend(&table.shape[1..]);
-    let y = im.b.call(def, &[&table, &indices], &[], table.dtype, shape);
+    let mut shape = data.shape[..a].to_vec();
+    shape.extend(&indices.shape);
+    shape.extend(&data.shape[a + 1..]);
+    let q = indices.shape.len();
+    if r.max(q).max(shape.len()) > MAX_RANK {
+        return Err(n.error(format!(
+            "gathering along axis {a} of a rank-{r} tensor by rank-{q} indices is not supported (ranks up to {MAX_RANK} are)"
+        )));
+    }
+    let def = im.b.forms.gather(data.dtype, r, a, q);
+    let y = im.b.call(&def, &[&data, &indices], &[], data.dtype, shape);
     im.set(n, 0, Value::Var(y));
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! Layout operators: `Flatten`, `Reshape`, `Transpose`, `Concat`,
-//! `Squeeze`, `Unsqueeze`. On constants they are folded; on tensors of the
-//! model they call the prelude's reshape, flatten, transpose and concat
-//! defs (a reshape to the same shape is no call at all).
+//! `Squeeze`, `Unsqueeze`, `Slice`, `Pad`, `Split`. On constants they are
+//! folded; on tensors of the model they call the prelude's reshape, concat,
+//! slice, pad and split defs and the generated transposes (a reshape to the
+//! same shape, or the identity permutation, is no call at all).
 
 use ir::DType;
 use tensor::{with_element, Tensor};
 
 use super::{axis, ints, rank};
 use crate::build::{int, Node, Value, Var};
+use crate::forms::MAX_RANK;
 use crate::import::Importer;
 
 /// `v` with shape `shape` (same element count, row-major order kept).
@@ -168,18 +170,12 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
         Value::Const(t) => Value::Const(permute(&t, &perm).map_err(|e| n.error(e))?),
         Value::Var(v) if perm.iter().enumerate().all(|(k, &p)| k == p) => Value::Var(v),
         Value::Var(v) => {
-            let code: String = perm.iter().map(ToString::to_string).collect();
-            let def = match (r, code.as_str()) {
-                (2, "10") => "transpose_r2".to_string(),
-                (3, "021" | "102") | (4, "0213" | "0132" | "0231" | "0312") => {
-                    format!("transpose_r{r}_{code}")
-                }
-                _ => {
-                    return Err(n.error(format!(
-                        "the permutation {perm:?} of a rank-{r} tensor is not supported"
-                    )))
-                }
-            };
+            if r > MAX_RANK {
+                return Err(n.error(format!(
+                    "transposing a rank-{r} tensor is not supported (ranks up to {MAX_RANK} are)"
+                )));
+            }
+            let def = im.b.forms.transpose(v.dtype, &perm);
             Value::Var(im.b.call(&def, &[&v], &[], v.dtype, shape))
         }
     };
@@ -323,12 +319,15 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
     for k in 0..r {
         // ceil((e - b) / s), as floor division: the prelude's formula.
         let len = ir::floor_div(e[k] - b[k] + s[k] - s[k].signum(), s[k]);
-        if len <= 0 {
+        // An empty slice of a constant is a shape's empty part (exporters
+        // slice shapes and concatenate the parts); the model's tensors
+        // have positive dimensions.
+        if len <= 0 && matches!(x, Value::Var(_)) {
             return Err(n.error(format!(
                 "the slice of axis {k} is empty, which tessera does not support"
             )));
         }
-        shape.push(len as usize);
+        shape.push(len.max(0) as usize);
     }
     let y = match x {
         Value::Const(t) => {

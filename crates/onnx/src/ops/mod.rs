@@ -57,6 +57,7 @@ pub const SUPPORTED: &[&str] = &[
     "Log",
     "MatMul",
     "MaxPool",
+    "Mod",
     "Mul",
     "Neg",
     "Not",
@@ -104,7 +105,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Erf" => {
             elementwise::unary(im, n)
         }
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" => elementwise::binary(im, n),
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Mod" => elementwise::binary(im, n),
         "MatMul" => linear::matmul(im, n),
         "Gemm" => linear::gemm(im, n),
         "BatchNormalization" => linear::batchnorm(im, n),

@@ -14,17 +14,17 @@
 //! Applies when the block has no child blocks and no local buffers, and
 //! every statement is one of: a load of a `float32` view whose offset moves
 //! with the lane by 1 (a vector load) or not at all (a broadcast); a
-//! `float32` constant; `+`, `-`, `*`, `/`, `fmax`, `fmin` on `float32`; a
-//! store with aggregation assign, `+` or `*` to a `float32` view whose
-//! offset moves with the lane by 1. Lanes must touch disjoint elements of
-//! every buffer written (the same condition as `#pragma GCC ivdep`). Any
-//! other block keeps the scalar loop.
+//! `float32` constant; `+`, `-`, `*`, `/`, `max`, `min`, `fmax`, `fmin` on
+//! `float32`; a store with aggregation assign, `+` or `*` to a `float32`
+//! view whose offset moves with the lane by 1. Lanes must touch disjoint
+//! elements of every buffer written (the same condition as `#pragma GCC
+//! ivdep`). Any other block keeps the scalar loop.
 //!
 //! Guarantees: bit-for-bit the scalar loop's results. Each lane computes
 //! the same IEEE operations on the same operands (no contraction into fused
-//! multiply-adds; `fmax` and `fmin` keep C's NaN rule with a compare and a
-//! blend), and the lanes are independent, so running statement by statement
-//! across lanes equals running lane by lane.
+//! multiply-adds; `max` and `min` keep TC's NaN rule, and `fmax` and `fmin`
+//! C's, each with compares and a blend), and the lanes are independent, so
+//! running statement by statement across lanes equals running lane by lane.
 
 use std::collections::HashMap;
 
@@ -340,8 +340,10 @@ fn vector_op(op: &Op, args: &[String]) -> Option<String> {
             };
             format!("{f}({x}, {y})")
         }
-        (Op::Builtin(Builtin::Max), [x, y]) => format!("tsr_fmax16({x}, {y})"),
-        (Op::Builtin(Builtin::Min), [x, y]) => format!("tsr_fmin16({x}, {y})"),
+        (Op::Builtin(Builtin::Max), [x, y]) => format!("tsr_maximum16({x}, {y})"),
+        (Op::Builtin(Builtin::Min), [x, y]) => format!("tsr_minimum16({x}, {y})"),
+        (Op::Builtin(Builtin::Fmax), [x, y]) => format!("tsr_fmax16({x}, {y})"),
+        (Op::Builtin(Builtin::Fmin), [x, y]) => format!("tsr_fmin16({x}, {y})"),
         _ => return None,
     })
 }

@@ -436,6 +436,11 @@ def nan_fixtures():
     single("nan_clip", "Clip", [[4, 8]], specials=True,
            consts=[np.array(-0.5, dtype=np.float32), np.array(0.7, dtype=np.float32)])
     single("nan_softmax", "Softmax", [[6, 5]], specials=True)
+    # Infinite scalars: a Clip bound, a Pad value.
+    single("inf_clip_bound", "Clip", [[4, 8]], specials=True,
+           consts=[np.array(0.0, dtype=np.float32), np.array(np.inf, dtype=np.float32)])
+    single("inf_pad_value", "Pad", [[1, 2, 3, 3]],
+           consts=[np.array([0, 0, 1, 2, 0, 0, 2, 1]), np.array(-np.inf, dtype=np.float32)])
     # Relu of a constant, folded at import, added to an input.
     m = Model(61)
     c = np.array([[np.nan, -np.inf, np.inf, -1.0], [2.0, -0.0, np.nan, 0.5]], dtype=np.float32)

@@ -4,6 +4,12 @@ Each fixture is a folder tests/onnx/fixtures/NAME/ with model.onnx, one
 inputs/INPUT.npy per graph input (seeded random float32) and one
 outputs/OUTPUT.npy per graph output, computed by ONNX Runtime: the
 reference tessera's outputs are compared with (crates/onnx/tests).
+The nan_* fixtures' inputs hold NaN, +inf and -inf. Where Runtime's NaN
+depends on where in a window or row the NaN stands (MaxPool, GlobalMaxPool,
+ReduceMax; the ONNX reference implementation, onnx.reference, drops NaN in
+padded MaxPool windows too), their outputs are numpy's maximum over the
+window or row, which is NaN when a NaN is in it, after checking that
+Runtime agrees with numpy on every element no NaN reaches.
 tests/onnx/malformed/ gets models that must be rejected with a clear error.
 
 Run through scripts/onnx-fixtures.sh, which installs the pinned packages.
@@ -38,6 +44,15 @@ class Model:
         self.feeds[name] = self.rng.standard_normal(shape).astype(np.float32)
         return name
 
+    def specials(self, name):
+        """Makes about a tenth of input `name`'s elements NaN, and as many
+        each +inf and -inf."""
+        x = self.feeds[name]
+        u = self.rng.random(x.shape)
+        x[u < 0.1] = np.nan
+        x[(u >= 0.1) & (u < 0.2)] = np.inf
+        x[(u >= 0.2) & (u < 0.3)] = -np.inf
+
     def int_input(self, name, shape, high):
         self.inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, shape))
         self.feeds[name] = self.rng.integers(0, high, shape).astype(np.int64)
@@ -68,10 +83,14 @@ class Model:
         return m
 
 
-def save(name, m, build_opset=17, external=False):
+def save(name, m, build_opset=17, external=False, expect=None):
+    """`expect`, if given, computes the one output from the one input with
+    numpy, in place of Runtime (see numpy_results)."""
     model = m.model(build_opset)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     results = session.run(None, m.feeds)
+    if expect is not None:
+        results = numpy_results(name, expect(*m.feeds.values()), results)
     # The outputs' shapes, as Runtime computed them, complete the model.
     names = [o.name for o in model.graph.output]
     del model.graph.output[:]
@@ -93,15 +112,40 @@ def save(name, m, build_opset=17, external=False):
         np.save(os.path.join(folder, "outputs", f"{out.name}.npy"), v)
 
 
-def single(name, op, shapes, weights=(), consts=(), opset=17, **attrs):
+def numpy_results(name, want, runtime):
+    """numpy's output `want`, checked against Runtime's where it is not NaN
+    (no NaN reached it): there they must be equal."""
+    [got] = runtime
+    assert want.shape == got.shape, name
+    reached = np.isnan(want)
+    np.testing.assert_array_equal(got[~reached], want[~reached], err_msg=name)
+    print(f"{name}: Runtime gives a number for {int((reached & ~np.isnan(got)).sum())} "
+          f"of the {int(reached.sum())} elements a NaN reaches")
+    return [want.astype(np.float32)]
+
+
+def max_pool(x, kernel, strides, pads):
+    """numpy's MaxPool of an N x C x H x W `x`: the maximum over each window,
+    padding at -inf (so it never wins)."""
+    (kh, kw), (sh, sw), (t, l, b, r) = kernel, strides, pads
+    x = np.pad(x, [(0, 0), (0, 0), (t, b), (l, r)], constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))
+    return windows[:, :, ::sh, ::sw].max(axis=(4, 5))
+
+
+def single(name, op, shapes, weights=(), consts=(), opset=17, specials=False, expect=None, **attrs):
     """One node: graph inputs of `shapes`, then weights, then constants
-    (integer constants as int64)."""
+    (integer constants as int64). With `specials`, about a tenth of the
+    inputs' elements are NaN and as many each +inf and -inf."""
     m = Model(sum(map(ord, name)))
     ins = [m.input(f"x{k}", s) for k, s in enumerate(shapes)]
+    if specials:
+        for x in ins:
+            m.specials(x)
     ins += [m.weight(f"w{k}", s) if s is not None else "" for k, s in enumerate(weights)]
     ins += [m.const(f"c{k}", c.astype(np.int64) if c.dtype.kind == "i" else c) for k, c in enumerate(map(np.asarray, consts))]
     m.output(m.node(op, ins, **attrs))
-    save(name, m, opset)
+    save(name, m, opset, expect=expect)
 
 
 def fixtures():
@@ -218,6 +262,7 @@ def more_fixtures():
     single("reduce_mean_no_keep", "ReduceMean", [[2, 3, 4, 5]], axes=[2, 3], keepdims=0)
     single("reduce_sum_axes_input", "ReduceSum", [[2, 3, 4]], consts=[np.array([1], dtype=np.int64)])
     single("reduce_max_keep", "ReduceMax", [[3, 4]], axes=[1])
+    nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
     single("slice_axes_steps", "Slice", [[4, 7, 5]], consts=[np.array([1, 6]), np.array([100, 0]), np.array([1, -1]), np.array([2, -2])])
@@ -382,6 +427,37 @@ def more_fixtures():
     y = m.node("ConvTranspose", [y, m.weight("g2_w", [4, 3, 4, 4], 0.3)], strides=[2, 2], pads=[1, 1, 1, 1])
     m.output(m.node("Tanh", [y]))
     save("dcgan_generator_block", m)
+
+
+def nan_fixtures():
+    # NaN, +inf and -inf through what tessera builds on TC's max and min.
+    # Relu, Clip and Softmax: Runtime propagates NaN as TC's max and min do.
+    single("nan_relu", "Relu", [[2, 3, 8]], specials=True)
+    single("nan_clip", "Clip", [[4, 8]], specials=True,
+           consts=[np.array(-0.5, dtype=np.float32), np.array(0.7, dtype=np.float32)])
+    single("nan_softmax", "Softmax", [[6, 5]], specials=True)
+    # Infinite scalars: a Clip bound, a Pad value.
+    single("inf_clip_bound", "Clip", [[4, 8]], specials=True,
+           consts=[np.array(0.0, dtype=np.float32), np.array(np.inf, dtype=np.float32)])
+    single("inf_pad_value", "Pad", [[1, 2, 3, 3]],
+           consts=[np.array([0, 0, 1, 2, 0, 0, 2, 1]), np.array(-np.inf, dtype=np.float32)])
+    # Relu of a constant, folded at import, added to an input.
+    m = Model(61)
+    c = np.array([[np.nan, -np.inf, np.inf, -1.0], [2.0, -0.0, np.nan, 0.5]], dtype=np.float32)
+    m.output(m.node("Add", [m.input("x", [2, 4]), m.node("Relu", [m.const("c", c)])]))
+    save("nan_relu_folded", m)
+    # Max reductions and pooling: a NaN in the window or row gives NaN
+    # (numpy's outputs; Runtime's NaN depends on where it stands).
+    single("nan_reduce_max_last", "ReduceMax", [[3, 4, 6]], specials=True, axes=[2],
+           expect=lambda x: x.max(axis=2, keepdims=True))
+    single("nan_reduce_max_middle", "ReduceMax", [[3, 4, 6]], specials=True, axes=[1], keepdims=0,
+           expect=lambda x: x.max(axis=1))
+    single("nan_maxpool_k3_p1", "MaxPool", [[1, 2, 8, 8]], specials=True, kernel_shape=[3, 3],
+           pads=[1, 1, 1, 1], expect=lambda x: max_pool(x, (3, 3), (1, 1), (1, 1, 1, 1)))
+    single("nan_maxpool_k2_s2", "MaxPool", [[1, 2, 8, 9]], specials=True, kernel_shape=[2, 2],
+           strides=[2, 2], expect=lambda x: max_pool(x, (2, 2), (2, 2), (0, 0, 0, 0)))
+    single("nan_global_maxpool", "GlobalMaxPool", [[2, 3, 4, 5]], specials=True,
+           expect=lambda x: x.max(axis=(2, 3), keepdims=True))
 
 
 def malformed():

@@ -1,7 +1,8 @@
 //! `tessera run MODEL.onnx` on every ONNX fixture (`tests/onnx/fixtures/`),
 //! through the compiled path as a user runs it: each output written with
 //! the model's name equals ONNX Runtime's within a relative tolerance of
-//! 1e-4 (of the output's largest magnitude). `crates/onnx/tests` checks
+//! 1e-4 (of the output's largest finite magnitude), with NaN and the
+//! infinities exactly where Runtime has them. `crates/onnx/tests` checks
 //! the same models on the reference interpreter.
 
 use std::path::{Path, PathBuf};
@@ -57,9 +58,7 @@ fn check(fixture: &Path, out: &Path) -> Result<(), String> {
             ));
         }
         let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-        let scale = w.iter().fold(1e-6f64, |m, x| m.max(x.abs()));
-        if let Some(k) = (0..g.len()).find(|&k| (g[k] - w[k]).abs() > 1e-4 * scale.max(w[k].abs()))
-        {
+        if let Some(k) = testkit::close::mismatch(&g, &w, 1e-4) {
             return Err(format!(
                 "`{name}` element {k}: {}, Runtime's {}",
                 g[k], w[k]

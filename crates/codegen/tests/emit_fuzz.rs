@@ -45,7 +45,7 @@ fn mutate(b: &mut Block, at: &mut usize, rng: &mut Rng) -> Option<Option<String>
     None
 }
 
-const ARITH: [Op; 8] = [
+const ARITH: [Op; 10] = [
     Op::Binary(BinOp::Add),
     Op::Binary(BinOp::Sub),
     Op::Binary(BinOp::Mul),
@@ -53,6 +53,8 @@ const ARITH: [Op; 8] = [
     Op::Binary(BinOp::Mod),
     Op::Builtin(Builtin::Max),
     Op::Builtin(Builtin::Min),
+    Op::Builtin(Builtin::Fmax),
+    Op::Builtin(Builtin::Fmin),
     Op::Builtin(Builtin::Pow),
 ];
 

@@ -382,14 +382,15 @@ fn compile_lets<'a>(
 }
 
 /// How a float reduction combines the accumulator with a value. `min` and
-/// `max` ignore a NaN operand, like `fmin`/`fmax`.
+/// `max` are TC's `min` and `max` of the two (a NaN value makes the
+/// result NaN).
 fn float_fold(op: Reduction, t: DType) -> Box<dyn Fn(f64, f64) -> f64> {
     match op {
         Reduction::Assign => Box::new(|_, v| v),
         Reduction::Add => Box::new(move |a, v| arith::round(t, a + v)),
         Reduction::Mul => Box::new(move |a, v| arith::round(t, a * v)),
-        Reduction::Min => Box::new(f64::min),
-        Reduction::Max => Box::new(f64::max),
+        Reduction::Min => Box::new(arith::minimum),
+        Reduction::Max => Box::new(arith::maximum),
     }
 }
 

@@ -49,6 +49,8 @@ const CASES: &[(&str, &[f64], f64)] = &[
     ("fma", &[2.0, 3.0, 4.0], 10.0),
     ("fmax", &[1.0, 2.0], 2.0),
     ("fmin", &[1.0, 2.0], 1.0),
+    ("max", &[-1.0, -2.0], -1.0),
+    ("min", &[-1.0, -2.0], -2.0),
     ("fmod", &[-7.0, 3.0], -1.0),
     ("hypot", &[3.0, 4.0], 5.0),
     ("j0", &[1.0], 0.765_197_686_557_966_6),
@@ -146,6 +148,11 @@ fn domain_edges_give_nan_and_infinities() {
     assert_eq!(run("logb", &[0.0]), f64::NEG_INFINITY);
     assert_eq!(run("lgamma", &[0.0]), f64::INFINITY);
     assert!(run("tgamma", &[-1.0]).is_nan());
+    // A NaN operand of max and min gives NaN; fmax and fmin pass over it.
+    assert!(run("max", &[f64::NAN, 1.0]).is_nan());
+    assert!(run("min", &[1.0, f64::NAN]).is_nan());
+    assert_eq!(run("fmax", &[f64::NAN, 1.0]), 1.0);
+    assert_eq!(run("fmin", &[1.0, f64::NAN]), 1.0);
     // cyl_bessel_i0(100) is about 1.07e42, beyond float32.
     assert_eq!(run("cyl_bessel_i0", &[100.0]), f64::INFINITY);
 }

@@ -474,6 +474,7 @@ fn builtins_compute_in_f64_and_round_to_the_type() {
         .output("S", DType::F32, &["N"])
         .output("M", DType::F32, &["N"])
         .output("E", DType::F32, &["N"])
+        .output("X", DType::F32, &["N"])
         .comp(comp(
             "S",
             &["i"],
@@ -484,6 +485,17 @@ fn builtins_compute_in_f64_and_round_to_the_type() {
         ))
         .comp(comp(
             "M",
+            &["i"],
+            Reduction::Assign,
+            false,
+            call(
+                Builtin::Fmax,
+                vec![at("A", &["i"]), lit_f(f64::NAN, DType::F32)],
+            ),
+            vec![upto("i", "N")],
+        ))
+        .comp(comp(
+            "X",
             &["i"],
             Reduction::Assign,
             false,
@@ -510,8 +522,9 @@ fn builtins_compute_in_f64_and_round_to_the_type() {
         .map(|&x: &f64| (1.0 / (1.0 + (-x).exp())) as f32 as f64)
         .collect();
     assert_eq!(outs[0].1.to_f64_vec(), sig);
-    // fmax ignores a NaN operand.
+    // fmax ignores a NaN operand; max gives NaN.
     assert_eq!(outs[1].1.to_f64_vec(), xs);
+    assert!(outs[3].1.to_f64_vec().iter().all(|x| x.is_nan()));
     let erf: Vec<f64> = xs.iter().map(|&x| libm::erf(x) as f32 as f64).collect();
     assert_eq!(outs[2].1.to_f64_vec(), erf);
 }

@@ -136,7 +136,13 @@ fn typed(t: DType, depth: u32) -> BoxedStrategy<Expr> {
         let builtins = if t.is_float() {
             Builtin::ALL.to_vec()
         } else {
-            vec![Builtin::Abs, Builtin::Max, Builtin::Min]
+            vec![
+                Builtin::Abs,
+                Builtin::Max,
+                Builtin::Min,
+                Builtin::Fmax,
+                Builtin::Fmin,
+            ]
         };
         let call_node = prop::sample::select(builtins).prop_flat_map(move |f| {
             prop::collection::vec(typed(t, depth - 1), f.arity())

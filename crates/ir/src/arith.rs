@@ -123,6 +123,47 @@ pub fn float_mod(a: f64, b: f64) -> f64 {
     }
 }
 
+/// TC's `max` on floats (and the step of a `max=` reduction, as
+/// `maximum(accumulator, value)`): IEEE 754-2019 `maximum`, NaN when either
+/// operand is NaN, else the larger. Of two equal operands it gives the
+/// first, so `+0` and `-0` count as equal rather than `-0 < +0` (as ONNX
+/// Runtime's `Max`, `Relu` and `ReduceMax` treat them, and cheaper in C).
+pub fn maximum(x: f64, y: f64) -> f64 {
+    if x >= y || x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// TC's `min` on floats: [`maximum`]'s rule with the order reversed.
+pub fn minimum(x: f64, y: f64) -> f64 {
+    if x <= y || x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// C's `fmax`: a NaN operand is passed over (NaN only when both are), else
+/// the larger; of two equal operands the first, as [`maximum`].
+pub fn fmax(x: f64, y: f64) -> f64 {
+    if x >= y || y.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// C's `fmin`: [`fmax`]'s rule with the order reversed.
+pub fn fmin(x: f64, y: f64) -> f64 {
+    if x <= y || y.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
 /// Converts an integer of type `from` to the float type `to`, rounding once.
 pub fn int_to_float(from: DType, to: DType, v: i64) -> f64 {
     match (from == DType::U64, to == DType::F32) {
@@ -304,8 +345,10 @@ pub fn float_builtin(b: Builtin, t: DType, args: &[f64]) -> Option<f64> {
         }
         (_, &[x]) => unary_builtin(b, x)?,
         (_, &[x, y]) => match b {
-            B::Max => x.max(y),
-            B::Min => x.min(y),
+            B::Max => maximum(x, y),
+            B::Min => minimum(x, y),
+            B::Fmax => fmax(x, y),
+            B::Fmin => fmin(x, y),
             B::Pow => x.powf(y),
             B::Atan2 => x.atan2(y),
             B::Copysign => x.copysign(y),
@@ -383,20 +426,21 @@ fn unary_builtin(b: Builtin, x: f64) -> Option<f64> {
     })
 }
 
-/// An integer builtin (`fabs`, `fmax`, `fmin`) on arguments of type `t`,
-/// wrapped; `None` for the float-only builtins. `fmax` takes the first
-/// operand unless it is less, `fmin` unless it is greater.
+/// An integer builtin (`fabs`, `max`, `min`, `fmax`, `fmin`) on arguments
+/// of type `t`, wrapped; `None` for the float-only builtins. `max` and
+/// `fmax` take the first operand unless it is less, `min` and `fmin` unless
+/// it is greater.
 pub fn int_builtin(b: Builtin, t: DType, args: &[i64]) -> Option<i64> {
     Some(match (b, args) {
         (Builtin::Abs, &[x]) => int_abs(t, x),
-        (Builtin::Max, &[x, y]) => {
+        (Builtin::Max | Builtin::Fmax, &[x, y]) => {
             if int_cmp(t, x, y) == Ordering::Less {
                 y
             } else {
                 x
             }
         }
-        (Builtin::Min, &[x, y]) => {
+        (Builtin::Min | Builtin::Fmin, &[x, y]) => {
             if int_cmp(t, x, y) == Ordering::Greater {
                 y
             } else {
@@ -530,6 +574,46 @@ mod tests {
         // more than a tenth) plus a remainder just below 0.1.
         let r = float_mod(5.5, 0.1);
         assert!((r - 0.1).abs() < 1e-15, "{r}");
+    }
+
+    /// `max`/`min` propagate NaN from either operand, `fmax`/`fmin` pass
+    /// over it; infinities order as numbers; of two equal operands (`-0`
+    /// and `+0` too) each gives the first.
+    #[test]
+    fn maximum_and_minimum_propagate_nan_and_fmax_fmin_pass_over_it() {
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        for (x, y) in [(nan, 1.0), (1.0, nan), (nan, nan), (nan, inf), (-inf, nan)] {
+            assert!(maximum(x, y).is_nan(), "maximum({x}, {y})");
+            assert!(minimum(x, y).is_nan(), "minimum({x}, {y})");
+        }
+        assert_eq!(fmax(nan, 1.0), 1.0);
+        assert_eq!(fmax(1.0, nan), 1.0);
+        assert_eq!(fmin(nan, -inf), -inf);
+        assert_eq!(fmin(-inf, nan), -inf);
+        assert!(fmax(nan, nan).is_nan() && fmin(nan, nan).is_nan());
+        for f in [maximum, fmax] {
+            assert_eq!(f(-inf, 2.0), 2.0);
+            assert_eq!(f(inf, 2.0), inf);
+            assert_eq!(f(-inf, inf), inf);
+            assert_eq!(f(-3.0, -2.0), -2.0);
+        }
+        for f in [minimum, fmin] {
+            assert_eq!(f(inf, 2.0), 2.0);
+            assert_eq!(f(2.0, -inf), -inf);
+            assert_eq!(f(inf, -inf), -inf);
+            assert_eq!(f(-3.0, -2.0), -3.0);
+        }
+        for f in [maximum, minimum, fmax, fmin] {
+            assert!(f(-0.0, 0.0).is_sign_negative());
+            assert!(f(0.0, -0.0).is_sign_positive());
+        }
+        // The builtins on values are these functions, and integers keep
+        // their order.
+        let max = |b, x, y| float_builtin(b, DType::F32, &[x, y]).unwrap();
+        assert!(max(Builtin::Max, 1.0, nan).is_nan());
+        assert_eq!(max(Builtin::Fmax, 1.0, nan), 1.0);
+        assert_eq!(int_builtin(Builtin::Max, DType::I8, &[-3, 2]), Some(2));
+        assert_eq!(int_builtin(Builtin::Min, DType::U64, &[-1, 2]), Some(2));
     }
 
     #[test]

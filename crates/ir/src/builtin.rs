@@ -1,6 +1,6 @@
 //! The built-in scalar functions: Tensor Comprehensions' 64 (the CUDA math
 //! functions TC's `lang/builtins.h` lists, with their arities) and
-//! tessera's extras (`sigmoid`, and `abs`, `max`, `min` as aliases).
+//! tessera's extras (`sigmoid`, `max`, `min`, and `abs` as an alias).
 //!
 //! This file is the one table of them: each function's canonical name,
 //! arity, whether it is defined on integers, and how the C backend spells
@@ -67,8 +67,8 @@ builtins! {
     Sqrt "sqrt" 1 false Typed("sqrt");
     Rsqrt "rsqrt" 1 false Typed("tsr_rsqrt");
     Abs "fabs" 1 true Typed("fabs");
-    Max "fmax" 2 true Typed("tsr_fmax");
-    Min "fmin" 2 true Typed("tsr_fmin");
+    Fmax "fmax" 2 true Typed("tsr_fmax");
+    Fmin "fmin" 2 true Typed("tsr_fmin");
     Fma "fma" 3 false Typed("fma");
     Pow "pow" 2 false Typed("pow");
     Erf "erf" 1 false Typed("erf");
@@ -77,6 +77,10 @@ builtins! {
     Floor "floor" 1 false Typed("floor");
     Ceil "ceil" 1 false Typed("ceil");
     Sigmoid "sigmoid" 1 false Typed("tsr_sigmoid");
+    // TC's `max` and `min`: IEEE 754-2019 `maximum` and `minimum` on
+    // floats (a NaN operand gives NaN), unlike C's `fmax` and `fmin`.
+    Max "max" 2 true Typed("tsr_maximum");
+    Min "min" 2 true Typed("tsr_minimum");
     // The rest of TC's list, computed in C in `double` as arith does.
     Acos "acos" 1 false Double("acos");
     Acosh "acosh" 1 false Double("acosh");
@@ -138,16 +142,19 @@ impl Builtin {
     }
 
     /// Resolves a spelling: canonical names, the CUDA `f`-suffixed aliases
-    /// (`expf`, `fmaxf`, ...), and `abs`, `min`, `max`.
+    /// (`expf`, `fmaxf`, ...), and `abs`.
     pub fn from_name(s: &str) -> Option<Builtin> {
-        let base = match s {
-            "abs" => return Some(Builtin::Abs),
-            "max" => return Some(Builtin::Max),
-            "min" => return Some(Builtin::Min),
-            _ => s,
-        };
+        if s == "abs" {
+            return Some(Builtin::Abs);
+        }
         let found = |n: &str| Builtin::ALL.into_iter().find(|b| b.name() == n);
-        found(base).or_else(|| base.strip_suffix('f').and_then(found))
+        // CUDA has no `maxf` or `minf` (its float maximum is `fmaxf`), so
+        // those stay names a program may use.
+        found(s).or_else(|| {
+            s.strip_suffix('f')
+                .and_then(found)
+                .filter(|b| !matches!(b, Builtin::Max | Builtin::Min))
+        })
     }
 
     pub fn arity(self) -> usize {
@@ -247,15 +254,18 @@ mod tests {
             let f = format!("{name}f");
             assert_eq!(Builtin::from_name(&f), Some(b), "{f}");
         }
-        // The extras beyond TC's list: sigmoid only (abs, max and min are
-        // spellings of fabs, fmax and fmin).
+        // The extras beyond TC's list: sigmoid, and max and min, which are
+        // not fmax and fmin (abs is a spelling of fabs).
         let extra: Vec<&str> = Builtin::ALL
             .iter()
             .map(|b| b.name())
             .filter(|n| !TC.iter().any(|(m, _)| m == n))
             .collect();
-        assert_eq!(extra, ["sigmoid"]);
+        assert_eq!(extra, ["sigmoid", "max", "min"]);
         assert_eq!(Builtin::from_name("abs"), Some(Builtin::Abs));
+        assert_eq!(Builtin::from_name("max"), Some(Builtin::Max));
+        assert_eq!(Builtin::from_name("fmaxf"), Some(Builtin::Fmax));
+        assert_eq!(Builtin::from_name("minf"), None);
         assert_eq!(Builtin::from_name("erff"), Some(Builtin::Erf));
         assert_eq!(Builtin::from_name("erfcf"), Some(Builtin::Erfc));
         assert_eq!(Builtin::from_name("nope"), None);

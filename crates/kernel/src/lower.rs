@@ -42,7 +42,9 @@
 
 use std::collections::HashMap;
 
-use ir::{Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorRole, Value};
+use ir::{
+    arith, Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorRole, Value,
+};
 
 use crate::{
     row_major, Affine, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
@@ -373,18 +375,18 @@ fn lower_call(
         // A scalar parameter: a local buffer set from the argument.
         r.dir = RefDir::InOut;
         let v = format!("{}_arg", r.into);
-        let kind = match (e, const_int(e, sizes)) {
-            (_, Some(c)) => StmtKind::Constant {
+        let kind = match (e, const_int(e, sizes), const_value(e).map(|(v, _)| v)) {
+            (_, Some(c), _) => StmtKind::Constant {
                 into: v.clone(),
                 value: Value::Int(c),
                 dtype: *dtype,
             },
-            (Expr::Lit(val, _), None) => StmtKind::Constant {
+            (_, None, Some(val)) => StmtKind::Constant {
                 into: v.clone(),
-                value: *val,
+                value: val,
                 dtype: *dtype,
             },
-            (Expr::Sym(s), None) if def.scalar(s) == Some(*dtype) => {
+            (Expr::Sym(s), None, None) if def.scalar(s) == Some(*dtype) => {
                 let view = format!("{s}_outer");
                 extra.push(Refinement {
                     dir: RefDir::In,
@@ -445,6 +447,25 @@ fn const_int(e: &Expr, sizes: &HashMap<String, i64>) -> Option<i64> {
                 ir::BinOp::Mod => (y != 0).then(|| ir::floor_mod(x, y)),
                 _ => None,
             }
+        }
+        _ => None,
+    }
+}
+
+/// The value and type of an expression of literals alone, computed as the
+/// interpreter does: a literal, or a float TC has no literal for (the
+/// ONNX importer writes an infinite bound as `1.0 / 0.0`, which the
+/// checker leaves unfolded).
+fn const_value(e: &Expr) -> Option<(Value, DType)> {
+    match e {
+        Expr::Lit(v, t) => Some((*v, *t)),
+        Expr::Unary(op, a) => {
+            let (v, t) = const_value(a)?;
+            Some((arith::unary(*op, t, v).ok()?, t))
+        }
+        Expr::Binary(op, a, b) if !op.is_comparison() => {
+            let ((x, t), (y, _)) = (const_value(a)?, const_value(b)?);
+            Some((arith::binary(*op, t, x, y).ok()?, t))
         }
         _ => None,
     }

@@ -10,11 +10,10 @@
 //! view and gather is bounds-checked; a violation is an error naming the
 //! block path, never undefined behaviour.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use ir::arith;
-use ir::{BinOp, DType, Value};
+use ir::{BinOp, Builtin, DType, Value};
 
 use crate::{Agg, Block, Dim, Op, StmtKind};
 
@@ -352,26 +351,15 @@ fn combine(agg: Agg, t: DType, old: Value, new: Value) -> Value {
         Agg::Add => BinOp::Add,
         Agg::Mul => BinOp::Mul,
         Agg::Min | Agg::Max => {
-            let keep_new = match (old, new) {
-                // NaN-ignoring, like fmin/fmax and the interpreter.
-                (Value::Float(a), Value::Float(b)) => {
-                    if agg == Agg::Min {
-                        b < a || a.is_nan()
-                    } else {
-                        b > a || a.is_nan()
-                    }
-                }
-                (Value::Int(a), Value::Int(b)) => {
-                    let o = arith::int_cmp(t, b, a);
-                    if agg == Agg::Min {
-                        o == Ordering::Less
-                    } else {
-                        o == Ordering::Greater
-                    }
-                }
-                _ => false,
+            // TC's `min` and `max` of the element and the value, as the
+            // interpreter's reductions (a NaN value makes a float element
+            // NaN); a `bool` element, which no builtin takes, is kept.
+            let f = if agg == Agg::Min {
+                Builtin::Min
+            } else {
+                Builtin::Max
             };
-            return if keep_new { new } else { old };
+            return arith::builtin(f, t, &[old, new]).unwrap_or(old);
         }
     };
     eval(&Op::Binary(op), t, &[old, new]).unwrap_or(new)

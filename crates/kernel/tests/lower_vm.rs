@@ -390,6 +390,20 @@ fn floor_quotients_get_indices_of_their_own() {
     check(&up, "up", &[("N", 5)], &[], 47);
 }
 
+/// A scalar argument TC has no literal for (the ONNX importer writes an
+/// infinite Clip bound as `1.0 / 0.0`) is computed at lowering, not left to
+/// the interpreter.
+#[test]
+fn infinite_scalar_arguments_lower_as_constants() {
+    let p = tc::check_source(
+        "def clip(float(N) X, float lo, float hi) -> (Y) {\n  Y(i) = min(max(X(i), lo), hi)\n}\n\
+         def f(float(N) X) -> (Y) {\n  Y = clip(X, -1.0 / 0.0, 1.0 / 0.0 - 2.0)\n}\n",
+    )
+    .unwrap()
+    .program;
+    check(&p, "f", &[("N", 8)], &[], 3);
+}
+
 #[test]
 fn unsupported_forms_are_clear_errors() {
     let lower = |src: &str, sizes: &[(&str, i64)]| {

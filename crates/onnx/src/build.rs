@@ -54,10 +54,17 @@ pub fn int(v: i64) -> String {
     v.to_string()
 }
 
-/// A float scalar argument: an exact decimal literal of its value.
+/// A float scalar argument: an exact decimal literal of its value, or, for
+/// the values TC has no literal for, the division that makes it.
 pub fn float(v: f64) -> String {
+    if v.is_nan() {
+        return "0.0 / 0.0".to_string();
+    }
+    if v.is_infinite() {
+        return format!("{}1.0 / 0.0", if v < 0.0 { "-" } else { "" });
+    }
     let s = format!("{v:?}");
-    if s.contains(['.', 'e', 'E']) || s.contains("inf") || s.contains("NaN") {
+    if s.contains(['.', 'e', 'E']) {
         s
     } else {
         format!("{s}.0")

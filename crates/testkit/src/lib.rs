@@ -9,8 +9,10 @@
 //!   `interp::Tensor::random` draws from.
 //! - [`prelude`] and [`load`]: checked programs of the repository.
 //! - [`filetest`]: expectation blocks, blessing and diffs for file tests.
+//! - [`close`]: float outputs against a reference, NaN and infinities exact.
 //! - [`gen`]: the random-program generator the property tests share.
 
+pub mod close;
 pub mod filetest;
 pub mod gen;
 mod programs;

@@ -28,8 +28,9 @@
 //!   (`tsr_f2i`/`tsr_f2u`; a plain C conversion out of range is undefined),
 //!   and, as the VM's cast sees only the operand's stored `i64`, a `uint64`
 //!   operand converts to float as the `int64` of the same bits;
-//! - aggregation `min`/`max` on floats keeps the stored value when it is
-//!   smaller (larger) or the current value is NaN, the VM's rule; on `bool`
+//! - aggregation `min`/`max` on floats is TC's `min`/`max` of the element
+//!   and the stored value, the VM's rule (a NaN stored value makes the
+//!   element NaN, and a NaN element stays); on `bool`
 //!   the VM keeps `add`/`mul` as plain assignment and `min`/`max` as no
 //!   change, and so does the C.
 //!
@@ -284,8 +285,8 @@ fn builtin(f: Builtin, t: DType, args: &[(String, DType)]) -> Result<String, Str
             }
             Builtin::Abs => x.to_string(),
             // `arith`: max takes the first operand unless it is less.
-            Builtin::Max => format!("{x} >= {y} ? {x} : {y}", y = args[1].0),
-            Builtin::Min => format!("{x} <= {y} ? {x} : {y}", y = args[1].0),
+            Builtin::Max | Builtin::Fmax => format!("{x} >= {y} ? {x} : {y}", y = args[1].0),
+            Builtin::Min | Builtin::Fmin => format!("{x} <= {y} ? {x} : {y}", y = args[1].0),
             _ => return Err(format!("`{}` of integers", f.name())),
         });
     }
@@ -293,16 +294,20 @@ fn builtin(f: Builtin, t: DType, args: &[(String, DType)]) -> Result<String, Str
         return Err(format!("`{}` of {t}", f.name()));
     }
     let operands: Vec<&str> = args.iter().map(|(n, _)| n.as_str()).collect();
-    let operands = operands.join(", ");
-    Ok(match f.c_spelling() {
-        CSpelling::Typed(name) if t == DType::F32 => format!("{name}f({operands})"),
-        CSpelling::Typed(name) => format!("{name}({operands})"),
+    Ok(float_call(f, t, &operands))
+}
+
+/// The C calling float builtin `f` on `operands` of the float type `t`.
+fn float_call(f: Builtin, t: DType, operands: &[&str]) -> String {
+    match f.c_spelling() {
+        CSpelling::Typed(name) if t == DType::F32 => format!("{name}f({})", operands.join(", ")),
+        CSpelling::Typed(name) => format!("{name}({})", operands.join(", ")),
         CSpelling::Double(name) if t == DType::F32 => {
-            let wide: Vec<String> = args.iter().map(|(n, _)| format!("(double){n}")).collect();
+            let wide: Vec<String> = operands.iter().map(|n| format!("(double){n}")).collect();
             format!("(float){name}({})", wide.join(", "))
         }
-        CSpelling::Double(name) => format!("{name}({operands})"),
-    })
+        CSpelling::Double(name) => format!("{name}({})", operands.join(", ")),
+    }
 }
 
 /// The C converting `x` of type `from` to type `to`, as the VM's cast.
@@ -356,13 +361,19 @@ pub(crate) fn store(agg: Agg, t: DType, dst: &str, x: &str) -> String {
                 agg_symbol(agg)
             )
         }
+        Agg::Min | Agg::Max if t.is_float() => {
+            // TC's `max(element, x)`, the VM's rule. Stored unconditionally:
+            // gcc vectorizes the select as well as a conditional store.
+            let f = if agg == Agg::Min {
+                Builtin::Min
+            } else {
+                Builtin::Max
+            };
+            write!(out, "{dst} = {};", float_call(f, t, &[dst, x]))
+        }
         Agg::Min | Agg::Max => {
             let cmp = if agg == Agg::Min { "<" } else { ">" };
-            if t.is_float() {
-                write!(out, "if ({x} {cmp} {dst} || {dst} != {dst}) {dst} = {x};")
-            } else {
-                write!(out, "if ({x} {cmp} {dst}) {dst} = {x};")
-            }
+            write!(out, "if ({x} {cmp} {dst}) {dst} = {x};")
         }
     };
     out
@@ -394,6 +405,12 @@ static inline float tsr_fmaxf(float x, float y) { return (x >= y || y != y) ? x 
 static inline float tsr_fminf(float x, float y) { return (x <= y || y != y) ? x : y; }
 static inline double tsr_fmax(double x, double y) { return (x >= y || y != y) ? x : y; }
 static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? x : y; }
+/* TC's max and min (IEEE 754-2019 maximum and minimum): NaN when either
+   operand is NaN, else the larger (smaller), the first of equal ones. */
+static inline float tsr_maximumf(float x, float y) { return (x >= y || x != x) ? x : y; }
+static inline float tsr_minimumf(float x, float y) { return (x <= y || x != x) ? x : y; }
+static inline double tsr_maximum(double x, double y) { return (x >= y || x != x) ? x : y; }
+static inline double tsr_minimum(double x, double y) { return (x <= y || x != x) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -412,6 +429,16 @@ static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
 }
 static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
   __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
+   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
+static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   return _mm512_mask_blend_ps(k, y, x);
 }
 #endif

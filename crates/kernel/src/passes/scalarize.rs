@@ -11,11 +11,10 @@
 //! `store` with aggregation `assign` makes the stored scalar the current
 //! value; one with `add` or `mul` defines a fresh scalar, the current value
 //! combined with the stored one by that operation in the buffer's type; one
-//! with `min` or `max` does the same through the `min`/`max` builtin for
-//! integer types and, for float types, through a `select` that keeps the
-//! stored value exactly when it is smaller (larger) or the current value is
-//! NaN, which is the VM's NaN-ignoring rule including its choice between
-//! equal values. A `load` is dropped and later uses of its scalar read the
+//! with `min` or `max` does the same through the `min`/`max` builtin on the
+//! current value and the stored one, in that order, which is the VM's
+//! aggregation (NaN propagating for floats, the current value kept between
+//! equal ones). A `load` is dropped and later uses of its scalar read the
 //! current value instead. The current value starts as a zero constant of
 //! the buffer's type, defined where it is first needed. The refinement is
 //! then removed.
@@ -157,23 +156,12 @@ impl Rewrite<'_> {
             }
             agg @ (Agg::Min | Agg::Max) => {
                 let old = self.current(tags);
-                let min = agg == Agg::Min;
-                if t.is_float() {
-                    let cmp = if min { BinOp::Lt } else { BinOp::Gt };
-                    let better = self.op(tags, Op::Binary(cmp), vec![new.clone(), old.clone()], t);
-                    let nan = self.op(
-                        tags,
-                        Op::Binary(BinOp::Ne),
-                        vec![old.clone(), old.clone()],
-                        t,
-                    );
-                    let keep_new =
-                        self.op(tags, Op::Binary(BinOp::Or), vec![better, nan], DType::Bool);
-                    self.op(tags, Op::Select, vec![keep_new, new, old], t)
+                let f = if agg == Agg::Min {
+                    Builtin::Min
                 } else {
-                    let f = if min { Builtin::Min } else { Builtin::Max };
-                    self.op(tags, Op::Builtin(f), vec![old, new], t)
-                }
+                    Builtin::Max
+                };
+                self.op(tags, Op::Builtin(f), vec![old, new], t)
             }
         };
         self.current = Some(value);

@@ -79,7 +79,7 @@ fn fold_unary(n: &Node, t: &Tensor) -> Result<Tensor, String> {
             Some(b) => ir::arith::float_builtin(b, t.dtype(), &[x])
                 .ok_or_else(|| n.error(format!("`{}` of one float", b.name()))),
             None if n.op == "Neg" => Ok(ir::arith::float_neg(t.dtype(), x)),
-            None => Ok(ir::arith::round(t.dtype(), x.max(0.0))),
+            None => Ok(ir::arith::maximum(x, 0.0)),
         })
         .collect::<Result<Vec<f64>, String>>()?;
     Ok(Tensor::from_f64(t.dtype(), t.shape(), v))

@@ -17,8 +17,10 @@
 //!   does the same. `exists` reads are never evaluated.
 //! - `float32` rounds after every operation, `int32` and `int64` wrap;
 //!   integer `/` is floor division (by zero an error), float `/` is IEEE's;
-//!   maximum and minimum are C's `fmaxf`/`fmax`/`max` (and `min`), which
-//!   pass over a NaN operand.
+//!   the bodies' maximum and minimum are C's `fmaxf`/`fmax` (and `fmin`),
+//!   which pass over a NaN operand, and `max`/`min` on integers; `max=` and
+//!   `min=` reductions are TC's `max` and `min`, NaN when either operand
+//!   is.
 //!
 //! The ranges are taken as the description gives them: where a statement
 //! leaves a range to inference, the generator made it what inference gives,
@@ -116,8 +118,12 @@ enum Bin {
     Sub,
     Mul,
     Div,
+    /// TC's `max` and `min` (the reductions').
     Max,
     Min,
+    /// C's `fmax` and `fmin` (the bodies', on floats).
+    Fmax,
+    Fmin,
 }
 
 impl From<Agg> for Bin {
@@ -178,10 +184,12 @@ impl Elem for f64 {
             Bin::Sub => a - b,
             Bin::Mul => a * b,
             Bin::Div => a / b,
+            Bin::Max if a.is_nan() || b.is_nan() => f64::NAN,
+            Bin::Min if a.is_nan() || b.is_nan() => f64::NAN,
             // Rust's `max` and `min` are C's `fmax` and `fmin`: a NaN
             // operand gives the other.
-            Bin::Max => a.max(b),
-            Bin::Min => a.min(b),
+            Bin::Max | Bin::Fmax => a.max(b),
+            Bin::Min | Bin::Fmin => a.min(b),
         };
         Ok(round(t, r))
     }
@@ -250,8 +258,8 @@ impl Elem for i64 {
                     q
                 }
             }
-            Bin::Max => a.max(b),
-            Bin::Min => a.min(b),
+            Bin::Max | Bin::Fmax => a.max(b),
+            Bin::Min | Bin::Fmin => a.min(b),
         };
         Ok(wrap(t, r))
     }
@@ -586,8 +594,8 @@ impl<'p, E: Elem> Evaluator<'p, E> {
             Expr::Sub(a, b) => self.binary(Bin::Sub, pair(a, b)?),
             Expr::Mul(a, b) => self.binary(Bin::Mul, pair(a, b)?),
             Expr::Div(a, b) => self.binary(Bin::Div, pair(a, b)?),
-            Expr::Max(a, b) => self.binary(Bin::Max, pair(a, b)?),
-            Expr::Min(a, b) => self.binary(Bin::Min, pair(a, b)?),
+            Expr::Max(a, b) => self.binary(Bin::Fmax, pair(a, b)?),
+            Expr::Min(a, b) => self.binary(Bin::Fmin, pair(a, b)?),
             Expr::Neg(a) => {
                 let x = self.expr(a, p, lets)?;
                 Ok(Val {
@@ -609,7 +617,7 @@ impl<'p, E: Elem> Evaluator<'p, E> {
             Bin::Add | Bin::Sub => a.m + b.m,
             Bin::Mul => a.m * b.m,
             Bin::Div => (a.m + v.size() * b.m) / b.v.size(),
-            Bin::Max | Bin::Min => a.m.max(b.m),
+            Bin::Max | Bin::Min | Bin::Fmax | Bin::Fmin => a.m.max(b.m),
         };
         Ok(Val {
             v,

@@ -14,17 +14,17 @@
 //! Applies when the block has no child blocks and no local buffers, and
 //! every statement is one of: a load of a `float32` view whose offset moves
 //! with the lane by 1 (a vector load) or not at all (a broadcast); a
-//! `float32` constant; `+`, `-`, `*`, `/`, `fmax`, `fmin` on `float32`; a
-//! store with aggregation assign, `+` or `*` to a `float32` view whose
-//! offset moves with the lane by 1. Lanes must touch disjoint elements of
-//! every buffer written (the same condition as `#pragma GCC ivdep`). Any
-//! other block keeps the scalar loop.
+//! `float32` constant; `+`, `-`, `*`, `/`, `max`, `min`, `fmax`, `fmin` on
+//! `float32`; a store with any aggregation (assign, `+`, `*`, `min`,
+//! `max`) to a `float32` view whose offset moves with the lane by 1. Lanes
+//! must touch disjoint elements of every buffer written (the same condition
+//! as `#pragma GCC ivdep`). Any other block keeps the scalar loop.
 //!
 //! Guarantees: bit-for-bit the scalar loop's results. Each lane computes
 //! the same IEEE operations on the same operands (no contraction into fused
-//! multiply-adds; `fmax` and `fmin` keep C's NaN rule with a compare and a
-//! blend), and the lanes are independent, so running statement by statement
-//! across lanes equals running lane by lane.
+//! multiply-adds; `max` and `min` keep TC's NaN rule, and `fmax` and `fmin`
+//! C's, each with compares and a blend), and the lanes are independent, so
+//! running statement by statement across lanes equals running lane by lane.
 
 use std::collections::HashMap;
 
@@ -217,11 +217,15 @@ impl Func<'_> {
                 let Some((elem, true, whole)) = self.lane_address(v, var) else {
                     return false;
                 };
+                // The aggregation's operation on the old lanes and `x`:
+                // AVX-512's own for `+` and `*`, which also come masked;
+                // the prelude's compare-and-blend for TC's `max` and `min`.
                 let combine = match v.agg {
                     Agg::Assign => None,
-                    Agg::Add => Some("add"),
-                    Agg::Mul => Some("mul"),
-                    Agg::Min | Agg::Max => return false,
+                    Agg::Add => Some(("_mm512_add_ps", Some("_mm512_mask_add_ps"))),
+                    Agg::Mul => Some(("_mm512_mul_ps", Some("_mm512_mask_mul_ps"))),
+                    Agg::Max => Some(("tsr_maximum16", None)),
+                    Agg::Min => Some(("tsr_minimum16", None)),
                 };
                 self.record(v.base, Some(&v.origin), true);
                 if whole {
@@ -232,14 +236,17 @@ impl Func<'_> {
                     let old = format!("_mm512_loadu_ps(&{elem})");
                     let value = match combine {
                         None => format!("_mm512_mask_blend_ps({mask}, {old}, {x})"),
-                        Some(f) => format!("_mm512_mask_{f}_ps({old}, {mask}, {old}, {x})"),
+                        Some((_, Some(masked))) => format!("{masked}({old}, {mask}, {old}, {x})"),
+                        Some((f, None)) => {
+                            format!("_mm512_mask_blend_ps({mask}, {old}, {f}({old}, {x}))")
+                        }
                     };
                     self.line(format!("_mm512_storeu_ps(&{elem}, {value});"));
                 } else {
                     let value = match combine {
                         None => x,
-                        Some(f) => {
-                            format!("_mm512_{f}_ps(_mm512_maskz_loadu_ps({mask}, &{elem}), {x})")
+                        Some((f, _)) => {
+                            format!("{f}(_mm512_maskz_loadu_ps({mask}, &{elem}), {x})")
                         }
                     };
                     self.line(format!("_mm512_mask_storeu_ps(&{elem}, {mask}, {value});"));
@@ -340,8 +347,10 @@ fn vector_op(op: &Op, args: &[String]) -> Option<String> {
             };
             format!("{f}({x}, {y})")
         }
-        (Op::Builtin(Builtin::Max), [x, y]) => format!("tsr_fmax16({x}, {y})"),
-        (Op::Builtin(Builtin::Min), [x, y]) => format!("tsr_fmin16({x}, {y})"),
+        (Op::Builtin(Builtin::Max), [x, y]) => format!("tsr_maximum16({x}, {y})"),
+        (Op::Builtin(Builtin::Min), [x, y]) => format!("tsr_minimum16({x}, {y})"),
+        (Op::Builtin(Builtin::Fmax), [x, y]) => format!("tsr_fmax16({x}, {y})"),
+        (Op::Builtin(Builtin::Fmin), [x, y]) => format!("tsr_fmin16({x}, {y})"),
         _ => return None,
     })
 }

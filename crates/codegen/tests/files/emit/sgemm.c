@@ -22,6 +22,12 @@ static inline float tsr_fmaxf(float x, float y) { return (x >= y || y != y) ? x 
 static inline float tsr_fminf(float x, float y) { return (x <= y || y != y) ? x : y; }
 static inline double tsr_fmax(double x, double y) { return (x >= y || y != y) ? x : y; }
 static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? x : y; }
+/* TC's max and min (IEEE 754-2019 maximum and minimum): NaN when either
+   operand is NaN, else the larger (smaller), the first of equal ones. */
+static inline float tsr_maximumf(float x, float y) { return (x >= y || x != x) ? x : y; }
+static inline float tsr_minimumf(float x, float y) { return (x <= y || x != x) ? x : y; }
+static inline double tsr_maximum(double x, double y) { return (x >= y || x != x) ? x : y; }
+static inline double tsr_minimum(double x, double y) { return (x <= y || x != x) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -40,6 +46,16 @@ static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
 }
 static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
   __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
+   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
+static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   return _mm512_mask_blend_ps(k, y, x);
 }
 #endif

@@ -10,8 +10,9 @@
 //! sanitized form, with `_2`, `_3`, ... appended on repeats.
 //!
 //! Guarantees: every identifier returned is a valid C identifier, is no C
-//! keyword, does not start with `_` or `tsr_` (the generated helpers'
-//! prefix), and cannot be one of the identifiers or object-like macros the
+//! keyword, does not start with `_` or `tsr_` (the prefix of the generated
+//! helpers and of the names the emitter makes up: arguments, local
+//! arrays), and cannot be one of the identifiers or object-like macros the
 //! generated code uses from `<math.h>`, `<stdint.h>` and `<stdbool.h>`.
 
 use std::collections::HashSet;
@@ -60,7 +61,7 @@ const RESERVED: &[&str] = &[
     "NAN",
     "INFINITY",
     "math_errhandling",
-    "buffers",
+    "args",
     "lo",
     "hi",
 ];

@@ -33,8 +33,9 @@ pub struct RunArgs {
     /// Run the reference interpreter instead of compiled code.
     #[arg(long, conflicts_with_all = ["emit", "profile"])]
     pub interp: bool,
-    /// Write generated code: `--emit c DIR` writes DIR/DEF.c and the kernel
-    /// IR it comes from, DIR/DEF.kernel.
+    /// Write generated code: `--emit c DIR` writes DIR/DEF.c (the program as
+    /// one C file: each distinct step function once, and which step calls
+    /// it with which buffers) and the kernel IR it comes from, DIR/DEF.kernel.
     #[arg(long, num_args = 2, value_names = ["KIND", "DIR"])]
     pub emit: Option<Vec<String>>,
     /// Print, per step, its time, GFLOP/s, bytes moved and share.

@@ -3,11 +3,15 @@
 //! runs its initializers, and calling into it trusts its signatures. Each
 //! `unsafe` block says why it is sound.
 //!
-//! [`Kernel::load`] opens an object compiled from a [`CProgram`]'s source
-//! ([`Kernel::from_library`] takes one already open, from the cache),
-//! checks that the object's `PREFIX_abi` text is the one
-//! [`crate::emit::abi`] gives for the program (same buffer types and
-//! lengths, same number of steps), and resolves every step symbol.
+//! A [`Kernel`] is a [`CProgram`] whose step functions are resolved in
+//! loaded objects: [`Kernel::from_units`] takes one object per translation
+//! unit (as the kernel cache hands them out), [`Kernel::load`] and
+//! [`Kernel::from_library`] one object compiled from the program's whole
+//! source. Each object's `PREFIX_abi` text must be the one
+//! [`crate::emit::abi`] gives for the functions it should define (their
+//! symbols, and each argument's type, length and whether it is written),
+//! and each step's arguments must be distinct root buffers of exactly its
+//! function's parameters' types and lengths.
 //! [`Kernel::run_step`] calls one step on [`Tensor`]s after checking that
 //! there is one tensor per root buffer with exactly its type and length:
 //! the emitter guarantees that a step touches only elements inside those
@@ -34,18 +38,20 @@ pub fn open(path: &Path) -> Result<libloading::Library, String> {
         .map_err(|e| format!("cannot load `{}`: {e}", path.display()))
 }
 
-/// A step function: `int32_t step(void *const *buffers, int64_t lo, int64_t hi)`.
+/// A step function: `int32_t f(void *const *args, int64_t lo, int64_t hi)`.
 type StepFn = unsafe extern "C" fn(*const *mut c_void, i64, i64) -> i32;
 
 /// A compiled program, loaded: its steps, callable safely.
 pub struct Kernel {
-    /// Pointers into `_lib`'s code.
+    /// Each step's function: pointers into the code of `_libs`.
     steps: Vec<StepFn>,
     buffers: Vec<BufferInfo>,
     infos: Vec<StepInfo>,
-    /// Keeps the object mapped while `steps` point into it (it is the last
-    /// field, so it drops last; the cache may hold it too).
-    _lib: Arc<libloading::Library>,
+    /// Which of each step's arguments its function writes.
+    written: Vec<Vec<bool>>,
+    /// Keeps the objects mapped while `steps` point into them (it is the
+    /// last field, so it drops last; the cache may hold them too).
+    _libs: Vec<Arc<libloading::Library>>,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -65,48 +71,125 @@ impl Kernel {
             .map_err(|e| format!("`{}`: {e}", path.display()))
     }
 
-    /// The kernel of `program` in an object already loaded (as the cache,
-    /// `crate::cache`, hands them out), after the same checks as
-    /// [`Kernel::load`].
+    /// The kernel of `program` in one object already loaded, compiled
+    /// from `program.source`, after the same checks as [`Kernel::load`].
     pub fn from_library(
         lib: Arc<libloading::Library>,
         program: &CProgram,
     ) -> Result<Kernel, String> {
-        let want = abi(&program.buffers, program.steps.len());
-        let symbol = format!("{}_abi", program.prefix);
-        // SAFETY: `PREFIX_abi` is declared by the emitter as a
-        // NUL-terminated `const char[]`; `Symbol<*const c_char>` yields its
-        // address, which stays valid while the object is loaded, and this
-        // function holds `lib` (so the object stays loaded) until the
-        // string has been copied out.
-        let found = unsafe {
-            let s = lib
-                .get::<*const c_char>(symbol.as_bytes())
-                .map_err(|e| format!("the object has no `{symbol}`: {e}"))?;
-            CStr::from_ptr(*s).to_string_lossy().into_owned()
-        };
-        if found != want {
+        let all: Vec<usize> = (0..program.functions.len()).collect();
+        Kernel::resolve(vec![(lib, all.as_slice())], program)
+    }
+
+    /// The kernel of `program` in the objects of its translation units:
+    /// `libs[u]` compiled from `program.units[u].source`.
+    pub fn from_units(
+        libs: Vec<Arc<libloading::Library>>,
+        program: &CProgram,
+    ) -> Result<Kernel, String> {
+        if libs.len() != program.units.len() {
             return Err(format!(
-                "the object was not compiled from this program: its interface is `{found}`, expected `{want}`"
+                "the program has {} units, got {} objects",
+                program.units.len(),
+                libs.len()
             ));
         }
-        let mut steps = Vec::new();
-        for s in &program.steps {
-            // SAFETY: the symbol is a step function the emitter wrote with
-            // exactly the signature `StepFn` describes, in an object whose
-            // interface text matches this program's. The function pointer
-            // is only called while `lib`, kept in the kernel, is loaded.
-            let f = unsafe {
-                *lib.get::<StepFn>(s.symbol.as_bytes())
-                    .map_err(|e| format!("the object has no `{}`: {e}", s.symbol))?
+        let objects = libs
+            .into_iter()
+            .zip(&program.units)
+            .map(|(lib, u)| (lib, u.functions.as_slice()))
+            .collect();
+        Kernel::resolve(objects, program).map_err(|e| format!("a unit of the program: {e}"))
+    }
+
+    /// Resolves every function of `program` in the object that should
+    /// define it, after checking each object's interface text, and checks
+    /// each step's arguments against its function's parameters.
+    fn resolve(
+        objects: Vec<(Arc<libloading::Library>, &[usize])>,
+        program: &CProgram,
+    ) -> Result<Kernel, String> {
+        let mut functions: Vec<Option<StepFn>> = vec![None; program.functions.len()];
+        let symbol = format!("{}_abi", program.prefix);
+        for (lib, members) in &objects {
+            let defined = members
+                .iter()
+                .map(|&f| {
+                    program
+                        .functions
+                        .get(f)
+                        .ok_or_else(|| format!("no function {f}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let want = abi(defined.iter().copied());
+            // SAFETY: `PREFIX_abi` is declared by the emitter as a
+            // NUL-terminated `const char[]`; `Symbol<*const c_char>` yields
+            // its address, which stays valid while the object is loaded, and
+            // `objects` holds `lib` (so the object stays loaded) until the
+            // string has been copied out.
+            let found = unsafe {
+                let s = lib
+                    .get::<*const c_char>(symbol.as_bytes())
+                    .map_err(|e| format!("the object has no `{symbol}`: {e}"))?;
+                CStr::from_ptr(*s).to_string_lossy().into_owned()
             };
+            if found != want {
+                return Err(format!(
+                    "the object was not compiled from this program: its interface is `{found}`, expected `{want}`"
+                ));
+            }
+            for (&f, function) in members.iter().zip(defined) {
+                // SAFETY: the symbol is a step function the emitter wrote
+                // with exactly the signature `StepFn` describes, in an
+                // object whose interface text lists it with these
+                // parameters. The function pointer is only called while
+                // the object, kept in the kernel, is loaded.
+                let pointer = unsafe {
+                    *lib.get::<StepFn>(function.symbol.as_bytes())
+                        .map_err(|e| format!("the object has no `{}`: {e}", function.symbol))?
+                };
+                functions[f] = Some(pointer);
+            }
+        }
+        let mut steps = Vec::with_capacity(program.steps.len());
+        let mut written = Vec::with_capacity(program.steps.len());
+        for (k, s) in program.steps.iter().enumerate() {
+            let f = functions
+                .get(s.function)
+                .copied()
+                .flatten()
+                .ok_or_else(|| {
+                    format!(
+                        "step {k} calls function {}, which no object defines",
+                        s.function
+                    )
+                })?;
+            let params = &program.functions[s.function].params;
+            let fits = s.args.len() == params.len()
+                && s.args
+                    .iter()
+                    .enumerate()
+                    .all(|(j, a)| !s.args[..j].contains(a))
+                && s.args.iter().zip(params).all(|(&a, p)| {
+                    program.buffers.get(a).is_some_and(|b| {
+                        b.dtype == p.dtype && b.len == p.len && p.written == s.writes.contains(&a)
+                    })
+                });
+            if !fits {
+                return Err(format!(
+                    "step {k} ({}): its arguments are not distinct buffers of its function's parameters",
+                    s.block
+                ));
+            }
             steps.push(f);
+            written.push(params.iter().map(|p| p.written).collect());
         }
         Ok(Kernel {
             steps,
             buffers: program.buffers.clone(),
             infos: program.steps.clone(),
-            _lib: lib,
+            written,
+            _libs: objects.into_iter().map(|(lib, _)| lib).collect(),
         })
     }
 
@@ -127,7 +210,7 @@ impl Kernel {
         Ok((*f, info))
     }
 
-    /// The root buffers every step takes, in order.
+    /// The root buffers, in order.
     pub fn buffers(&self) -> &[BufferInfo] {
         &self.buffers
     }
@@ -137,11 +220,12 @@ impl Kernel {
         &self.infos
     }
 
-    /// Runs step `k` on `buffers` (one tensor per root buffer, in order,
-    /// each made contiguous and the sole owner of its memory first, so the
-    /// step writes no tensor a caller still holds). A parallel step runs
-    /// the iterations `lo <= index < hi` of its parallel index (which must
-    /// lie in `0..=range`); other steps run whole and ignore `lo` and `hi`.
+    /// Runs step `k` on `buffers` (one tensor per root buffer, in order;
+    /// those the step uses are made contiguous and the sole owners of their
+    /// memory first, so the step writes no tensor a caller still holds). A
+    /// parallel step runs the iterations `lo <= index < hi` of its parallel
+    /// index (which must lie in `0..=range`); other steps run whole and
+    /// ignore `lo` and `hi`.
     pub fn run_step(
         &self,
         k: usize,
@@ -171,20 +255,25 @@ impl Kernel {
                 ));
             }
         }
-        let ptrs: Vec<*mut c_void> = buffers
-            .iter_mut()
-            .map(|t| t.buffer_mut().as_mut_ptr().cast())
+        let ptrs: Vec<*mut c_void> = info
+            .args
+            .iter()
+            .map(|&a| buffers[a].buffer_mut().as_mut_ptr().cast())
             .collect();
         // SAFETY: `f` has the signature `StepFn` (checked when loading), and
         // the object it lives in is loaded while `self` exists. `ptrs` has
-        // one pointer per root buffer, each to the first element of a live,
-        // contiguous buffer of exactly the element type and length the
-        // emitted C assumes (checked above); the emitted C touches only
+        // one pointer per argument of the function, each to the first
+        // element of a live, contiguous buffer of exactly the element type
+        // and length the function assumes (the arguments' root buffers
+        // match its parameters, checked when loading, and the tensors match
+        // the root buffers, checked above); the emitted C touches only
         // elements inside those lengths (the emitter's guarantee) and clamps
-        // `lo` and `hi` itself. `buffer_mut` made each tensor the sole owner
-        // of its buffer, so the buffers are distinct allocations, which the
-        // C's `restrict` pointers assume, and the tensors are borrowed
-        // mutably for the call, so no one else reads or writes them.
+        // `lo` and `hi` itself. The arguments are distinct root buffers
+        // (checked when loading) and `buffer_mut` made each tensor the sole
+        // owner of its buffer, so the buffers are distinct allocations,
+        // which the C's `restrict` pointers assume, and the tensors are
+        // borrowed mutably for the call, so no one else reads or writes
+        // them.
         let code = unsafe { f(ptrs.as_ptr(), lo, hi) };
         if code == 0 {
             Ok(())
@@ -230,10 +319,11 @@ impl Kernel {
     /// sees; slots it only reads may share their buffers (a caller's
     /// tensor bound as an input, without a copy).
     ///
-    /// Checked before any call: one slot per root buffer, each large
-    /// enough for its buffer; the buffers the step touches are in distinct
-    /// slots (so the C's `restrict` pointers never alias a written one);
-    /// the partitions lie inside the index's range and do not overlap.
+    /// Checked before any call: one slot per root buffer; each argument's
+    /// slot large enough for its buffer; the arguments in distinct slots
+    /// (so the C's `restrict` pointers never alias); the partitions inside
+    /// the index's range and not overlapping. Only the step's arguments are
+    /// looked at, so a step costs the same in a program of any size.
     pub fn run_partitions(
         &self,
         k: usize,
@@ -242,7 +332,9 @@ impl Kernel {
         parts: &[(i64, i64)],
     ) -> Result<(), String> {
         let (f, info) = self.step(k, map.len())?;
-        for (b, &s) in self.buffers.iter().zip(map) {
+        for &a in &info.args {
+            let b = &self.buffers[a];
+            let s = map[a];
             let need = b.bytes;
             match slots.get(s) {
                 Some(slot) if slot.bytes() >= need => {}
@@ -254,13 +346,8 @@ impl Kernel {
                 }
             }
         }
-        let mut used: Vec<usize> = info.reads.iter().chain(&info.writes).copied().collect();
-        used.sort_unstable();
-        used.dedup();
-        let mut touched: Vec<usize> = used.iter().map(|&b| map[b]).collect();
-        touched.sort_unstable();
-        touched.dedup();
-        if touched.len() != used.len() {
+        let arg_slots: Vec<usize> = info.args.iter().map(|&a| map[a]).collect();
+        if (1..arg_slots.len()).any(|j| arg_slots[..j].contains(&arg_slots[j])) {
             return Err(format!(
                 "step {k} ({}): two of the buffers it touches share a slot",
                 info.block
@@ -291,33 +378,37 @@ impl Kernel {
                 }
             }
         }
-        // Buffers the step does not touch may share slots with others, so
-        // only touched ones get their slot's address; the rest get null,
-        // which the step never dereferences. Written slots are made unique
-        // first; read ones are only read, through a pointer the C declares
-        // non-const but never stores through.
-        let mut ptrs = Pointers(vec![std::ptr::null_mut(); map.len()]);
-        for &b in &used {
-            let slot = &mut slots[map[b]];
-            ptrs.0[b] = if info.writes.contains(&b) {
-                Arc::make_mut(slot).as_mut_ptr().cast()
-            } else {
-                slot.as_ptr().cast_mut().cast()
-            };
-        }
+        // Written slots are made unique first; read ones are only read,
+        // through a pointer the C declares `const`.
+        let ptrs = Pointers(
+            arg_slots
+                .iter()
+                .zip(&self.written[k])
+                .map(|(&s, &written)| {
+                    let slot = &mut slots[s];
+                    if written {
+                        Arc::make_mut(slot).as_mut_ptr().cast()
+                    } else {
+                        slot.as_ptr().cast_mut().cast()
+                    }
+                })
+                .collect(),
+        );
         let call = |&(lo, hi): &(i64, i64)| -> i32 {
             // SAFETY: `f` has the signature `StepFn` (checked when loading)
-            // and lives in the object `self` keeps loaded. Every buffer the
-            // step touches points at the start of its own slot (distinct
-            // slots, checked above), 64-byte aligned and at least as large
-            // as the buffer's type and length need; the emitted C touches
-            // only elements inside those lengths and only the buffers its
-            // block refines (the ones listed in `reads` and `writes`), and
-            // writes only those in `writes`, whose slots are the sole owners
-            // of their buffers (`make_mut` above), so nothing else can see
-            // the writes. `slots` is borrowed mutably for the whole call, so
-            // no buffer is dropped or replaced meanwhile; concurrent
-            // partitions are sound as `Pointers` explains.
+            // and lives in an object `self` keeps loaded. Each argument
+            // points at the start of its own slot (distinct slots, checked
+            // above), 64-byte aligned and at least as large as its buffer's
+            // type and length need, which are the function's parameters'
+            // (checked when loading); the emitted C touches only elements
+            // inside those lengths, and writes only the arguments its
+            // parameters mark written (the others are `const` pointers,
+            // through which the C compiler refuses to store), whose slots
+            // are the sole owners of their buffers (`make_mut` above), so
+            // nothing else can see the writes. `slots` is borrowed mutably
+            // for the whole call, so no buffer is dropped or replaced
+            // meanwhile; concurrent partitions are sound as `Pointers`
+            // explains.
             unsafe { f(ptrs.as_ptr(), lo, hi) }
         };
         let codes: Vec<i32> = if parts.len() > 1 {

@@ -4,8 +4,11 @@
 //! parallel step runs only its partition; tensors convert to and from
 //! the VM's values exactly; `#pragma GCC ivdep` is written only on vector
 //! loops whose lanes are independent, and both kinds compute what the VM
-//! does. All programs share one compiled object, but for one that comes
-//! from the kernel cache.
+//! does. All programs share one compiled object, but for those that come
+//! from the kernel cache: steps that compute the same thing on different
+//! buffers share one function, the distinct functions are split into
+//! units, and the units' objects load and run as the program (and are
+//! refused in the wrong places).
 
 mod emit_common;
 
@@ -14,7 +17,7 @@ use std::sync::OnceLock;
 
 use codegen::cache::KernelCache;
 use codegen::compile::Compiler;
-use codegen::emit::{emit_c, CProgram};
+use codegen::emit::{emit_c, CProgram, FUNCTIONS_PER_UNIT};
 use codegen::exec::{partitions, run_serial};
 use codegen::load::Kernel;
 use ir::{DType, Value};
@@ -234,6 +237,83 @@ fn kernels_load_from_the_cache_too() {
         run_serial(&k, &program, [("X".to_string(), x)].into()).unwrap_or_else(|e| panic!("{e}"));
     let want: Vec<Value> = (0..6).map(|i| Value::Float(2.0 * f64::from(i))).collect();
     assert_eq!(got["O"], want);
+    drop(k);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A chain of `steps` steps, `B{k+1} = B{k} * (2 + k % distinct)`, each
+/// over a parallel index: steps `distinct` apart compute the same thing on
+/// other buffers.
+fn chain(steps: usize, distinct: usize) -> Block {
+    let mut text = "block chain []\n  in new B0 float32(20):(1)\n".to_string();
+    for k in 1..steps {
+        text += &format!("  inout new B{k} float32(20):(1) #temp\n");
+    }
+    text += &format!("  out new B{steps} float32(20):(1)\n{{\n");
+    for k in 0..steps {
+        let (x, y, c) = (k, k + 1, 2 + k % distinct);
+        text += &format!(
+            "  block s{k} [i:20 #parallel] #parallel\n    in X = B{x}[i] float32(1):(1)\n    out Y = B{y}[i] float32(1):(1)\n  {{\n    $x = load(X)\n    $c = const.float32({c}.0)\n    $y = mul.float32($x, $c)\n    Y = store($y)\n  }}\n"
+        );
+    }
+    text += "}\n";
+    parse(&text)
+}
+
+#[test]
+fn steps_with_the_same_code_share_a_function_and_units_run_as_the_program() {
+    let distinct = FUNCTIONS_PER_UNIT + 2;
+    let steps = 2 * distinct + 1;
+    let block = chain(steps, distinct);
+    let program = emit_c(&block, "chain").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(program.steps.len(), steps);
+    assert_eq!(program.functions.len(), distinct, "{}", program.source);
+    for (k, s) in program.steps.iter().enumerate() {
+        assert_eq!(s.function, program.steps[k % distinct].function, "step {k}");
+        assert_eq!(s.args, vec![k, k + 1], "step {k}");
+    }
+    // The readable file has each function once.
+    for f in &program.functions {
+        let definitions = program
+            .source
+            .matches(&format!("int32_t {}(", f.symbol))
+            .count();
+        assert_eq!(definitions, 1, "{}", f.symbol);
+    }
+    // More functions than one unit takes: several units, each function
+    // defined in its own.
+    assert!(program.units.len() >= 2, "{} units", program.units.len());
+    for (u, unit) in program.units.iter().enumerate() {
+        for &f in &unit.functions {
+            assert_eq!(program.functions[f].unit, u);
+            assert!(unit.source.contains(&program.functions[f].text));
+        }
+    }
+    let again = emit_c(&block, "chain").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again, program, "emitting is deterministic");
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("emit-units-{}", std::process::id()));
+    let compiler = Compiler::detect().unwrap_or_else(|e| panic!("{e}"));
+    let cache = KernelCache::open(dir.clone(), compiler).unwrap_or_else(|e| panic!("{e:?}"));
+    let sources: Vec<&str> = program.units.iter().map(|u| u.source.as_str()).collect();
+    let libs: Vec<_> = cache
+        .get_all(&sources, "emit-api-test")
+        .into_iter()
+        .map(|l| l.unwrap_or_else(|e| panic!("{e:?}")))
+        .collect();
+    let mut swapped = libs.clone();
+    swapped.swap(0, 1);
+    let e = Kernel::from_units(swapped, &program).expect_err("units in the wrong places");
+    assert!(e.contains("was not compiled from this program"), "{e}");
+    let e = Kernel::from_units(libs[1..].to_vec(), &program).expect_err("a unit missing");
+    assert!(e.contains("units, got"), "{e}");
+    let k = Kernel::from_units(libs, &program).unwrap_or_else(|e| panic!("{e}"));
+    let x: Vec<Value> = (0..20).map(|i| Value::Float(f64::from(i) - 7.5)).collect();
+    let inputs: kernel::vm::Buffers = [("B0".to_string(), x)].into();
+    let want = kernel::vm::run(&block, inputs.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let got = run_serial(&k, &program, inputs).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got, want);
     drop(k);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,8 @@
 //!
 //! [`build`] takes a def with its sizes bound through the whole native
 //! path: lowering, the pass pipeline, C emission, and the compiled-kernel
-//! cache (which compiles on a miss). The result, an [`Executable`], holds
+//! cache, which compiles the program's translation units on a miss, in
+//! parallel. The result, an [`Executable`], holds
 //! the loaded steps and the memory [`Plan`]. [`Executable::run`] runs the
 //! steps in order on a [`State`] (the slots of memory): a `#parallel` step
 //! as partitions of its parallel index, a few per thread of the rayon pool,
@@ -134,15 +135,19 @@ pub fn build(
     for b in &c.buffers {
         tensor::check_elements(&b.name, None, Some(b.len)).map_err(BuildError::TooLarge)?;
     }
-    let lib = cache
-        .get(&c.source, &options.target.codegen_text())
+    // The units compile in parallel, each cached on its own.
+    let sources: Vec<&str> = c.units.iter().map(|u| u.source.as_str()).collect();
+    let libs = cache
+        .get_all(&sources, &options.target.codegen_text())
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| match e {
             codegen::cache::CacheError::Compile(m) => {
                 BuildError::Internal(format!("the C compiler rejected generated code: {m}"))
             }
             e => BuildError::Environment(e.to_string()),
         })?;
-    let kernel = Kernel::from_library(lib, &c).map_err(BuildError::Internal)?;
+    let kernel = Kernel::from_units(libs, &c).map_err(BuildError::Internal)?;
     let plan = Plan::new(&c.buffers, &c.steps);
     let mut step_flops = Vec::new();
     let mut step_bytes = Vec::new();

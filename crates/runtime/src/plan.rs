@@ -96,7 +96,8 @@ mod tests {
 
     fn step(reads: &[usize], writes: &[usize]) -> StepInfo {
         StepInfo {
-            symbol: String::new(),
+            function: 0,
+            args: Vec::new(),
             block: String::new(),
             comment: String::new(),
             parallel: None,

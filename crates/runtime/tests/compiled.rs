@@ -256,7 +256,7 @@ fn convolutions_run_as_masked_vectors_with_jammed_filters() {
         );
         let source = &exe.c.source;
         assert!(
-            source.contains("_mm512_maskz_loadu_ps(") && source.contains("_mm512_set1_ps(W1["),
+            source.contains("_mm512_maskz_loadu_ps(") && source.contains("_mm512_set1_ps(tsr_b"),
             "gconv {h}x{w}, {f} filters: the reduction is not vector code:\n{source}"
         );
     }
@@ -275,6 +275,74 @@ fn convolutions_run_as_masked_vectors_with_jammed_filters() {
             ("KW", 3),
         ],
         &[],
+    );
+}
+
+/// A chain of `n` statements `A{k}(i) = A{k-1}(i) + c_k` with `c_k` one of
+/// `distinct` constants: statements `distinct` apart compute the same thing.
+fn chain(n: usize, distinct: usize) -> Program {
+    let mut src = format!("def chain(float(N) A0) -> (A{n}) {{\n");
+    for k in 1..=n {
+        let c = k % distinct;
+        src += &format!("  A{k}(i) = A{}(i) + {c}.5\n", k - 1);
+    }
+    src += "}\n";
+    tc::check_source(&src).unwrap().program
+}
+
+#[test]
+fn steps_share_functions_and_a_program_of_several_units_runs() {
+    let distinct = codegen::emit::FUNCTIONS_PER_UNIT + 3;
+    let cache = cache("units");
+    let exe = check(
+        &cache,
+        &chain(3 * distinct, distinct),
+        "chain",
+        &[("N", 50)],
+        &[],
+    );
+    let c = &exe.c;
+    // The pipeline may split a statement into a few steps (a vector body
+    // and its tail); the steps of statements `distinct` apart share their
+    // functions.
+    let per = c.steps.len() / (3 * distinct);
+    assert_eq!(c.steps.len(), per * 3 * distinct);
+    for k in per * distinct..c.steps.len() {
+        assert_eq!(c.steps[k].function, c.steps[k - per * distinct].function);
+    }
+    assert_eq!(c.functions.len(), per * distinct, "{}", c.source);
+    assert!(c.units.len() >= 2, "{} units", c.units.len());
+    assert_eq!(cache.counters().compiles, c.units.len() as u64);
+}
+
+#[test]
+fn a_damaged_unit_is_rebuilt_alone() {
+    let distinct = codegen::emit::FUNCTIONS_PER_UNIT + 3;
+    let program = chain(distinct, distinct);
+    let (dir, compiler, units, object) = {
+        let cache = cache("damaged-unit");
+        let exe = check(&cache, &program, "chain", &[("N", 40)], &[]);
+        let target = options(true).target.codegen_text();
+        let key = cache.key(&exe.c.units[1].source, &target);
+        let object = cache.dir().join(format!("{key}.so"));
+        let dir = cache.dir().to_path_buf();
+        (dir, cache.compiler().clone(), exe.c.units.len(), object)
+    };
+    assert!(units >= 2, "{units} units");
+    // A truncated object (no longer loaded: cutting a loaded one would
+    // fault its missing pages): its sidecar no longer matches.
+    let bytes = std::fs::read(&object).unwrap();
+    std::fs::write(&object, &bytes[..bytes.len() / 2]).unwrap();
+    let fresh = KernelCache::open(dir, compiler).unwrap();
+    check(&fresh, &program, "chain", &[("N", 40)], &[]);
+    assert_eq!(std::fs::read(&object).unwrap().len(), bytes.len());
+    assert_eq!(
+        fresh.counters(),
+        codegen::cache::CacheCounters {
+            compiles: 1,
+            disk_hits: units as u64 - 1,
+            memory_hits: 0,
+        }
     );
 }
 

@@ -53,7 +53,6 @@ const MAX_LOCAL_BYTES: u64 = 1 << 16;
 
 /// A root buffer as a step sees it.
 pub(crate) struct RootBuf {
-    pub(crate) name: String,
     pub(crate) dtype: DType,
     pub(crate) dims: Vec<Dim>,
     pub(crate) agg: Agg,
@@ -149,40 +148,59 @@ struct VectorLoop {
 /// The scalars of one statement list: kernel name to C name and type.
 type Scalars = HashMap<String, (String, DType)>;
 
+/// One line of a step function.
+pub(crate) struct Line {
+    pub(crate) text: String,
+    /// A comment naming the kernel's blocks and buffers: part of the
+    /// readable C, left out of the compiled function so that steps that
+    /// differ only in names share one (see `emit/mod.rs`).
+    pub(crate) comment: bool,
+}
+
 /// The emitter of one step function.
 pub(crate) struct Func<'a> {
     roots: &'a [RootBuf],
-    /// The C name of each root buffer's pointer.
-    pub(crate) root_names: Vec<String>,
-    /// Which root buffers the body uses (only those are declared).
-    pub(crate) used_roots: Vec<bool>,
+    /// The index of each root buffer by name.
+    root_index: &'a HashMap<String, usize>,
+    /// The root buffers the body uses, in the order it first mentions
+    /// them: the function's arguments, `tsr_b0`, `tsr_b1`, ...
+    pub(crate) args: Vec<usize>,
     names: Names,
     vars: Vec<Var>,
     /// Local arrays: C name, element type and length.
     locals: Vec<(String, DType, u64)>,
     /// The bytes of all local buffers declared so far.
     local_bytes: u64,
-    pub(crate) lines: Vec<String>,
+    pub(crate) lines: Vec<Line>,
+    /// Whether some loop has explicit AVX-512 code (which needs the
+    /// AVX-512 prelude).
+    pub(crate) avx512: bool,
     depth: usize,
     vectors: Vec<VectorLoop>,
 }
 
+/// The C name of a step function's argument `j`. Names never hands out
+/// `tsr_` names, so no kernel name can capture it.
+pub(crate) fn arg_name(j: usize) -> String {
+    format!("tsr_b{j}")
+}
+
 impl<'a> Func<'a> {
-    pub(crate) fn new(roots: &'a [RootBuf]) -> Func<'a> {
+    pub(crate) fn new(roots: &'a [RootBuf], root_index: &'a HashMap<String, usize>) -> Func<'a> {
         let mut names = Names::default();
-        for p in ["buffers", "lo", "hi"] {
+        for p in ["args", "lo", "hi"] {
             names.reserve(p);
         }
-        let root_names = roots.iter().map(|r| names.fresh(&r.name)).collect();
         Func {
             roots,
-            root_names,
-            used_roots: vec![false; roots.len()],
+            root_index,
+            args: Vec::new(),
             names,
             vars: Vec::new(),
             locals: Vec::new(),
             local_bytes: 0,
             lines: Vec::new(),
+            avx512: false,
             depth: 1,
             vectors: Vec::new(),
         }
@@ -191,13 +209,18 @@ impl<'a> Func<'a> {
     /// Emits the step for root child `b`; returns the range of its parallel
     /// index, if it has one (the step then runs `lo <= index < hi`).
     pub(crate) fn step(&mut self, b: &Block, root_path: &str) -> Result<Option<u64>, EmitError> {
-        let views: HashMap<String, View> = self
-            .roots
+        // Only the roots the step refines are in its scope: building a
+        // view of every root for every step would make emitting a program
+        // quadratic in its size.
+        let views: HashMap<String, View> = b
+            .refs
             .iter()
-            .enumerate()
-            .map(|(k, r)| {
-                (
-                    r.name.clone(),
+            .filter_map(|r| r.from.as_ref())
+            .filter_map(|name| {
+                let k = *self.root_index.get(name)?;
+                let r = &self.roots[k];
+                Some((
+                    name.clone(),
                     View {
                         base: Base::Root(k),
                         origin: Lin::constant(0),
@@ -205,7 +228,7 @@ impl<'a> Func<'a> {
                         dtype: r.dtype,
                         agg: r.agg,
                     },
-                )
+                ))
             })
             .collect();
         let parallel = b
@@ -225,8 +248,28 @@ impl<'a> Func<'a> {
     }
 
     fn line(&mut self, text: impl AsRef<str>) {
+        self.push(text.as_ref(), false);
+    }
+
+    /// A comment line: `/* text */`, with `text` made safe for one.
+    fn comment(&mut self, text: &str) {
+        self.push(&format!("/* {} */", comment_text(text)), true);
+    }
+
+    fn push(&mut self, text: &str, comment: bool) {
         let pad = "  ".repeat(self.depth);
-        self.lines.push(format!("{pad}{}", text.as_ref()));
+        self.lines.push(Line {
+            text: format!("{pad}{text}"),
+            comment,
+        });
+    }
+
+    /// A line at the left margin (a preprocessor directive).
+    fn directive(&mut self, text: &str) {
+        self.lines.push(Line {
+            text: text.to_string(),
+            comment: false,
+        });
     }
 
     fn new_var(&mut self, want: &str, range: i64) -> usize {
@@ -345,8 +388,11 @@ impl<'a> Func<'a> {
     fn element(&mut self, base: Base, offset: &str) -> String {
         match base {
             Base::Root(k) => {
-                self.used_roots[k] = true;
-                format!("{}[{offset}]", self.root_names[k])
+                let j = self.args.iter().position(|&a| a == k).unwrap_or_else(|| {
+                    self.args.push(k);
+                    self.args.len() - 1
+                });
+                format!("{}[{offset}]", arg_name(j))
             }
             Base::Local(k) => format!("{}[{offset}]", self.locals[k].0),
         }
@@ -445,10 +491,9 @@ impl<'a> Func<'a> {
             let Some(&(v, _)) = loops.iter().rev().find(|(v, _)| l.coef(*v) != 0) else {
                 let (lo, hi) = self.range(&l);
                 if hi < 0 {
-                    self.line(format!(
-                        "/* block {}: constraint {} >= 0 never holds, so the block runs no points */",
-                        comment_text(&b.name),
-                        comment_text(&c.to_string())
+                    self.comment(&format!(
+                        "block {}: constraint {c} >= 0 never holds, so the block runs no points",
+                        b.name
                     ));
                     return Ok(());
                 }
@@ -513,9 +558,9 @@ impl<'a> Func<'a> {
                 hi = hi.min(self.bound_range(e).1.saturating_sub(1));
             }
             if lo > hi {
-                self.line(format!(
-                    "/* block {}: its constraints leave no points */",
-                    comment_text(&b.name)
+                self.comment(&format!(
+                    "block {}: its constraints leave no points",
+                    b.name
                 ));
                 return Ok(());
             }
@@ -572,7 +617,7 @@ impl<'a> Func<'a> {
                 text.push_str(": ");
                 text.push_str(&b.comment);
             }
-            self.line(format!("/* {} */", comment_text(&text)));
+            self.comment(&text);
         }
         let mut opened = 0;
         if guards.is_empty() && headers.is_empty() {
@@ -619,9 +664,10 @@ impl<'a> Func<'a> {
         for (k, (v, lo, hi, _)) in headers.into_iter().enumerate() {
             if let Some((at, lanes)) = explicit.as_ref().filter(|(at, _)| *at == k) {
                 let mark = self.lines.len();
-                self.lines.push("#if defined(__AVX512F__)".to_string());
+                self.directive("#if defined(__AVX512F__)");
                 if self.vector_body(b, &env, pviews, lanes) {
-                    self.lines.push("#else".to_string());
+                    self.avx512 = true;
+                    self.directive("#else");
                     explicit_loops = header_count - *at;
                 } else {
                     self.lines.truncate(mark);
@@ -646,7 +692,7 @@ impl<'a> Func<'a> {
                 self.depth -= 1;
                 self.line("}");
             }
-            self.lines.push("#endif".to_string());
+            self.directive("#endif");
             opened -= explicit_loops;
         }
         for _ in 0..opened {
@@ -657,8 +703,13 @@ impl<'a> Func<'a> {
             if let Some(vl) = self.vectors.pop() {
                 if self.independent_lanes(&vl) {
                     let pad = "  ".repeat(self.depth);
-                    self.lines
-                        .insert(vl.line, format!("{pad}#pragma GCC ivdep"));
+                    self.lines.insert(
+                        vl.line,
+                        Line {
+                            text: format!("{pad}#pragma GCC ivdep"),
+                            comment: false,
+                        },
+                    );
                 }
             }
         }
@@ -740,7 +791,12 @@ impl<'a> Func<'a> {
                             ),
                         ));
                     }
-                    let name = self.names.fresh(&r.into);
+                    // Named by number, not after the kernel's buffer
+                    // (whose name often carries the step's), so that steps
+                    // differing only in names share one function. `Names`
+                    // never hands out `tsr_` names, so none can capture it.
+                    let name = format!("tsr_l{}", self.locals.len());
+                    self.comment(&format!("{name}: local buffer {}", r.into));
                     // Aligned to a vector register, so that vector code
                     // reads and writes whole cache lines.
                     self.line(format!(

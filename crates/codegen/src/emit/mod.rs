@@ -1,14 +1,16 @@
 //! The C emitter: a kernel (a root block after the CPU pipeline) becomes a
-//! C program of step functions, one per statement of the root.
+//! C program of step functions, one per statement of the root, of which
+//! steps with the same code share one.
 //!
-//! Every statement of the root must be a child block; step `k` is
+//! Every statement of the root must be a child block; step `k` calls
 //!
 //! ```c
-//! int32_t PREFIX_k(void *const *buffers, int64_t lo, int64_t hi);
+//! int32_t PREFIX_fHASH(void *const *args, int64_t lo, int64_t hi);
 //! ```
 //!
-//! where `buffers[j]` points at element 0 of root buffer `j` (root
-//! refinements in order), with the C type of its dtype (`float` for
+//! with `args[j]` pointing at element 0 of root buffer
+//! `steps[k].args[j]`: the buffers the step uses, in the order its code
+//! first mentions them, each with the C type of its dtype (`float` for
 //! `float32`, `double`, `int8_t` ... `uint64_t`, and `uint8_t` holding 0 or
 //! 1 for `bool`). A step whose block has an index tagged `parallel` runs only
 //! the iterations `lo <= index < hi` of it (clamped to its range), so a
@@ -17,9 +19,21 @@
 //! bounds and [`ERR_DIV_ZERO`] on an integer division by zero, where the VM
 //! fails. An out-of-bounds gather reads element 0 instead and the step runs
 //! to its end before it reports the error (no early exit, so gather loops
-//! vectorize); its outputs are then meaningless, as the error says. Each program also defines `const char PREFIX_abi[]`, the text
-//! [`abi`] gives for it, so a loader can check that an object was compiled
-//! from a program with the same buffers and steps.
+//! vectorize); its outputs are then meaningless, as the error says.
+//!
+//! A function's text names no kernel buffer, block or step (`dedup.rs`), so
+//! steps that compute the same thing on different buffers (the layers of a
+//! chain, the repeated blocks of a network) share one function, named
+//! after the hash of its text. The distinct functions are grouped into
+//! translation units ([`CProgram::units`], `units.rs`), each a C file of
+//! its own that defines `const char PREFIX_abi[]`, the text [`abi`] gives
+//! for its functions, so a loader can check that an object was compiled
+//! from the unit it expects; the units are compiled in parallel and cached
+//! one by one. [`CProgram::source`] is the whole program as one readable
+//! file (`readable.rs`): the prelude once, every distinct function with
+//! comments naming the blocks and buffers of its steps, and `PREFIX_abi`
+//! of all its functions, so it compiles into one object a loader accepts
+//! too.
 //!
 //! The C means what the kernel VM (`kernel::vm`) computes: the same points
 //! in the same order, the same scalar semantics (see `scalar.rs`), local
@@ -40,22 +54,27 @@
 //! would compute on the mixed values or fail). Guarantees: the C has no
 //! undefined behaviour on IEEE floats (C11 Annex F, which gcc and clang
 //! follow on x86-64 and AArch64) and touches only elements inside the
-//! buffers given to it, provided each `buffers[j]` holds the length
-//! [`BufferInfo`] states.
+//! buffers given to it, provided each `args[j]` holds the element type
+//! and length [`CFunction::params`] states, and writes only the arguments
+//! its step lists in [`StepInfo::writes`] (the others are `const`).
 //! Several programs with distinct prefixes may share one C file: the shared
 //! helpers are guarded.
 
+mod dedup;
 mod func;
 mod names;
+mod readable;
 mod scalar;
+mod units;
 
+use std::collections::HashMap;
 use std::fmt;
-use std::fmt::Write as _;
 
 use ir::DType;
 use kernel::{Block, Dim, RefDir, StmtKind};
 
-use func::{comment_text, Func, RootBuf};
+use func::{Func, RootBuf};
+pub use units::FUNCTIONS_PER_UNIT;
 
 /// What a step returns when a gather position is out of bounds.
 pub const ERR_GATHER: i32 = 1;
@@ -76,11 +95,16 @@ pub fn describe_code(code: i32) -> String {
 pub struct CProgram {
     /// The prefix of every symbol of the program.
     pub prefix: String,
+    /// The whole program as one readable C file (see the module doc).
     pub source: String,
-    /// The root buffers, in root order: `buffers[k]` of every step.
+    /// The root buffers, in root order.
     pub buffers: Vec<BufferInfo>,
     /// The steps, in the order they must run.
     pub steps: Vec<StepInfo>,
+    /// The distinct step functions, in the order steps first call them.
+    pub functions: Vec<CFunction>,
+    /// The translation units: every function is in exactly one.
+    pub units: Vec<CUnit>,
 }
 
 /// A root buffer of a kernel.
@@ -97,10 +121,16 @@ pub struct BufferInfo {
     pub temp: bool,
 }
 
-/// One step function.
+/// One step: a call of a step function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepInfo {
-    pub symbol: String,
+    /// The function it calls: an index into [`CProgram::functions`].
+    pub function: usize,
+    /// The function's arguments: its `args[j]` is root buffer `args[j]`
+    /// (an index into [`CProgram::buffers`]). Each is in `reads` or
+    /// `writes`: the verifier lets a step's code read only through `in`
+    /// and `inout` views and write only through `out` and `inout` ones.
+    pub args: Vec<usize>,
     /// The name of the root child block it runs.
     pub block: String,
     /// The block's comment (the source comprehension).
@@ -114,6 +144,49 @@ pub struct StepInfo {
     pub reads: Vec<usize>,
     /// The root buffers the step writes.
     pub writes: Vec<usize>,
+}
+
+/// A distinct step function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CFunction {
+    pub symbol: String,
+    /// Its arguments, in order: what it may assume of `args[j]`.
+    pub params: Vec<Param>,
+    /// Whether it has explicit AVX-512 code.
+    pub avx512: bool,
+    /// Its C, as compiled (without comments).
+    pub text: String,
+    /// The unit that defines it: an index into [`CProgram::units`].
+    pub unit: usize,
+}
+
+/// An argument of a step function: a buffer of `len` elements of
+/// `dtype`, which the function writes only when `written` (else its
+/// pointer is `const`, so the C compiler refuses any store through it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub dtype: DType,
+    pub len: usize,
+    pub written: bool,
+}
+
+impl fmt::Display for Param {
+    /// `float32[64]` for a buffer only read, `float32[64] written` else.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.dtype, self.len)?;
+        if self.written {
+            f.write_str(" written")?;
+        }
+        Ok(())
+    }
+}
+
+/// A translation unit: a C file compiled on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CUnit {
+    pub source: String,
+    /// The functions it defines (indices into [`CProgram::functions`]).
+    pub functions: Vec<usize>,
 }
 
 /// Why a kernel cannot be emitted.
@@ -138,17 +211,19 @@ impl fmt::Display for EmitError {
 
 impl std::error::Error for EmitError {}
 
-/// The text that identifies a program's interface: its buffers' types and
-/// lengths and its number of steps. A program stores it as `PREFIX_abi`.
-pub fn abi(buffers: &[BufferInfo], steps: usize) -> String {
-    let bufs: Vec<String> = buffers
-        .iter()
-        .map(|b| format!("{}[{}]", b.dtype, b.len))
+/// The text that identifies the interface of an object defining
+/// `functions`: each one's symbol and parameters. An object stores it as
+/// `PREFIX_abi`.
+pub fn abi<'a>(functions: impl IntoIterator<Item = &'a CFunction>) -> String {
+    let fs: Vec<String> = functions
+        .into_iter()
+        .map(|f| format!("{}({})", f.symbol, dedup::params_text(&f.params)))
         .collect();
-    format!("tessera-c 1; buffers {}; steps {steps}", bufs.join(" "))
+    format!("tessera-c 2; {}", fs.join("; "))
 }
 
-/// Emits `root` as C with symbols `{prefix}_{k}` and `{prefix}_abi`.
+/// Emits `root` as C with symbols `{prefix}_*`, its functions grouped into
+/// units for the cores this process may use (`units.rs`).
 pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
     let root_error = |statement: Option<usize>, message: String| EmitError {
         block: root.name.clone(),
@@ -183,7 +258,8 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
     }
     let mut roots = Vec::new();
     let mut buffers = Vec::new();
-    for r in &root.refs {
+    let mut root_index = HashMap::new();
+    for (k, r) in root.refs.iter().enumerate() {
         let len = layout_len(&r.shape)
             .and_then(|n| usize::try_from(n).map_err(|_| "too many elements".to_string()))
             .map_err(|m| root_error(None, format!("buffer `{}`: {m}", r.into)))?;
@@ -205,40 +281,16 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             temp: r.tags.contains("temp"),
         });
         roots.push(RootBuf {
-            name: r.into.clone(),
             dtype: r.dtype,
             dims: r.shape.clone(),
             agg: r.agg,
         });
+        root_index.entry(r.into.clone()).or_insert(k);
     }
 
-    let mut source = String::new();
-    let _ = writeln!(
-        source,
-        "/* tessera: kernel {} as C (symbols {prefix}_*).",
-        comment_text(&root.name)
-    );
-    let _ = writeln!(source, " * Buffers (buffers[k] of every step):");
-    for (k, b) in buffers.iter().enumerate() {
-        let _ = writeln!(
-            source,
-            " *   {k}: {} {}[{}], {}{}",
-            comment_text(&b.name),
-            b.dtype,
-            b.len,
-            dir_text(b.dir),
-            if b.temp { ", temporary" } else { "" }
-        );
-    }
-    let _ = writeln!(source, " */");
-    source.push_str(scalar::PRELUDE);
-    let _ = writeln!(
-        source,
-        "\nconst char {prefix}_abi[] = \"{}\";",
-        abi(&buffers, root.stmts.len())
-    );
-
+    let mut functions = dedup::Functions::new(prefix);
     let mut steps = Vec::new();
+    let mut blocks = Vec::new();
     for (k, s) in root.stmts.iter().enumerate() {
         let StmtKind::Block(b) = &s.kind else {
             return Err(root_error(
@@ -248,45 +300,23 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
                     .to_string(),
             ));
         };
-        let symbol = format!("{prefix}_{k}");
-        let mut f = Func::new(&roots);
+        blocks.push(&**b);
+        let mut f = Func::new(&roots, &root_index);
         let parallel = f.step(b, &root.name)?;
-        source.push('\n');
-        source.push_str(&step_header(k, &root.name, b, parallel));
-        let _ = writeln!(
-            source,
-            "int32_t {symbol}(void *const *buffers, int64_t lo, int64_t hi)\n{{"
-        );
-        // Out-of-bounds gather positions are collected here rather than
-        // returned at once, so that loops with gathers stay vectorizable.
-        source.push_str("  int32_t tsr_err = 0;\n");
-        for (j, used) in f.used_roots.iter().enumerate() {
-            if !used {
-                continue;
-            }
-            let ty = scalar::storage_type(roots[j].dtype);
-            let cst = if root.refs[j].dir == RefDir::In {
-                "const "
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                source,
-                "  {cst}{ty} *restrict {name} = ({cst}{ty} *)buffers[{j}];",
-                name = f.root_names[j]
-            );
-        }
-        if parallel.is_none() {
-            source.push_str("  (void)lo;\n  (void)hi;\n");
-        }
-        for line in &f.lines {
-            source.push_str(line);
-            source.push('\n');
-        }
-        source.push_str("  return tsr_err ? TSR_ERR_GATHER : 0;\n}\n");
-        let (reads, writes) = accesses(root, b);
+        let (reads, writes) = accesses(&root_index, b);
+        let params = f
+            .args
+            .iter()
+            .map(|&a| Param {
+                dtype: buffers[a].dtype,
+                len: buffers[a].len,
+                written: writes.contains(&a),
+            })
+            .collect();
+        let function = functions.add(k, &f, params, parallel.is_some());
         steps.push(StepInfo {
-            symbol,
+            function,
+            args: f.args,
             block: b.name.clone(),
             comment: b.comment.clone(),
             parallel,
@@ -294,50 +324,35 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             writes,
         });
     }
+
+    let mut distinct = functions.distinct;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let keyed: Vec<(&str, bool)> = distinct
+        .iter()
+        .map(|d| (d.key.as_str(), d.function.avx512))
+        .collect();
+    let groups = units::group(&keyed, cores);
+    for (u, members) in groups.iter().enumerate() {
+        for &f in members {
+            distinct[f].function.unit = u;
+        }
+    }
+    let units = groups
+        .iter()
+        .map(|members| CUnit {
+            source: units::source(prefix, &distinct, members),
+            functions: members.clone(),
+        })
+        .collect::<Vec<_>>();
+    let source = readable::source(root, &blocks, prefix, &buffers, &steps, &distinct);
     Ok(CProgram {
         prefix: prefix.to_string(),
         source,
         buffers,
         steps,
+        functions: distinct.into_iter().map(|d| d.function).collect(),
+        units,
     })
-}
-
-/// The comment above step `k`.
-fn step_header(k: usize, root: &str, b: &Block, parallel: Option<u64>) -> String {
-    let tags: Vec<String> = b.tags.iter().map(|t| format!(" #{t}")).collect();
-    let mut s = format!(
-        "/* Step {k} of {}: block {}{}\n",
-        comment_text(root),
-        comment_text(&b.name),
-        comment_text(&tags.join(""))
-    );
-    if !b.comment.is_empty() {
-        let _ = writeln!(s, " * {}", comment_text(&b.comment));
-    }
-    match (
-        parallel,
-        b.idxs.iter().find(|i| i.tags.contains("parallel")),
-    ) {
-        (Some(range), Some(ix)) => {
-            let _ = writeln!(
-                s,
-                " * Runs lo <= {} < hi of its parallel index (range {range}).",
-                comment_text(&ix.name)
-            );
-        }
-        _ => s.push_str(" * Runs every point; lo and hi are unused.\n"),
-    }
-    s.push_str(" */\n");
-    s
-}
-
-fn dir_text(d: RefDir) -> &'static str {
-    match d {
-        RefDir::None => "none",
-        RefDir::In => "in",
-        RefDir::Out => "out",
-        RefDir::InOut => "inout",
-    }
 }
 
 /// Whether `p` can prefix the program's symbols.
@@ -352,14 +367,10 @@ fn is_prefix(p: &str) -> bool {
 }
 
 /// The root buffers step block `b` reads and writes, by index.
-fn accesses(root: &Block, b: &Block) -> (Vec<usize>, Vec<usize>) {
+fn accesses(root_index: &HashMap<String, usize>, b: &Block) -> (Vec<usize>, Vec<usize>) {
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     for r in &b.refs {
-        let Some(k) = r
-            .from
-            .as_ref()
-            .and_then(|f| root.refs.iter().position(|x| &x.into == f))
-        else {
+        let Some(&k) = r.from.as_ref().and_then(|f| root_index.get(f)) else {
             continue;
         };
         if matches!(r.dir, RefDir::In | RefDir::InOut) || r.agg != kernel::Agg::Assign {

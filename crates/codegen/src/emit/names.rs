@@ -10,11 +10,13 @@
 //! sanitized form, with `_2`, `_3`, ... appended on repeats.
 //!
 //! Guarantees: every identifier returned is a valid C identifier, is no C
-//! keyword, does not start with `_` or `tsr_` (the generated helpers'
-//! prefix), and cannot be one of the identifiers or object-like macros the
+//! keyword, does not start with `_` or `tsr_` (the prefix of the generated
+//! helpers and of the names the emitter makes up: arguments, local
+//! arrays), and cannot be one of the identifiers or object-like macros the
 //! generated code uses from `<math.h>`, `<stdint.h>` and `<stdbool.h>`.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 
 /// C keywords (C11), the macros and the step's parameters the generated
 /// code spells out; the math functions it calls are the builtins' C
@@ -60,7 +62,7 @@ const RESERVED: &[&str] = &[
     "NAN",
     "INFINITY",
     "math_errhandling",
-    "buffers",
+    "args",
     "lo",
     "hi",
 ];
@@ -116,10 +118,26 @@ fn sanitize(want: &str) -> String {
 /// table: the `double` name, and the `float` one for those called in the
 /// operand type).
 fn is_builtin_function(s: &str) -> bool {
-    ir::Builtin::ALL.iter().any(|b| match b.c_spelling() {
-        ir::CSpelling::Typed(n) => s == n || s.strip_suffix('f') == Some(n),
-        ir::CSpelling::Double(n) => s == n,
-    })
+    // A set made once: every identifier of every step is checked, and a
+    // scan of the table per name was a tenth of emitting a large program.
+    static NAMES: OnceLock<HashSet<String>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            let mut names = HashSet::new();
+            for b in ir::Builtin::ALL {
+                match b.c_spelling() {
+                    ir::CSpelling::Typed(n) => {
+                        names.insert(n.to_string());
+                        names.insert(format!("{n}f"));
+                    }
+                    ir::CSpelling::Double(n) => {
+                        names.insert(n.to_string());
+                    }
+                }
+            }
+            names
+        })
+        .contains(s)
 }
 
 /// Names of the shapes the C headers use for their types and macros:

@@ -388,7 +388,8 @@ fn agg_symbol(agg: Agg) -> &'static str {
 }
 
 /// Helpers every program uses, guarded so that several programs can share
-/// one C file.
+/// one C file. Cheap to compile: the AVX-512 helpers, whose header costs
+/// gcc several times as long as all the rest, are [`PRELUDE_AVX512`].
 pub(crate) const PRELUDE: &str = r#"#ifndef TSR_PRELUDE
 #define TSR_PRELUDE
 #include <math.h>
@@ -413,35 +414,6 @@ static inline double tsr_maximum(double x, double y) { return (x >= y || x != x)
 static inline double tsr_minimum(double x, double y) { return (x <= y || x != x) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
-static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
-  if (hi <= lo) return 0;
-  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-}
-/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
-   is NaN, else y. */
-static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
-   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
-static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-#endif
 
 /* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
    handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
@@ -587,6 +559,42 @@ static inline uint64_t tsr_f2u(double x) {
   if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
   return (uint64_t)tsr_f2i(x);
 }
+#endif
+"#;
+
+/// The helpers of explicit AVX-512 code (`func/vector.rs`), for C files
+/// with a function that has some; guarded like [`PRELUDE`], which must
+/// come first.
+pub(crate) const PRELUDE_AVX512: &str = r#"#ifndef TSR_PRELUDE_AVX512
+#define TSR_PRELUDE_AVX512
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
+static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
+  if (hi <= lo) return 0;
+  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
+   is NaN, else y. */
+static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
+   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
+static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+#endif
 #endif
 "#;
 

@@ -80,7 +80,7 @@ impl Func<'_> {
         lanes: &Lanes,
     ) -> bool {
         let mark = self.lines.len();
-        let used = self.used_roots.clone();
+        let args = self.args.len();
         self.vectors.push(VectorLoop {
             var: lanes.var,
             line: mark,
@@ -95,7 +95,7 @@ impl Func<'_> {
             return true;
         }
         self.lines.truncate(mark);
-        self.used_roots = used;
+        self.args.truncate(args);
         false
     }
 

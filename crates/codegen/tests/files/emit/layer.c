@@ -1,11 +1,16 @@
-/* tessera: kernel layer as C (symbols layer_*).
- * Buffers (buffers[k] of every step):
+/* tessera: kernel layer as C (symbols layer_*): 3 steps calling 3 distinct
+ * functions.
+ * Buffers:
  *   0: I float32[70], in
  *   1: Wt float32[54], in
  *   2: B float32[3], in
  *   3: X float32[105], inout, temporary
  *   4: Y float32[105], inout, temporary
  *   5: P float32[18], out
+ * Steps, in the order they run, each a call with its buffers as args[0], args[1], ...:
+ *   0: block s1_X_init_fused_vec calls layer_f90f62438850a7adb(I, Wt, X)
+ *   1: block s2_Y_vec calls layer_f17d18d661fe0606a(X, B, Y)
+ *   2: block s3_P_init_fused_vec calls layer_f9345873785cde198(Y, P)
  */
 #ifndef TSR_PRELUDE
 #define TSR_PRELUDE
@@ -31,35 +36,6 @@ static inline double tsr_maximum(double x, double y) { return (x >= y || x != x)
 static inline double tsr_minimum(double x, double y) { return (x <= y || x != x) ? x : y; }
 static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
-static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
-  if (hi <= lo) return 0;
-  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-}
-/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
-   is NaN, else y. */
-static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
-   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
-static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
-  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_blend_ps(k, y, x);
-}
-#endif
 
 /* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
    handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
@@ -206,36 +182,70 @@ static inline uint64_t tsr_f2u(double x) {
   return (uint64_t)tsr_f2i(x);
 }
 #endif
+#ifndef TSR_PRELUDE_AVX512
+#define TSR_PRELUDE_AVX512
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
+static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
+  if (hi <= lo) return 0;
+  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
+   is NaN, else y. */
+static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
+   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
+static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+#endif
+#endif
 
-const char layer_abi[] = "tessera-c 1; buffers float32[70] float32[54] float32[3] float32[105] float32[105] float32[18]; steps 3";
+const char layer_abi[] = "tessera-c 2; layer_f90f62438850a7adb(float32[70], float32[54], float32[105] written); layer_f17d18d661fe0606a(float32[105], float32[3], float32[105] written); layer_f9345873785cde198(float32[105], float32[18] written)";
 
 /* Step 0 of layer: block s1_X_init_fused_vec #fused #parallel
  * X(n, f, h, w) +=! I(n, c, h + r - 1, w + s - 1) * Wt(f, c, r, s) where n in 0:N, f in 0:F, h in 0:H, w in 0:W, c in 0:C, r in 0:KH, s in 0:KW
  * Runs lo <= f < hi of its parallel index (range 3).
+ * In step 0, tsr_b0 is I, tsr_b1 is Wt, tsr_b2 is X.
+ * Called by 1 step.
  */
-int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
+int32_t layer_f90f62438850a7adb(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
-  const float *restrict I = (const float *)buffers[0];
-  const float *restrict Wt = (const float *)buffers[1];
-  float *restrict X = (float *)buffers[3];
+  const float *restrict tsr_b0 = (const float *)args[0];
+  const float *restrict tsr_b1 = (const float *)args[1];
+  float *restrict tsr_b2 = (float *)args[2];
   for (int64_t f = tsr_max(lo, 0); f < tsr_min(hi, 3); f++) {
     for (int64_t h = 0; h < 5; h++) {
       /* block s1_X_init_fused_tile #interchanged */
       {
-        _Alignas(64) float X_acc[8] = {0};
+        /* tsr_l0: local buffer X_acc */
+        _Alignas(64) float tsr_l0[8] = {0};
         /* block s1_X_init_fused_tile_pre #vector */
 #if defined(__AVX512F__)
         const __mmask16 lanes = tsr_lanes16(0, 7);
         if (lanes) {
           const __m512 id = _mm512_set1_ps(0.0f);
-          _mm512_mask_storeu_ps(&X_acc[0], lanes, id);
+          _mm512_mask_storeu_ps(&tsr_l0[0], lanes, id);
         }
 #else
         #pragma GCC ivdep
         for (int64_t w = 0; w < 7; w++) {
           const float id_2 = 0.0f;
-          X_acc[w] = id_2;
+          tsr_l0[w] = id_2;
         }
 #endif
         /* block s1_X #vector: X(n, f, h, w) +=! I(n, c, h + r - 1, w + s - 1) * Wt(f, c, r, s) where n in 0:N, f in 0:F, h in 0:H, w in 0:W, c in 0:C, r in 0:KH, s in 0:KW */
@@ -245,18 +255,18 @@ int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
 #if defined(__AVX512F__)
               const __mmask16 lanes_2 = tsr_lanes16(tsr_max(-s + 1, 0), tsr_min(-s + 8, 7));
               if (lanes_2) {
-                const __m512 t1 = _mm512_maskz_loadu_ps(lanes_2, &I[7*h + 35*c + 7*r + s - 8]);
-                const __m512 t2 = _mm512_set1_ps(Wt[18*f + 9*c + 3*r + s]);
+                const __m512 t1 = _mm512_maskz_loadu_ps(lanes_2, &tsr_b0[7*h + 35*c + 7*r + s - 8]);
+                const __m512 t2 = _mm512_set1_ps(tsr_b1[18*f + 9*c + 3*r + s]);
                 const __m512 t3 = _mm512_mul_ps(t1, t2);
-                _mm512_mask_storeu_ps(&X_acc[0], lanes_2, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes_2, &X_acc[0]), t3));
+                _mm512_mask_storeu_ps(&tsr_l0[0], lanes_2, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes_2, &tsr_l0[0]), t3));
               }
 #else
         #pragma GCC ivdep
               for (int64_t w_lane = tsr_max(-s + 1, 0); w_lane < tsr_min(-s + 8, 7); w_lane++) {
-                const float t1_2 = I[7*h + 35*c + 7*r + s + w_lane - 8];
-                const float t2_2 = Wt[18*f + 9*c + 3*r + s];
+                const float t1_2 = tsr_b0[7*h + 35*c + 7*r + s + w_lane - 8];
+                const float t2_2 = tsr_b1[18*f + 9*c + 3*r + s];
                 const float t3_2 = t1_2 * t2_2;
-                X_acc[w_lane] = X_acc[w_lane] + t3_2;
+                tsr_l0[w_lane] = tsr_l0[w_lane] + t3_2;
               }
 #endif
             }
@@ -266,14 +276,14 @@ int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
 #if defined(__AVX512F__)
         const __mmask16 lanes_3 = tsr_lanes16(0, 7);
         if (lanes_3) {
-          const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &X_acc[0]);
-          _mm512_mask_storeu_ps(&X[35*f + 7*h], lanes_3, acc);
+          const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &tsr_l0[0]);
+          _mm512_mask_storeu_ps(&tsr_b2[35*f + 7*h], lanes_3, acc);
         }
 #else
         #pragma GCC ivdep
         for (int64_t w_2 = 0; w_2 < 7; w_2++) {
-          const float acc_2 = X_acc[w_2];
-          X[35*f + 7*h + w_2] = acc_2;
+          const float acc_2 = tsr_l0[w_2];
+          tsr_b2[35*f + 7*h + w_2] = acc_2;
         }
 #endif
       }
@@ -285,57 +295,59 @@ int32_t layer_0(void *const *buffers, int64_t lo, int64_t hi)
 /* Step 1 of layer: block s2_Y_vec #parallel #unrolled
  * Y(n, f, h, w) = fmax(X(n, f, h, w) + B(f), 0.0) where n in 0:N, f in 0:F, h in 0:H, w in 0:W
  * Runs lo <= f < hi of its parallel index (range 3).
+ * In step 1, tsr_b0 is X, tsr_b1 is B, tsr_b2 is Y.
+ * Called by 1 step.
  */
-int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
+int32_t layer_f17d18d661fe0606a(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
-  const float *restrict B = (const float *)buffers[2];
-  float *restrict X = (float *)buffers[3];
-  float *restrict Y = (float *)buffers[4];
+  const float *restrict tsr_b0 = (const float *)args[0];
+  const float *restrict tsr_b1 = (const float *)args[1];
+  float *restrict tsr_b2 = (float *)args[2];
   for (int64_t f = tsr_max(lo, 0); f < tsr_min(hi, 3); f++) {
     for (int64_t h = 0; h < 5; h++) {
-      const float t1_u0 = X[35*f + 7*h];
-      const float t2_u0 = B[f];
+      const float t1_u0 = tsr_b0[35*f + 7*h];
+      const float t2_u0 = tsr_b1[f];
       const float t3_u0 = t1_u0 + t2_u0;
       const float t4_u0 = 0.0f;
       const float t5_u0 = tsr_fmaxf(t3_u0, t4_u0);
-      Y[35*f + 7*h] = t5_u0;
-      const float t1_u1 = X[35*f + 7*h + 1];
-      const float t2_u1 = B[f];
+      tsr_b2[35*f + 7*h] = t5_u0;
+      const float t1_u1 = tsr_b0[35*f + 7*h + 1];
+      const float t2_u1 = tsr_b1[f];
       const float t3_u1 = t1_u1 + t2_u1;
       const float t4_u1 = 0.0f;
       const float t5_u1 = tsr_fmaxf(t3_u1, t4_u1);
-      Y[35*f + 7*h + 1] = t5_u1;
-      const float t1_u2 = X[35*f + 7*h + 2];
-      const float t2_u2 = B[f];
+      tsr_b2[35*f + 7*h + 1] = t5_u1;
+      const float t1_u2 = tsr_b0[35*f + 7*h + 2];
+      const float t2_u2 = tsr_b1[f];
       const float t3_u2 = t1_u2 + t2_u2;
       const float t4_u2 = 0.0f;
       const float t5_u2 = tsr_fmaxf(t3_u2, t4_u2);
-      Y[35*f + 7*h + 2] = t5_u2;
-      const float t1_u3 = X[35*f + 7*h + 3];
-      const float t2_u3 = B[f];
+      tsr_b2[35*f + 7*h + 2] = t5_u2;
+      const float t1_u3 = tsr_b0[35*f + 7*h + 3];
+      const float t2_u3 = tsr_b1[f];
       const float t3_u3 = t1_u3 + t2_u3;
       const float t4_u3 = 0.0f;
       const float t5_u3 = tsr_fmaxf(t3_u3, t4_u3);
-      Y[35*f + 7*h + 3] = t5_u3;
-      const float t1_u4 = X[35*f + 7*h + 4];
-      const float t2_u4 = B[f];
+      tsr_b2[35*f + 7*h + 3] = t5_u3;
+      const float t1_u4 = tsr_b0[35*f + 7*h + 4];
+      const float t2_u4 = tsr_b1[f];
       const float t3_u4 = t1_u4 + t2_u4;
       const float t4_u4 = 0.0f;
       const float t5_u4 = tsr_fmaxf(t3_u4, t4_u4);
-      Y[35*f + 7*h + 4] = t5_u4;
-      const float t1_u5 = X[35*f + 7*h + 5];
-      const float t2_u5 = B[f];
+      tsr_b2[35*f + 7*h + 4] = t5_u4;
+      const float t1_u5 = tsr_b0[35*f + 7*h + 5];
+      const float t2_u5 = tsr_b1[f];
       const float t3_u5 = t1_u5 + t2_u5;
       const float t4_u5 = 0.0f;
       const float t5_u5 = tsr_fmaxf(t3_u5, t4_u5);
-      Y[35*f + 7*h + 5] = t5_u5;
-      const float t1_u6 = X[35*f + 7*h + 6];
-      const float t2_u6 = B[f];
+      tsr_b2[35*f + 7*h + 5] = t5_u5;
+      const float t1_u6 = tsr_b0[35*f + 7*h + 6];
+      const float t2_u6 = tsr_b1[f];
       const float t3_u6 = t1_u6 + t2_u6;
       const float t4_u6 = 0.0f;
       const float t5_u6 = tsr_fmaxf(t3_u6, t4_u6);
-      Y[35*f + 7*h + 6] = t5_u6;
+      tsr_b2[35*f + 7*h + 6] = t5_u6;
     }
   }
   return tsr_err ? TSR_ERR_GATHER : 0;
@@ -344,29 +356,32 @@ int32_t layer_1(void *const *buffers, int64_t lo, int64_t hi)
 /* Step 2 of layer: block s3_P_init_fused_vec #fused #parallel
  * P(n, f, i, j) max=! Y(n, f, 2 * i + a, 2 * j + b) where n in 0:N, f in 0:F, i in 0:H/2, j in 0:W/2, a in 0:2, b in 0:2
  * Runs lo <= f < hi of its parallel index (range 3).
+ * In step 2, tsr_b0 is Y, tsr_b1 is P.
+ * Called by 1 step.
  */
-int32_t layer_2(void *const *buffers, int64_t lo, int64_t hi)
+int32_t layer_f9345873785cde198(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
-  float *restrict Y = (float *)buffers[4];
-  float *restrict P = (float *)buffers[5];
+  const float *restrict tsr_b0 = (const float *)args[0];
+  float *restrict tsr_b1 = (float *)args[1];
   for (int64_t f = tsr_max(lo, 0); f < tsr_min(hi, 3); f++) {
     for (int64_t i = 0; i < 2; i++) {
       /* block s3_P_init_fused_tile #interchanged */
       {
-        _Alignas(64) float P_acc[8] = {0};
+        /* tsr_l0: local buffer P_acc */
+        _Alignas(64) float tsr_l0[8] = {0};
         /* block s3_P_init_fused_tile_pre #vector */
 #if defined(__AVX512F__)
         const __mmask16 lanes = tsr_lanes16(0, 3);
         if (lanes) {
           const __m512 id = _mm512_set1_ps(-INFINITY);
-          _mm512_mask_storeu_ps(&P_acc[0], lanes, id);
+          _mm512_mask_storeu_ps(&tsr_l0[0], lanes, id);
         }
 #else
         #pragma GCC ivdep
         for (int64_t j = 0; j < 3; j++) {
           const float id_2 = -INFINITY;
-          P_acc[j] = id_2;
+          tsr_l0[j] = id_2;
         }
 #endif
         /* block s3_P #vector: P(n, f, i, j) max=! Y(n, f, 2 * i + a, 2 * j + b) where n in 0:N, f in 0:F, i in 0:H/2, j in 0:W/2, a in 0:2, b in 0:2 */
@@ -374,8 +389,8 @@ int32_t layer_2(void *const *buffers, int64_t lo, int64_t hi)
           for (int64_t b = 0; b < 2; b++) {
         #pragma GCC ivdep
             for (int64_t j_lane = 0; j_lane < 3; j_lane++) {
-              const float t1 = Y[35*f + 14*i + 7*a + b + 2*j_lane];
-              P_acc[j_lane] = tsr_maximumf(P_acc[j_lane], t1);
+              const float t1 = tsr_b0[35*f + 14*i + 7*a + b + 2*j_lane];
+              tsr_l0[j_lane] = tsr_maximumf(tsr_l0[j_lane], t1);
             }
           }
         }
@@ -383,14 +398,14 @@ int32_t layer_2(void *const *buffers, int64_t lo, int64_t hi)
 #if defined(__AVX512F__)
         const __mmask16 lanes_3 = tsr_lanes16(0, 3);
         if (lanes_3) {
-          const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &P_acc[0]);
-          _mm512_mask_storeu_ps(&P[6*f + 3*i], lanes_3, acc);
+          const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &tsr_l0[0]);
+          _mm512_mask_storeu_ps(&tsr_b1[6*f + 3*i], lanes_3, acc);
         }
 #else
         #pragma GCC ivdep
         for (int64_t j_2 = 0; j_2 < 3; j_2++) {
-          const float acc_2 = P_acc[j_2];
-          P[6*f + 3*i + j_2] = acc_2;
+          const float acc_2 = tsr_l0[j_2];
+          tsr_b1[6*f + 3*i + j_2] = acc_2;
         }
 #endif
       }

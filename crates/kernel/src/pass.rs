@@ -105,6 +105,10 @@ pub enum Verify {
     EachPass,
     /// Once, after the last pass.
     AtEnd,
+    /// Not at all: the caller verifies the result itself (`runtime::build`
+    /// verifies once, after the library marking between its two runs of
+    /// the pipeline).
+    ByCaller,
 }
 
 /// Runs passes in order, verifying after each; `after` sees the kernel

@@ -130,7 +130,9 @@ pub fn build(
             block
         }
     };
-    let c = codegen::emit::emit_c(&block, "tsr")
+    // Both kernels are verified: `optimize` verified the one it made, and
+    // a saved one is a copy, read back intact, of one it made.
+    let c = codegen::emit::emit_c_verified(&block, "tsr")
         .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
     for b in &c.buffers {
         tensor::check_elements(&b.name, None, Some(b.len)).map_err(BuildError::TooLarge)?;
@@ -232,15 +234,16 @@ fn optimize(
         .take_while(|p| p.as_str() == "inline")
         .count();
     let (first, rest) = options.passes.split_at(leading);
+    // Verified after every pass when asked; in any case once at the end,
+    // after the marking too, and not again by emission: verifying a large
+    // kernel costs as much as emitting it.
+    let verify = match options.verify {
+        Verify::EachPass => Verify::EachPass,
+        Verify::AtEnd | Verify::ByCaller => Verify::ByCaller,
+    };
     let run = |block: &mut Block, passes: &[String]| {
-        kernel::run_pipeline_verifying(
-            block,
-            passes,
-            &options.target,
-            options.verify,
-            &mut |_, _| {},
-        )
-        .map_err(BuildError::Internal)
+        kernel::run_pipeline_verifying(block, passes, &options.target, verify, &mut |_, _| {})
+            .map_err(BuildError::Internal)
     };
     run(&mut block, first)?;
     if options.library {
@@ -248,6 +251,13 @@ fn optimize(
         mark_zero_fills(&mut block);
     }
     run(&mut block, rest)?;
+    kernel::verify_block(&block).map_err(|errs| {
+        BuildError::Internal(format!(
+            "the pipeline `{}` produced a kernel that does not verify:\n  {}",
+            options.passes.join(","),
+            errs.join("\n  ")
+        ))
+    })?;
     Ok(block)
 }
 

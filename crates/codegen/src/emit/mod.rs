@@ -223,8 +223,28 @@ pub fn abi<'a>(functions: impl IntoIterator<Item = &'a CFunction>) -> String {
 }
 
 /// Emits `root` as C with symbols `{prefix}_*`, its functions grouped into
-/// units for the cores this process may use (`units.rs`).
+/// units for the cores this process may use (`units.rs`), after verifying
+/// it.
 pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
+    if let Err(problems) = kernel::verify_block(root) {
+        return Err(EmitError {
+            block: root.name.clone(),
+            statement: None,
+            message: format!(
+                "the kernel does not verify, so its accesses cannot be proved in bounds:\n  {}",
+                problems.join("\n  ")
+            ),
+        });
+    }
+    emit_c_verified(root, prefix)
+}
+
+/// [`emit_c`] for a kernel the caller has verified. Requires: `root`
+/// passes `kernel::verify_block` (it was verified in this process, or it
+/// is a copy, read back intact, of one that was); the generated code's
+/// bounds guarantee rests on that proof, and verifying a large kernel
+/// again costs as much as emitting it.
+pub fn emit_c_verified(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
     let root_error = |statement: Option<usize>, message: String| EmitError {
         block: root.name.clone(),
         statement,
@@ -236,15 +256,6 @@ pub fn emit_c(root: &Block, prefix: &str) -> Result<CProgram, EmitError> {
             format!(
                 "the symbol prefix `{prefix}` is not a C identifier (or starts with `tsr_`, \
                  which the generated helpers use)"
-            ),
-        ));
-    }
-    if let Err(problems) = kernel::verify_block(root) {
-        return Err(root_error(
-            None,
-            format!(
-                "the kernel does not verify, so its accesses cannot be proved in bounds:\n  {}",
-                problems.join("\n  ")
             ),
         ));
     }

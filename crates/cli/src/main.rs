@@ -23,6 +23,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// Compiling a large model makes and drops millions of small values (affine
+// forms, names, kernel IR nodes) on both cores; with mimalloc instead of
+// the system allocator, compiling a 3000-node ONNX chain took 3.2 s
+// instead of 4.2 s.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tessera",

@@ -46,6 +46,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use rayon::prelude::*;
+
 use crate::{fm, Affine, Block, StmtKind};
 
 /// The most (shared point, written element) pairs enumerated for one index.
@@ -116,10 +118,24 @@ impl Form {
 }
 
 /// The flattened variables: each a free index over `[0, hi]`.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Vars {
     names: Vec<String>,
     hi: Vec<i128>,
+}
+
+impl Vars {
+    /// Runs `f`, then forgets the variables it made: a block's variables
+    /// are named only by its own and its descendants' forms, and keeping a
+    /// finished sibling's made every later proof (whose search spans all
+    /// variables) grow with the number of steps before it.
+    fn scoped<R>(&mut self, f: impl FnOnce(&mut Vars) -> R) -> R {
+        let n = self.names.len();
+        let result = f(self);
+        self.names.truncate(n);
+        self.hi.truncate(n);
+        result
+    }
 }
 
 /// What a refinement is, seen from the block being flattened.
@@ -294,7 +310,7 @@ fn walk(
     }
     for (k, ix) in b.idxs.iter().enumerate() {
         if ix.affine.is_none() && ix.range > 1 && ix.tags.contains("parallel") {
-            if let Err(e) = prove(b, k, parent, path, vars) {
+            if let Err(e) = vars.scoped(|vars| prove(b, k, parent, path, vars)) {
                 errs.push(e);
             }
         }
@@ -302,21 +318,41 @@ fn walk(
     let Some(ctx) = enter(b, parent, path, vars, false) else {
         return;
     };
-    for s in &b.stmts {
-        // Flattening a subtree with nothing to prove would cost as much as
-        // the proof's setup, for every step of the kernel.
-        if let StmtKind::Block(c) = &s.kind {
-            if !has_parallel(c) {
-                continue;
-            }
+    // Flattening a subtree with nothing to prove would cost as much as the
+    // proof's setup, for every step of the kernel.
+    let children: Vec<&Block> = b
+        .stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Block(c) if has_parallel(c) => Some(&**c),
+            _ => None,
+        })
+        .collect();
+    let child = |c: &Block, vars: &mut Vars| {
+        let mut errs = Vec::new();
+        vars.scoped(|vars| {
             walk(
                 c,
                 Some(&ctx),
                 &format!("{path}/{}", c.name),
                 vars,
                 depth + 1,
-                errs,
-            );
+                &mut errs,
+            )
+        });
+        errs
+    };
+    if parent.is_none() {
+        // The root's children are proved in parallel, each from a copy of
+        // the root's variables; their messages keep the children's order.
+        let found: Vec<Vec<String>> = children
+            .par_iter()
+            .map(|c| child(c, &mut vars.clone()))
+            .collect();
+        errs.extend(found.into_iter().flatten());
+    } else {
+        for c in children {
+            errs.extend(child(c, vars));
         }
     }
 }
@@ -344,12 +380,8 @@ impl StepProver {
         let Some(ctx) = &self.ctx else {
             return Ok(());
         };
-        let n = self.vars.names.len();
-        let result = prove(b, k, Some(ctx), path, &mut self.vars);
         // The step's own variables are not the root's.
-        self.vars.names.truncate(n);
-        self.vars.hi.truncate(n);
-        result
+        self.vars.scoped(|vars| prove(b, k, Some(ctx), path, vars))
     }
 }
 

@@ -6,7 +6,9 @@
 //! list of pass names, read from `pipelines/NAME.txt` (one pass per line,
 //! `#` comments) or given on the command line.
 
-use crate::{Block, ChildVerifier, Statement, StmtKind, Target};
+use rayon::prelude::*;
+
+use crate::{Block, ChildVerifier, Statement, Target};
 
 /// A kernel transformation.
 pub trait Pass {
@@ -16,41 +18,41 @@ pub trait Pass {
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String>;
 }
 
-/// Runs `f` on the root's steps, taken out of it so that `f` may rewrite
-/// them while a [`ChildVerifier`] of the root checks each rewritten step
-/// against it; puts them back after.
-pub(crate) fn rewrite_steps<R>(
+/// Rewrites the root's steps, each on its own and in parallel on the rayon
+/// pool: `f` takes a step and gives the statements that replace it (the
+/// step itself to keep it), checking its rewrites against the root with a
+/// [`ChildVerifier`]. The steps are taken out of the root while `f` runs,
+/// so a step's check never sees another step: rewriting them one after the
+/// other would give the same kernel, in the same order.
+pub(crate) fn rewrite_each_step(
     root: &mut Block,
-    f: impl FnOnce(&mut Vec<Statement>, &ChildVerifier) -> R,
-) -> R {
-    let mut steps = std::mem::take(&mut root.stmts);
-    let result = f(&mut steps, &ChildVerifier::new(root));
-    root.stmts = steps;
-    result
+    f: impl Fn(Statement, &ChildVerifier) -> Vec<Statement> + Sync,
+) {
+    let steps = std::mem::take(&mut root.stmts);
+    let check = ChildVerifier::new(root);
+    let out: Vec<Vec<Statement>> = steps.into_par_iter().map(|s| f(s, &check)).collect();
+    root.stmts = out.into_iter().flatten().collect();
 }
 
-/// Replaces the block at `path` (a step's position among `steps`, then
-/// statement numbers below it) by what `new` makes of it, if anything, and
-/// keeps the replacement only if the step still verifies against the root
+/// Replaces the block at `path` below `step` (statement numbers, the empty
+/// path being the step) by what `new` makes of it, if anything, and keeps
+/// the replacement only if the step still verifies against the root
 /// (`check`).
 pub(crate) fn replace_verified(
-    steps: &mut [Statement],
+    step: &mut Block,
     path: &[usize],
     check: &ChildVerifier,
     new: impl FnOnce(&Block) -> Option<Block>,
 ) {
-    let Some(StmtKind::Block(step)) = steps.get_mut(path[0]).map(|s| &mut s.kind) else {
+    let Some(new) = step.at(path).and_then(new) else {
         return;
     };
-    let Some(new) = step.at(&path[1..]).and_then(new) else {
-        return;
-    };
-    let Some(slot) = step.at_mut(&path[1..]) else {
+    let Some(slot) = step.at_mut(path) else {
         return;
     };
     let old = std::mem::replace(slot, new);
     if check.verify(step).is_err() {
-        if let Some(slot) = step.at_mut(&path[1..]) {
+        if let Some(slot) = step.at_mut(path) {
             *slot = old;
         }
     }

@@ -86,6 +86,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use ir::{DType, Value};
+use rayon::prelude::*;
 
 use crate::{fm, Affine, Agg, Block, Op, RefDir, Refinement, StmtKind};
 
@@ -429,9 +430,31 @@ fn check_block(
         is_root: parent.is_none(),
         dom: dom.as_ref(),
     };
-    for s in &b.stmts {
-        if let StmtKind::Block(c) = &s.kind {
-            check_block(c, Some(&me), &format!("{path}/{}", c.name), depth + 1, errs);
+    let child = |c: &Block| {
+        let mut errs = Vec::new();
+        check_block(
+            c,
+            Some(&me),
+            &format!("{path}/{}", c.name),
+            depth + 1,
+            &mut errs,
+        );
+        errs
+    };
+    let children = b.stmts.iter().filter_map(|s| match &s.kind {
+        StmtKind::Block(c) => Some(&**c),
+        _ => None,
+    });
+    if parent.is_none() {
+        // Blocks verify independently given their parent, so the root's
+        // children are checked in parallel; their messages keep the
+        // children's order.
+        let children: Vec<&Block> = children.collect();
+        let found: Vec<Vec<String>> = children.par_iter().map(|c| child(c)).collect();
+        errs.extend(found.into_iter().flatten());
+    } else {
+        for c in children {
+            errs.extend(child(c));
         }
     }
 }

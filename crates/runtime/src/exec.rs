@@ -122,18 +122,20 @@ pub fn build(
         .map(|d| d.params.iter().map(ir::Param::name).collect())
         .unwrap_or_default();
     let key = saved::key(program, def, sizes, options);
-    let block = match saved::load(cache, &key) {
-        Some(block) => block,
-        None => {
-            let block = optimize(program, def, sizes, options)?;
-            saved::save(cache, &key, &block);
-            block
-        }
+    let (block, fresh) = match saved::load(cache, &key) {
+        Some(block) => (block, false),
+        None => (optimize(program, def, sizes, options)?, true),
     };
     // Both kernels are verified: `optimize` verified the one it made, and
-    // a saved one is a copy, read back intact, of one it made.
-    let c = codegen::emit::emit_c_verified(&block, "tsr")
-        .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
+    // a saved one is a copy, read back intact, of one it made. A new one is
+    // saved while it is emitted.
+    let emit = || codegen::emit::emit_c_verified(&block, "tsr");
+    let c = if fresh {
+        rayon::join(|| saved::save(cache, &key, &block), emit).1
+    } else {
+        emit()
+    }
+    .map_err(|e| BuildError::Internal(format!("cannot emit C: {e}")))?;
     for b in &c.buffers {
         tensor::check_elements(&b.name, None, Some(b.len)).map_err(BuildError::TooLarge)?;
     }

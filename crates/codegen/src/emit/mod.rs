@@ -72,6 +72,7 @@ use std::fmt;
 
 use ir::DType;
 use kernel::{Block, Dim, RefDir, StmtKind};
+use rayon::prelude::*;
 
 use func::{Func, RootBuf};
 pub use units::FUNCTIONS_PER_UNIT;
@@ -299,8 +300,6 @@ pub fn emit_c_verified(root: &Block, prefix: &str) -> Result<CProgram, EmitError
         root_index.entry(r.into.clone()).or_insert(k);
     }
 
-    let mut functions = dedup::Functions::new(prefix);
-    let mut steps = Vec::new();
     let mut blocks = Vec::new();
     for (k, s) in root.stmts.iter().enumerate() {
         let StmtKind::Block(b) = &s.kind else {
@@ -312,9 +311,23 @@ pub fn emit_c_verified(root: &Block, prefix: &str) -> Result<CProgram, EmitError
             ));
         };
         blocks.push(&**b);
-        let mut f = Func::new(&roots, &root_index);
-        let parallel = f.step(b, &root.name)?;
-        let (reads, writes) = accesses(&root_index, b);
+    }
+    // Each step's function is written on its own, in parallel; only
+    // finding the identical ones (below) looks at them all.
+    let emitted = blocks
+        .par_iter()
+        .map(|b| {
+            let mut f = Func::new(&roots, &root_index);
+            let parallel = f.step(b, &root.name)?;
+            Ok((f, parallel, accesses(&root_index, b)))
+        })
+        .collect::<Vec<Result<_, EmitError>>>()
+        .into_iter()
+        // The first step's error, as emitting them in turn would report.
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut functions = dedup::Functions::new(prefix);
+    let mut steps = Vec::new();
+    for (k, (b, (f, parallel, (reads, writes)))) in blocks.iter().zip(emitted).enumerate() {
         let params = f
             .args
             .iter()

@@ -37,7 +37,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::pass::{replace_verified, rewrite_steps};
+use crate::pass::{replace_verified, rewrite_each_step};
 use crate::{
     Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind, Tags, Target,
 };
@@ -51,25 +51,24 @@ impl Pass for Interchange {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        let mut paths = Vec::new();
-        for (k, s) in root.stmts.iter().enumerate() {
-            if let StmtKind::Block(b) = &s.kind {
+        rewrite_each_step(root, |mut step, check| {
+            if let StmtKind::Block(b) = &mut step.kind {
                 if !b.is_library() {
-                    collect(b, &mut vec![k], &mut paths);
+                    let mut paths = Vec::new();
+                    collect(b, &mut Vec::new(), &mut paths);
+                    for path in paths {
+                        replace_verified(b, &path, check, |b| rewrite(b, target));
+                    }
                 }
             }
-        }
-        rewrite_steps(root, |steps, check| {
-            for path in paths {
-                replace_verified(steps, &path, check, |b| rewrite(b, target));
-            }
+            vec![step]
         });
         Ok(())
     }
 }
 
-/// The paths (statement positions from the root) of every `#vector` block
-/// in `b`'s nest, `b` itself included.
+/// The paths (statement positions below a step of the root) of every
+/// `#vector` block in `b`'s nest, `b` itself included.
 fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
     if b.tags.contains("vector") {
         out.push(path.clone());

@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use crate::pass::{replace_verified, rewrite_steps};
+use crate::pass::{replace_verified, rewrite_each_step};
 use crate::{Affine, Block, Pass, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
@@ -50,29 +50,27 @@ impl Pass for Unroll {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
-        let mut candidates = Vec::new();
-        for (k, s) in root.stmts.iter().enumerate() {
-            if let StmtKind::Block(b) = &s.kind {
-                if b.is_library() {
-                    continue;
+        rewrite_each_step(root, |mut step, check| {
+            if let StmtKind::Block(b) = &mut step.kind {
+                if !b.is_library() {
+                    let mut candidates = Vec::new();
+                    collect(b, &mut Vec::new(), &mut candidates);
+                    // In reverse pre-order, a block's descendants and later
+                    // siblings are rewritten before it, so the paths of the
+                    // blocks still to be visited stay valid.
+                    for (path, k) in candidates.into_iter().rev() {
+                        replace_verified(b, &path, check, |p| unrolled(p, k));
+                    }
                 }
-                collect(b, &mut vec![k], &mut candidates);
             }
-        }
-        // In reverse pre-order, a block's descendants and later siblings are
-        // rewritten before it, so the paths of the blocks still to be
-        // visited stay valid.
-        rewrite_steps(root, |steps, check| {
-            for (path, k) in candidates.into_iter().rev() {
-                replace_verified(steps, &path, check, |p| unrolled(p, k));
-            }
+            vec![step]
         });
         Ok(())
     }
 }
 
-/// Adds to `out`, in pre-order, every child of `b` (a block below the root,
-/// at `path`) and of its descendants, as the path of its parent and its
+/// Adds to `out`, in pre-order, every child of `b` (at `path` below a step
+/// of the root) and of its descendants, as the path of its parent and its
 /// statement number there.
 fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, usize)>) {
     for (k, s) in b.stmts.iter().enumerate() {

@@ -35,7 +35,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::pass::rewrite_steps;
+use crate::pass::rewrite_each_step;
 use crate::passes::autotile::{has_reduction, tile_block};
 use crate::passes::boundary::shifted;
 use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
@@ -57,30 +57,27 @@ impl Pass for Vectorize {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        rewrite_steps(root, |steps, check| {
-            let mut out = Vec::with_capacity(steps.len());
-            for step in std::mem::take(steps) {
-                let StmtKind::Block(b) = &step.kind else {
-                    out.push(step);
-                    continue;
-                };
-                if b.is_library() {
-                    out.push(step);
-                    continue;
-                }
-                let pieces = rewrite(b, target);
-                // Keep the rewrite only if every piece verifies as a step of
-                // the root, which is the kernel verifying with them.
-                if pieces.iter().all(|p| check.verify(p).is_ok()) {
-                    out.extend(pieces.into_iter().map(|p| Statement {
+        rewrite_each_step(root, |step, check| {
+            let StmtKind::Block(b) = &step.kind else {
+                return vec![step];
+            };
+            if b.is_library() {
+                return vec![step];
+            }
+            let pieces = rewrite(b, target);
+            // Keep the rewrite only if every piece verifies as a step of
+            // the root, which is the kernel verifying with them.
+            if pieces.iter().all(|p| check.verify(p).is_ok()) {
+                pieces
+                    .into_iter()
+                    .map(|p| Statement {
                         kind: StmtKind::Block(Box::new(p)),
                         tags: step.tags.clone(),
-                    }));
-                } else {
-                    out.push(step);
-                }
+                    })
+                    .collect()
+            } else {
+                vec![step]
             }
-            *steps = out;
         });
         Ok(())
     }

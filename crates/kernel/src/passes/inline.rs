@@ -31,13 +31,20 @@ impl Pass for Inline {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
+        // The root's buffers by name (the first of a name, as
+        // `Block::refinement` finds it): looking them up by scanning made
+        // inlining quadratic in the number of calls.
+        let mut names: HashMap<String, usize> = HashMap::new();
+        for (i, r) in root.refs.iter().enumerate() {
+            names.entry(r.into.clone()).or_insert(i);
+        }
         let mut k = 0;
         while k < root.stmts.len() {
             let call = match &root.stmts[k].kind {
                 StmtKind::Block(b) if b.tags.contains("call") => Some((**b).clone()),
                 _ => None,
             };
-            let hoisted = call.and_then(|b| hoist(root, &b));
+            let hoisted = call.and_then(|b| hoist(root, &mut names, &b));
             match hoisted {
                 // The hoisted steps are looked at again: they may be calls.
                 Some(steps) => {
@@ -52,14 +59,20 @@ impl Pass for Inline {
 
 /// The steps replacing call block `call`, after adding its own buffers to
 /// `root`; `None` when a view is not a whole buffer at offset zero.
-fn hoist(root: &mut Block, call: &Block) -> Option<Vec<Statement>> {
+fn hoist(
+    root: &mut Block,
+    root_names: &mut HashMap<String, usize>,
+    call: &Block,
+) -> Option<Vec<Statement>> {
     let mut names: HashMap<String, String> = HashMap::new();
     let mut locals = Vec::new();
     for r in &call.refs {
         match &r.from {
             Some(parent) => {
                 let whole = r.access.iter().all(|a| *a == Affine::constant(0))
-                    && root.refinement(parent).is_some_and(|p| p.shape == r.shape);
+                    && root_names
+                        .get(parent)
+                        .is_some_and(|&p| root.refs[p].shape == r.shape);
                 if !whole {
                     return None;
                 }
@@ -67,7 +80,9 @@ fn hoist(root: &mut Block, call: &Block) -> Option<Vec<Statement>> {
             }
             None => {
                 let mut name = format!("{}_{}", call.name, r.into);
-                while root.refinement(&name).is_some() {
+                while root_names.contains_key(&name)
+                    || locals.iter().any(|l: &Refinement| l.into == name)
+                {
                     name.push('_');
                 }
                 let mut local = r.clone();
@@ -79,7 +94,10 @@ fn hoist(root: &mut Block, call: &Block) -> Option<Vec<Statement>> {
             }
         }
     }
-    root.refs.extend(locals);
+    for local in locals {
+        root_names.insert(local.into.clone(), root.refs.len());
+        root.refs.push(local);
+    }
     let mut steps = Vec::new();
     let mut plain = Vec::new();
     for s in &call.stmts {

@@ -11,6 +11,8 @@
 //! partition proof accepts is tagged. Blocks that write nothing, or where
 //! no index is proved to partition the writes, are left alone.
 
+use rayon::prelude::*;
+
 use crate::partition::StepProver;
 use crate::{Block, Pass, StmtKind, Target};
 
@@ -23,19 +25,19 @@ impl Pass for Parallelize {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
-        let mut choices = Vec::new();
-        let mut prover = StepProver::new(root);
-        for (k, s) in root.stmts.iter().enumerate() {
-            if let StmtKind::Block(b) = &s.kind {
-                if !b.is_library() {
-                    if let Some(i) = choice(&mut prover, &root.name, b) {
-                        choices.push((k, i));
-                    }
-                }
-            }
-        }
-        for (k, i) in choices {
-            if let StmtKind::Block(b) = &mut root.stmts[k].kind {
+        let prover = StepProver::new(root);
+        // Steps are proved independently (each against the root), in
+        // parallel.
+        let choices: Vec<Option<usize>> = root
+            .stmts
+            .par_iter()
+            .map(|s| match &s.kind {
+                StmtKind::Block(b) if !b.is_library() => choice(&prover, &root.name, b),
+                _ => None,
+            })
+            .collect();
+        for (s, i) in root.stmts.iter_mut().zip(choices) {
+            if let (StmtKind::Block(b), Some(i)) = (&mut s.kind, i) {
                 b.idxs[i].tags.insert("parallel".to_string());
                 b.tags.insert("parallel".to_string());
             }
@@ -47,7 +49,7 @@ impl Pass for Parallelize {
 /// The outermost free index of `b` (a step of the root called `root`, whose
 /// prover is `prover`) with more than one value that the verifier proves
 /// partitions `b`'s writes, when `b` writes anything.
-fn choice(prover: &mut StepProver, root: &str, b: &Block) -> Option<usize> {
+fn choice(prover: &StepProver, root: &str, b: &Block) -> Option<usize> {
     if !writes_anything(b) {
         return None;
     }

@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use crate::{Block, ChildVerifier, Statement, Target};
+use crate::{Block, ChildVerifier, Statement, StmtKind, Target};
 
 /// A kernel transformation.
 pub trait Pass {
@@ -32,6 +32,20 @@ pub(crate) fn rewrite_each_step(
     let check = ChildVerifier::new(root);
     let out: Vec<Vec<Statement>> = steps.into_par_iter().map(|s| f(s, &check)).collect();
     root.stmts = out.into_iter().flatten().collect();
+}
+
+/// [`rewrite_each_step`] for passes that rewrite a step block in place:
+/// `f` sees every step that is a block the runtime does not hand to the
+/// matmul library.
+pub(crate) fn rewrite_each_block(root: &mut Block, f: impl Fn(&mut Block, &ChildVerifier) + Sync) {
+    rewrite_each_step(root, |mut step, check| {
+        if let StmtKind::Block(b) = &mut step.kind {
+            if !b.is_library() {
+                f(b, check);
+            }
+        }
+        vec![step]
+    });
 }
 
 /// Replaces the block at `path` below `step` (statement numbers, the empty

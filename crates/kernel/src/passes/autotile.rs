@@ -61,7 +61,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use crate::pass::rewrite_each_step;
+use crate::pass::rewrite_each_block;
 use crate::{Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, StmtKind, Tags, Target};
 
 /// The most tilings [`best_tile`] enumerates exhaustively; above it, it
@@ -77,22 +77,20 @@ impl Pass for Autotile {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        rewrite_each_step(root, |mut step, check| {
-            if let StmtKind::Block(b) = &mut step.kind {
-                if has_reduction(b) && !b.is_library() {
-                    let levels = budgets(b, target);
-                    // Every level if that verifies, else the innermost level alone.
-                    let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
-                    for caps in attempts {
-                        let tiled = tile_levels(b, caps);
-                        if tiled != **b && check.verify(&tiled).is_ok() {
-                            **b = tiled;
-                            break;
-                        }
-                    }
+        rewrite_each_block(root, |b, check| {
+            if !has_reduction(b) {
+                return;
+            }
+            let levels = budgets(b, target);
+            // Every level if that verifies, else the innermost level alone.
+            let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
+            for caps in attempts {
+                let tiled = tile_levels(b, caps);
+                if tiled != *b && check.verify(&tiled).is_ok() {
+                    *b = tiled;
+                    break;
                 }
             }
-            vec![step]
         });
         Ok(())
     }

@@ -37,7 +37,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::pass::{replace_verified, rewrite_each_step};
+use crate::pass::{replace_verified, rewrite_each_block};
 use crate::{
     Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind, Tags, Target,
 };
@@ -51,17 +51,12 @@ impl Pass for Interchange {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
-        rewrite_each_step(root, |mut step, check| {
-            if let StmtKind::Block(b) = &mut step.kind {
-                if !b.is_library() {
-                    let mut paths = Vec::new();
-                    collect(b, &mut Vec::new(), &mut paths);
-                    for path in paths {
-                        replace_verified(b, &path, check, |b| rewrite(b, target));
-                    }
-                }
+        rewrite_each_block(root, |b, check| {
+            let mut paths = Vec::new();
+            collect(b, &mut Vec::new(), &mut paths);
+            for path in paths {
+                replace_verified(b, &path, check, |b| rewrite(b, target));
             }
-            vec![step]
         });
         Ok(())
     }

@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 
-use crate::pass::{replace_verified, rewrite_each_step};
+use crate::pass::{replace_verified, rewrite_each_block};
 use crate::{Affine, Block, Pass, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
@@ -50,20 +50,15 @@ impl Pass for Unroll {
     }
 
     fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
-        rewrite_each_step(root, |mut step, check| {
-            if let StmtKind::Block(b) = &mut step.kind {
-                if !b.is_library() {
-                    let mut candidates = Vec::new();
-                    collect(b, &mut Vec::new(), &mut candidates);
-                    // In reverse pre-order, a block's descendants and later
-                    // siblings are rewritten before it, so the paths of the
-                    // blocks still to be visited stay valid.
-                    for (path, k) in candidates.into_iter().rev() {
-                        replace_verified(b, &path, check, |p| unrolled(p, k));
-                    }
-                }
+        rewrite_each_block(root, |b, check| {
+            let mut candidates = Vec::new();
+            collect(b, &mut Vec::new(), &mut candidates);
+            // In reverse pre-order, a block's descendants and later siblings
+            // are rewritten before it, so the paths of the blocks still to
+            // be visited stay valid.
+            for (path, k) in candidates.into_iter().rev() {
+                replace_verified(b, &path, check, |p| unrolled(p, k));
             }
-            vec![step]
         });
         Ok(())
     }

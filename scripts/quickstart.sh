@@ -18,3 +18,8 @@ set -x
   --input I="$ex/I.npy" --input Wt="$ex/Wt.npy" --input B="$ex/B.npy"
 "$tessera" run "$ex/layer.tc" --def layer \
   --input I="$ex/I.npy" --input Wt="$ex/Wt.npy" --input B="$ex/B.npy" --out out/quickstart
+set +x
+# The Python package, built and installed into .venv, on the same example.
+python=$(scripts/python-package.sh --release)
+set -x
+"$python" examples/python/quickstart.py

@@ -30,28 +30,11 @@ pub struct VerifyArgs {
 
 /// The report and whether the defs are equivalent.
 pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
-    let (name_a, text_a) = crate::load::read_source(&a.a)?;
-    let pa = tc::check_source(&text_a)
-        .map_err(|d| tc::render_diagnostics(&d, &name_a, &text_a))?
-        .program;
-    let (name_b, pb) = match &a.b {
-        Some(path) => {
-            let (name, text) = crate::load::read_source(path)?;
-            let checked =
-                tc::check_source(&text).map_err(|d| tc::render_diagnostics(&d, &name, &text))?;
-            (name, checked.program)
-        }
-        None => (name_a.clone(), pa.clone()),
+    let source_a = engine::Source::read_tc(&a.a).map_err(|e| e.to_string())?;
+    let source_b = match &a.b {
+        Some(path) => Some(engine::Source::read_tc(path).map_err(|e| e.to_string())?),
+        None => None,
     };
-    let da = engine::source::pick_def(&pa, a.def.as_deref(), &name_a).map_err(|e| e.to_string())?;
-    let want_b = a.def_b.as_deref().unwrap_or(&da.name);
-    let db = engine::source::pick_def(&pb, Some(want_b), &name_b).map_err(|e| e.to_string())?;
-    if a.b.is_none() && da.name == db.name {
-        return Err(format!(
-            "error: both sides are `{}` of `{name_a}`\n  = help: name the second def with `--def-b NAME`, or give a second file",
-            da.name
-        ));
-    }
     if a.trials == Some(0) {
         return Err("error: `--trials` must be at least 1".to_string());
     }
@@ -61,7 +44,13 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         seed: a.seed,
         progress: crate::progress::Bars::reporter(),
     };
-    let report = opt::verify::verify(&pa, &da.name, &pb, &db.name, &options)
-        .map_err(|e| format!("error: {e}"))?;
+    let report = engine::verify::verify(
+        &source_a,
+        a.def.as_deref(),
+        source_b.as_ref(),
+        a.def_b.as_deref(),
+        &options,
+    )
+    .map_err(|e| e.to_string())?;
     Ok((opt::verify::print_report(&report), report.equivalent()))
 }

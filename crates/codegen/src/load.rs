@@ -398,8 +398,11 @@ impl Kernel {
             // SAFETY: `f` has the signature `StepFn` (checked when loading)
             // and lives in an object `self` keeps loaded. Each argument
             // points at the start of its own slot (distinct slots, checked
-            // above), 64-byte aligned and at least as large as its buffer's
-            // type and length need, which are the function's parameters'
+            // above), aligned to every element type (tessera's memory to 64
+            // bytes, a caller's read in place to `tensor::FOREIGN_ALIGN`;
+            // the C assumes no more than its element type's) and at least as
+            // large as its buffer's type and length need, which are the
+            // function's parameters'
             // (checked when loading); the emitted C touches only elements
             // inside those lengths, and writes only the arguments its
             // parameters mark written (the others are `const` pointers,

@@ -136,17 +136,20 @@ pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, E
                     )));
                 }
                 if tensor.shape().len() != decl.shape.len() {
-                    return Err(input(format!(
-                        "input `{t}`: `{v}` has {} dimensions ({}), but `{t}` has {} ({})",
-                        tensor.shape().len(),
-                        join(tensor.shape()),
-                        decl.shape.len(),
-                        decl.shape
-                            .iter()
-                            .map(|s| s.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
+                    return Err(Error::Shape {
+                        name: k.to_string(),
+                        message: format!(
+                            "input `{t}`: `{v}` has {} dimensions ({}), but `{t}` has {} ({})",
+                            tensor.shape().len(),
+                            join(tensor.shape()),
+                            decl.shape.len(),
+                            decl.shape
+                                .iter()
+                                .map(|s| s.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
                 }
                 Arg::Tensor(tensor)
             }

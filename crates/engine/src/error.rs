@@ -19,11 +19,18 @@ pub enum Error {
     /// An option's value is malformed or names nothing (`--size`, `--def`,
     /// a pipeline, an input item that is not `NAME=VALUE`).
     Usage(String),
-    /// An ONNX model could not be loaded or imported.
+    /// An ONNX model could not be loaded or imported: it is not a model,
+    /// or it is a wrong one.
     Model(String),
-    /// The argument `name` is missing, malformed or does not fit its
-    /// parameter.
+    /// A valid ONNX model uses what tessera does not implement (an
+    /// operator, an operator domain, an operator set version).
+    Unsupported(String),
+    /// The argument `name` is missing, unknown, of the wrong element type
+    /// or not a tensor the engine takes.
     Input { name: String, message: String },
+    /// The argument `name` does not have the shape its parameter declares
+    /// (its rank, or a fixed dimension).
+    Shape { name: String, message: String },
     /// The sizes cannot be bound from the given sizes and the arguments.
     Sizes(String),
     /// Lowering does not handle a form of the def yet; the interpreter can
@@ -66,8 +73,10 @@ impl fmt::Display for Error {
             Error::Npy { message, .. } => f.write_str(message),
             Error::Read { message, .. }
             | Error::Input { message, .. }
+            | Error::Shape { message, .. }
             | Error::Usage(message)
             | Error::Model(message)
+            | Error::Unsupported(message)
             | Error::Sizes(message)
             | Error::Compiled(message)
             | Error::Environment(message)
@@ -87,3 +96,13 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<onnx::Error> for Error {
+    fn from(e: onnx::Error) -> Error {
+        match e.kind {
+            onnx::ErrorKind::Invalid => Error::Model(e.message),
+            onnx::ErrorKind::Unsupported => Error::Unsupported(e.message),
+            onnx::ErrorKind::Shape => Error::Sizes(e.message),
+        }
+    }
+}

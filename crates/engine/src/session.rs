@@ -70,9 +70,9 @@ pub fn run(
             // bounds) or a bug: the interpreter tells which.
             Err(Error::Build(
                 b @ (runtime::BuildError::Lower(_) | runtime::BuildError::Internal(_)),
-            )) => return Err(rerun(source, def, bound, options, &b.to_string())),
+            )) => return Err(rerun(source, def, bound, &options.progress, &b.to_string())),
             Err(Error::Compiled(message)) => {
-                return Err(rerun(source, def, bound, options, &message))
+                return Err(rerun(source, def, bound, &options.progress, &message))
             }
             Err(e) => return Err(e),
         }
@@ -85,8 +85,14 @@ pub fn run(
 
 /// The error to report when the compiled path failed with `why`: the
 /// program's, located by the interpreter, or else an internal error.
-fn rerun(source: &Source, def: &Def, bound: &Bound, options: &RunOptions, why: &str) -> Error {
-    match interpret(source, def, bound, &options.progress) {
+pub(crate) fn rerun(
+    source: &Source,
+    def: &Def,
+    bound: &Bound,
+    progress: &interp::Reporter,
+    why: &str,
+) -> Error {
+    match interpret(source, def, bound, progress) {
         Err(e) => e,
         Ok(_) => Error::Internal(format!(
             "internal error: the compiled path failed where the interpreter succeeds: {why}\n  = help: this is a bug in tessera; `--interp` runs the interpreter"

@@ -95,9 +95,8 @@ impl Source {
         if def.is_some() {
             return Err(no_def_for_model());
         }
-        let mut model = onnx::load(path)
-            .and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes))
-            .map_err(Error::Model)?;
+        let mut model =
+            onnx::load(path).and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes))?;
         // The weights move into the arguments: one copy of them, not two.
         let weights = std::mem::take(&mut model.weights)
             .into_iter()

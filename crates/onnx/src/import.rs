@@ -21,6 +21,7 @@ use tensor::Tensor;
 use crate::build::{Builder, Node, Value, Var};
 use crate::load::{self, Files, Loaded};
 use crate::proto::{GraphProto, ValueInfoProto};
+use crate::Error;
 
 /// The operator prelude, whose defs every imported model calls.
 pub const PRELUDE: &str = include_str!("../../../ops/prelude.tc");
@@ -67,7 +68,7 @@ pub struct Importer<'a> {
 
 /// Imports the model at `path`; `sizes` binds symbolic input dimensions
 /// (`dim_param` names).
-pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String> {
+pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, Error> {
     import_loaded(load::load(path)?, sizes, &HashMap::new())
 }
 
@@ -75,13 +76,24 @@ pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, String
 /// `sizes` or, failing that, from `shapes`: the shapes of the tensors the
 /// caller will bind to the graph inputs of those names (a dynamic batch
 /// size read off the input file). The error is the first of
-/// [`problems`].
+/// [`problems`], of kind [`crate::ErrorKind::Shape`] when the sizes and shapes
+/// do not fit the inputs' declared shapes and [`crate::ErrorKind::Unsupported`]
+/// for a node of an operator no importer handles.
 pub fn import_loaded(
     loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
-) -> Result<Model, String> {
-    import_all(loaded, sizes, shapes).map_err(|mut problems| problems.swap_remove(0))
+) -> Result<Model, Error> {
+    if let Some(graph) = loaded.model.graph.as_ref() {
+        bind_symbols(graph, sizes, shapes).map_err(Error::shape)?;
+        for (k, node) in graph.node.iter().enumerate() {
+            if let Some(why) = crate::ops::unsupported(&Node::new(node, k)) {
+                return Err(Error::unsupported(why));
+            }
+        }
+    }
+    import_all(loaded, sizes, shapes)
+        .map_err(|mut problems| Error::invalid(problems.swap_remove(0)))
 }
 
 /// Every reason the import of `loaded` fails, in the order the import

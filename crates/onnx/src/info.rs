@@ -8,7 +8,6 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::load;
-use crate::proto::ValueInfoProto;
 
 /// A summary of a model, and what its import found wrong.
 #[derive(Debug)]
@@ -36,29 +35,13 @@ pub fn info(path: &Path, sizes: &HashMap<String, i64>) -> Result<Info, String> {
     let loaded = load(path)?;
     let m = &loaded.model;
     let g = m.graph.as_ref().ok_or("the model has no graph")?;
-    let port = |v: &ValueInfoProto| {
-        let t = v.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
-        let dtype = t
-            .and_then(|t| t.elem_type)
-            .and_then(load::dtype)
-            .map_or_else(|| "?".to_string(), |d| d.name().to_string());
-        let dims = t.and_then(|t| t.shape.as_ref()).map(|s| {
-            s.dim
-                .iter()
-                .map(|d| match (d.dim_value, d.dim_param.as_deref()) {
-                    (Some(v), _) => v.to_string(),
-                    (None, Some(p)) if !p.is_empty() => p.to_string(),
-                    _ => "?".to_string(),
-                })
-                .collect()
-        });
-        (v.name.clone().unwrap_or_default(), dtype, dims)
+    let port = |d: crate::Declared| {
+        let dtype = d.dtype.map_or("?", |t| t.name()).to_string();
+        let dims = d
+            .dims
+            .map(|dims| dims.iter().map(ToString::to_string).collect());
+        (d.name, dtype, dims)
     };
-    let init: std::collections::HashSet<&str> = g
-        .initializer
-        .iter()
-        .filter_map(|t| t.name.as_deref())
-        .collect();
     let mut ops = BTreeMap::new();
     for n in &g.node {
         *ops.entry(n.op_type.clone().unwrap_or_default())
@@ -69,13 +52,9 @@ pub fn info(path: &Path, sizes: &HashMap<String, i64>) -> Result<Info, String> {
         .filter(|op| !crate::SUPPORTED.contains(&op.as_str()))
         .cloned()
         .collect();
-    let inputs = g
-        .input
-        .iter()
-        .filter(|v| !init.contains(v.name.as_deref().unwrap_or("")))
-        .map(port)
-        .collect();
-    let outputs = g.output.iter().map(port).collect();
+    let signature = crate::signature(&loaded);
+    let inputs = signature.inputs.into_iter().map(port).collect();
+    let outputs = signature.outputs.into_iter().map(port).collect();
     let initializers = (g.initializer.len(), initializer_values(g)?);
     let (opset, producer) = (loaded.opset, m.producer_name.clone().unwrap_or_default());
     Ok(Info {

@@ -8,14 +8,18 @@
 //! concrete: symbolic input dimensions are bound by the caller.
 
 mod build;
+mod error;
 mod forms;
 mod import;
 mod info;
 mod load;
 mod ops;
 mod proto;
+mod signature;
 
+pub use error::{Error, ErrorKind};
 pub use import::{import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
 pub use info::{info, print_info, Info};
 pub use load::{load, Loaded, OPSETS};
 pub use ops::SUPPORTED;
+pub use signature::{onnx_type_name, signature, Declared, Dim, Signature};

@@ -22,6 +22,7 @@ use prost::Message;
 use tensor::{with_element, MappedFile, Tensor};
 
 use crate::proto::{self, data_type, ModelProto, TensorProto};
+use crate::Error;
 
 /// The default-domain operator sets the importer reads.
 pub const OPSETS: std::ops::RangeInclusive<i64> = 11..=21;
@@ -56,15 +57,17 @@ impl AsRef<[u8]> for Owner {
 }
 
 /// Maps and decodes the model at `path` and checks its operator sets.
-pub fn load(path: &Path) -> Result<Loaded, String> {
+pub fn load(path: &Path) -> Result<Loaded, Error> {
     let shown = path.display();
-    let cannot = |e: std::io::Error| format!("cannot read `{shown}`: {e}");
+    let cannot = |e: std::io::Error| Error::invalid(format!("cannot read `{shown}`: {e}"));
     let map = Arc::new(MappedFile::open(path).map_err(cannot)?);
     let model = ModelProto::decode(Bytes::from_owner(Owner(map.clone()))).map_err(|e| {
-        format!("`{shown}` is not a valid ONNX model (truncated or not protobuf): {e}")
+        Error::invalid(format!(
+            "`{shown}` is not a valid ONNX model (truncated or not protobuf): {e}"
+        ))
     })?;
     if model.graph.is_none() {
-        return Err(format!("`{shown}` has no graph"));
+        return Err(Error::invalid(format!("`{shown}` has no graph")));
     }
     let mut opset = None;
     for o in &model.opset_import {
@@ -73,19 +76,20 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
         match domain {
             "" | "ai.onnx" => opset = Some(version),
             other => {
-                return Err(format!(
+                return Err(Error::unsupported(format!(
                     "`{shown}` imports the operator set `{other}` (version {version}), which tessera does not support"
-                ))
+                )))
             }
         }
     }
-    let opset = opset.ok_or_else(|| format!("`{shown}` imports no default operator set"))?;
+    let opset = opset
+        .ok_or_else(|| Error::invalid(format!("`{shown}` imports no default operator set")))?;
     if !OPSETS.contains(&opset) {
-        return Err(format!(
+        return Err(Error::unsupported(format!(
             "`{shown}` uses default operator set version {opset}; tessera reads versions {} to {}",
             OPSETS.start(),
             OPSETS.end()
-        ));
+        )));
     }
     let files = Files {
         dir: path.parent().map_or_else(PathBuf::new, Path::to_path_buf),

@@ -416,6 +416,15 @@ impl Executable {
         Ok(())
     }
 
+    /// Lets go of the buffer [`Executable::bind`] gave parameter `name`, so
+    /// that a state kept for later runs does not keep the caller's tensor
+    /// alive.
+    pub fn unbind(&self, state: &mut State, name: &str) -> Result<(), String> {
+        let (k, _, _, _) = self.buffer(name)?;
+        state.slots[self.plan.map[k]] = Arc::new(Buffer::default());
+        Ok(())
+    }
+
     /// Result (or parameter) `name` after a run, as a tensor over its slot
     /// (no copy). The next run writes a fresh slot if the tensor is still
     /// held.

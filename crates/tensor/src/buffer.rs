@@ -1,7 +1,10 @@
 //! [`Buffer`]: zeroed, 64-byte-aligned memory, the storage of every tensor
-//! and of every slot a compiled program runs on.
+//! and of every slot a compiled program runs on; or a caller's memory read
+//! in place ([`Foreign`]), copied into memory of its own before its first
+//! write.
 
 use crate::element::Element;
+use crate::foreign::Foreign;
 
 /// 64 bytes aligned to 64: the unit of storage, so that every buffer starts
 /// on a cache line (and an AVX-512 vector).
@@ -27,9 +30,40 @@ const HUGE_PAGE_BUFFER: usize = 4 << 20;
 ///
 /// Cloning copies the contents. Buffers of 4 MiB or more are advised to use
 /// transparent huge pages before their zeros are written, as numpy does.
-#[derive(Clone, Debug, Default)]
+///
+/// A buffer made by [`Buffer::foreign`] reads a caller's memory in place
+/// (aligned to [`crate::FOREIGN_ALIGN`], of exactly its own size): it is
+/// never written, because every mutable access first copies it into
+/// memory of the buffer's own.
+#[derive(Debug)]
 pub struct Buffer {
-    lines: Vec<Line>,
+    storage: Storage,
+}
+
+#[derive(Debug)]
+enum Storage {
+    Lines(Vec<Line>),
+    Foreign(Foreign),
+}
+
+impl Default for Buffer {
+    fn default() -> Buffer {
+        Buffer {
+            storage: Storage::Lines(Vec::new()),
+        }
+    }
+}
+
+impl Clone for Buffer {
+    /// A copy of the contents in memory of its own.
+    fn clone(&self) -> Buffer {
+        match &self.storage {
+            Storage::Lines(lines) => Buffer {
+                storage: Storage::Lines(lines.clone()),
+            },
+            Storage::Foreign(f) => Buffer::owned_copy(f.bytes()),
+        }
+    }
 }
 
 impl Buffer {
@@ -47,7 +81,39 @@ impl Buffer {
         // The zeros are written after the advice, so the pages they fault
         // in are already huge ones.
         lines.resize(count, Line([0; 64]));
-        Buffer { lines }
+        Buffer {
+            storage: Storage::Lines(lines),
+        }
+    }
+
+    /// A caller's memory, read in place (see [`Foreign`]).
+    pub fn foreign(memory: Foreign) -> Buffer {
+        Buffer {
+            storage: Storage::Foreign(memory),
+        }
+    }
+
+    /// Whether the buffer reads a caller's memory in place.
+    pub fn is_foreign(&self) -> bool {
+        matches!(self.storage, Storage::Foreign(_))
+    }
+
+    /// `bytes` copied into memory of the buffer's own.
+    fn owned_copy(bytes: &[u8]) -> Buffer {
+        let mut b = Buffer::zeroed(bytes.len());
+        b.as_bytes_mut()[..bytes.len()].copy_from_slice(bytes);
+        b
+    }
+
+    /// The buffer's own lines, copying a caller's memory into them first.
+    fn lines_mut(&mut self) -> &mut Vec<Line> {
+        if let Storage::Foreign(f) = &self.storage {
+            *self = Buffer::owned_copy(f.bytes());
+        }
+        match &mut self.storage {
+            Storage::Lines(lines) => lines,
+            Storage::Foreign(_) => unreachable!("a foreign buffer was just copied"),
+        }
     }
 
     /// A buffer holding `values` (and zeros after them, up to the line).
@@ -57,27 +123,32 @@ impl Buffer {
         b
     }
 
-    /// The size in bytes (a multiple of 64).
+    /// The size in bytes (a multiple of 64, but for a caller's memory).
     pub fn bytes(&self) -> usize {
-        self.lines.len() * 64
+        self.as_bytes().len()
     }
 
     pub fn as_bytes(&self) -> &[u8] {
-        bytemuck::cast_slice(&self.lines)
+        match &self.storage {
+            Storage::Lines(lines) => bytemuck::cast_slice(lines),
+            Storage::Foreign(f) => f.bytes(),
+        }
     }
 
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        bytemuck::cast_slice_mut(&mut self.lines)
+        bytemuck::cast_slice_mut(self.lines_mut())
     }
 
     /// The whole buffer as elements of `T` (64 is a multiple of every
-    /// element size, so nothing is left over).
+    /// element size, so nothing is left over; of a caller's memory, the
+    /// whole elements).
     pub fn typed<T: Element>(&self) -> &[T] {
-        bytemuck::cast_slice(&self.lines)
+        let bytes = self.as_bytes();
+        bytemuck::cast_slice(&bytes[..bytes.len() - bytes.len() % size_of::<T>()])
     }
 
     pub fn typed_mut<T: Element>(&mut self) -> &mut [T] {
-        bytemuck::cast_slice_mut(&mut self.lines)
+        bytemuck::cast_slice_mut(self.lines_mut())
     }
 
     /// The first `len` elements as `T`, if they fit.
@@ -93,12 +164,13 @@ impl Buffer {
     /// The address of the first byte, for code that reads the buffer
     /// (compiled kernels).
     pub fn as_ptr(&self) -> *const u8 {
-        self.lines.as_ptr().cast()
+        self.as_bytes().as_ptr()
     }
 
-    /// The address of the first byte, for code that writes the buffer.
+    /// The address of the first byte, for code that writes the buffer (a
+    /// caller's memory is copied into the buffer's own first).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.lines.as_mut_ptr().cast()
+        self.lines_mut().as_mut_ptr().cast()
     }
 }
 

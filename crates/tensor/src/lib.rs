@@ -15,7 +15,8 @@
 //! [`MappedFile`] maps a file (model weights) read-only into memory; its
 //! pages can be given back once their contents have been converted. The
 //! operating-system calls behind it and behind huge-page advice for large
-//! buffers are the crate's only `unsafe` code, in `os.rs`.
+//! buffers are, with the reading of a caller's memory in place
+//! ([`Foreign`], `foreign.rs`), the crate's only `unsafe` code.
 //!
 //! Depends on `ir` (element types and scalar values) and nothing else of
 //! tessera's.
@@ -23,6 +24,7 @@
 mod buffer;
 mod element;
 pub mod file;
+mod foreign;
 mod limit;
 mod os;
 mod random;
@@ -30,6 +32,7 @@ mod tensor;
 
 pub use buffer::Buffer;
 pub use element::{element_bytes, Element};
+pub use foreign::{Foreign, FOREIGN_ALIGN};
 pub use limit::{check_elements, max_elements, DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS_VAR};
 pub use os::MappedFile;
 pub use random::SplitMix64;

@@ -86,10 +86,19 @@ pub const SUPPORTED: &[&str] = &[
 ];
 
 /// Imports one node.
-pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
+/// Why no importer handles node `n` (its domain or its operator), if
+/// none does.
+pub fn unsupported(n: &Node) -> Option<String> {
     let domain = n.proto.domain.as_deref().unwrap_or("");
     if !matches!(domain, "" | "ai.onnx") {
-        return Err(n.error(format!("the operator domain `{domain}` is not supported")));
+        return Some(n.error(format!("the operator domain `{domain}` is not supported")));
+    }
+    (!SUPPORTED.contains(&n.op)).then(|| n.error(format!("operator `{}` is not supported", n.op)))
+}
+
+pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
+    if let Some(why) = unsupported(n) {
+        return Err(why);
     }
     match n.op {
         "Conv" => conv::conv(im, n),

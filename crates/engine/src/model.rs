@@ -1,0 +1,311 @@
+//! An ONNX model loaded once and run many times, as ONNX Runtime's
+//! `InferenceSession` is: its declared inputs and outputs, and a run that
+//! takes tensors by input name and gives the outputs asked for. The model
+//! is imported and compiled once per set of input shapes
+//! ([`Specializations`]); with every input dimension fixed (or bound by
+//! the given sizes) that happens when the model is opened, so that a model
+//! tessera cannot run is refused there.
+//!
+//! Guarantees: every problem with the tensors given is an [`Error`] naming
+//! the input or output: an unknown or missing name or a wrong element type
+//! is [`Error::Input`], a wrong rank or dimension [`Error::Shape`], a
+//! symbolic dimension given two values [`Error::Sizes`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use interp::{Arg, Tensor};
+
+use crate::bind::Sizes;
+use crate::specialized::{Setup, Specializations, Specialized};
+use crate::{Error, Note, Source};
+
+/// A model ready to run.
+#[derive(Debug)]
+pub struct Model {
+    path: PathBuf,
+    sizes: Sizes,
+    setup: Setup,
+    /// The inputs and outputs the model declares.
+    pub signature: onnx::Signature,
+    instances: Specializations<Vec<Vec<usize>>, Instance>,
+}
+
+/// The model imported and compiled for one set of input shapes.
+#[derive(Debug)]
+struct Instance {
+    source: Source,
+    spec: Specialized,
+    /// The model def's parameter for each declared input.
+    params: Vec<String>,
+}
+
+impl Model {
+    /// Opens the model at `path`; `sizes` binds symbolic input dimensions
+    /// by name. Notes (a model compiled only in part) go to `notes`.
+    pub fn open(
+        path: &Path,
+        sizes: Sizes,
+        setup: Setup,
+        notes: &mut Vec<Note>,
+    ) -> Result<Model, Error> {
+        let signature = onnx::signature(&onnx::load(path)?);
+        let symbols: Vec<&str> = signature
+            .inputs
+            .iter()
+            .flat_map(|i| i.dims.iter().flatten())
+            .filter_map(|d| match d {
+                onnx::Dim::Symbol(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut given: Vec<&String> = sizes.keys().collect();
+        given.sort();
+        if let Some(unknown) = given.iter().find(|s| !symbols.contains(&s.as_str())) {
+            let known = if symbols.is_empty() {
+                "it has none".to_string()
+            } else {
+                let mut names: Vec<String> = symbols.iter().map(|s| format!("`{s}`")).collect();
+                names.dedup();
+                format!("its symbolic dimensions are {}", names.join(", "))
+            };
+            return Err(Error::Sizes(format!(
+                "size `{unknown}`: the model has no symbolic input dimension `{unknown}` ({known})"
+            )));
+        }
+        let model = Model {
+            path: path.to_path_buf(),
+            sizes,
+            setup,
+            signature,
+            instances: Specializations::default(),
+        };
+        if let Some(shapes) = model.static_shapes() {
+            model.instance(shapes, None, notes)?;
+        }
+        Ok(model)
+    }
+
+    /// The input shapes, when the declared dimensions and the given sizes
+    /// fix them all.
+    fn static_shapes(&self) -> Option<Vec<Vec<usize>>> {
+        self.signature
+            .inputs
+            .iter()
+            .map(|i| {
+                i.dims
+                    .as_ref()?
+                    .iter()
+                    .map(|d| match d {
+                        onnx::Dim::Fixed(v) => usize::try_from(*v).ok(),
+                        onnx::Dim::Symbol(s) => {
+                            self.sizes.get(s).and_then(|&v| usize::try_from(v).ok())
+                        }
+                        onnx::Dim::Unknown => None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// How many sets of input shapes the model is compiled for.
+    pub fn specializations(&self) -> usize {
+        self.instances.len()
+    }
+
+    /// Runs the model on `feed` (tensors by input name) and returns the
+    /// outputs named by `want` in its order, or all of them in the model's
+    /// order. Notes (a fallback to the interpreter) go to `notes`.
+    pub fn run(
+        &self,
+        feed: Vec<(String, Tensor)>,
+        want: Option<&[String]>,
+        notes: &mut Vec<Note>,
+    ) -> Result<Vec<(String, Tensor)>, Error> {
+        let declared = |name: &str| self.signature.outputs.iter().any(|o| o.name == name);
+        if let Some(unknown) = want.into_iter().flatten().find(|n| !declared(n)) {
+            return Err(Error::Input {
+                name: unknown.clone(),
+                message: format!(
+                    "the model has no output `{unknown}`\n  = help: its outputs are {}",
+                    listed(self.signature.outputs.iter().map(|o| &o.name))
+                ),
+            });
+        }
+        let mut given: Vec<Option<Tensor>> = vec![None; self.signature.inputs.len()];
+        for (name, t) in feed {
+            let Some(k) = self.signature.inputs.iter().position(|i| i.name == name) else {
+                return Err(Error::Input {
+                    message: format!(
+                        "the model has no input `{name}`\n  = help: its inputs are {}",
+                        listed(self.signature.inputs.iter().map(|i| &i.name))
+                    ),
+                    name,
+                });
+            };
+            self.check_input(k, &t)?;
+            given[k] = Some(t);
+        }
+        let missing: Vec<&String> = self
+            .signature
+            .inputs
+            .iter()
+            .zip(&given)
+            .filter(|(_, t)| t.is_none())
+            .map(|(i, _)| &i.name)
+            .collect();
+        if let Some(first) = missing.first() {
+            return Err(Error::Input {
+                name: first.to_string(),
+                message: format!("the model's input {} is not given", listed(missing)),
+            });
+        }
+        let tensors: Vec<Tensor> = given.into_iter().flatten().collect();
+        let shapes: Vec<Vec<usize>> = tensors.iter().map(|t| t.shape().to_vec()).collect();
+        let instance = self.instance(shapes, Some(&tensors), notes)?;
+        let args = instance.args(tensors);
+        let def = instance.source.pick_def(None)?;
+        let outputs = instance
+            .spec
+            .run(&instance.source, def, &args, &HashMap::new())?;
+        let named: Vec<(String, Tensor)> = outputs
+            .into_iter()
+            .map(|(n, t)| (instance.source.output_name(&n), t))
+            .collect();
+        let Some(want) = want else {
+            return Ok(named);
+        };
+        // A name asked for twice is given twice (the same tensor).
+        want.iter()
+            .map(|w| {
+                named
+                    .iter()
+                    .find(|(n, _)| n == w)
+                    .cloned()
+                    .ok_or_else(|| Error::Internal(format!("output `{w}` was not computed")))
+            })
+            .collect()
+    }
+
+    /// Whether tensor `t` fits declared input `k`: its element type, rank
+    /// and fixed dimensions, and the sizes given for its symbolic ones.
+    fn check_input(&self, k: usize, t: &Tensor) -> Result<(), Error> {
+        let decl = &self.signature.inputs[k];
+        let name = &decl.name;
+        if let Some(d) = decl.dtype {
+            if t.dtype() != d {
+                return Err(Error::Input {
+                    name: name.clone(),
+                    message: format!(
+                        "input `{name}` is {} ({}), but the model declares tensor({})",
+                        t.dtype(),
+                        tensor::show_tuple(t.shape()),
+                        decl.type_name
+                    ),
+                });
+            }
+        }
+        let Some(dims) = &decl.dims else {
+            return Ok(());
+        };
+        let shape_error = |why: String| Error::Shape {
+            name: name.clone(),
+            message: format!(
+                "input `{name}` has shape {}, but the model declares [{}]: {why}",
+                tensor::show_tuple(t.shape()),
+                dims.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        if t.rank() != dims.len() {
+            return Err(shape_error(format!(
+                "rank {} where the model has rank {}",
+                t.rank(),
+                dims.len()
+            )));
+        }
+        for (axis, (d, &n)) in dims.iter().zip(t.shape()).enumerate() {
+            let expect = match d {
+                onnx::Dim::Fixed(v) => Some(*v),
+                onnx::Dim::Symbol(s) => self.sizes.get(s).copied(),
+                onnx::Dim::Unknown => None,
+            };
+            if let Some(v) = expect.filter(|&v| i64::try_from(n).ok() != Some(v)) {
+                return Err(shape_error(format!("dimension {axis} must be {v}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The model imported and compiled for input `shapes` (in declared
+    /// order), from the cache or now; `first` are the tensors of the run
+    /// that asks, with which the interpreter locates a program error that
+    /// compiling finds.
+    fn instance(
+        &self,
+        shapes: Vec<Vec<usize>>,
+        first: Option<&[Tensor]>,
+        notes: &mut Vec<Note>,
+    ) -> Result<std::sync::Arc<Instance>, Error> {
+        self.instances.get_or_build(shapes.clone(), || {
+            let by_name: HashMap<String, Vec<usize>> = self
+                .signature
+                .inputs
+                .iter()
+                .map(|i| i.name.clone())
+                .zip(shapes)
+                .collect();
+            let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name)?;
+            let weights = source.take_weights();
+            let params = self
+                .signature
+                .inputs
+                .iter()
+                .map(|i| source.parameter_of(&i.name))
+                .collect::<Result<Vec<_>, Error>>()?;
+            let def = source.pick_def(None)?;
+            let first = first.map(|t| args_of(&params, t.to_vec()));
+            let no_sizes = HashMap::new();
+            let spec = Specialized::build(
+                &source,
+                def,
+                &no_sizes,
+                weights,
+                &self.setup,
+                first.as_ref().map(|a| (a, &no_sizes)),
+                notes,
+            )?;
+            Ok(Instance {
+                source,
+                spec,
+                params,
+            })
+        })
+    }
+}
+
+impl Instance {
+    /// The model def's arguments: `tensors`, in declared order.
+    fn args(&self, tensors: Vec<Tensor>) -> HashMap<String, Arg> {
+        args_of(&self.params, tensors)
+    }
+}
+
+fn args_of(params: &[String], tensors: Vec<Tensor>) -> HashMap<String, Arg> {
+    params
+        .iter()
+        .cloned()
+        .zip(tensors.into_iter().map(Arg::Tensor))
+        .collect()
+}
+
+/// `` `a`, `b` `` for messages.
+fn listed<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{}`", n.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,62 @@
+//! Why a model cannot be loaded or imported, with the kind of problem as
+//! data: callers (the Python package's exception classes) decide on the
+//! kind, never on the message.
+
+use std::fmt;
+
+/// A problem with a model; `message` is complete and names the file, node
+/// or input it is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The file is unreadable, not a model, or a model that is wrong.
+    Invalid,
+    /// A valid model using what tessera does not implement: an operator,
+    /// an operator domain, an operator set version.
+    Unsupported,
+    /// The tensors given for the inputs (or the sizes bound) do not fit
+    /// the shapes the model declares.
+    Shape,
+}
+
+impl Error {
+    pub fn invalid(message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Invalid,
+            message: message.into(),
+        }
+    }
+
+    pub fn unsupported(message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Unsupported,
+            message: message.into(),
+        }
+    }
+
+    pub fn shape(message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::Shape,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.message
+    }
+}

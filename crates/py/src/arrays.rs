@@ -1,0 +1,196 @@
+//! Arrays in and out without copies. An input is a NumPy array, an object
+//! with `__dlpack__` (a PyTorch CPU tensor; NumPy's `from_dlpack` views it
+//! in place) or anything `numpy.asarray` takes. A C-contiguous array whose
+//! data is aligned to `tensor::FOREIGN_ALIGN` becomes a tensor over the
+//! array's own memory, which holds a reference to the array until the run
+//! lets go of it; any other is copied once (and counted, [`copies`]). An
+//! output is a NumPy array over the tensor tessera computed it in, which
+//! the array keeps alive: nothing is copied on the way out.
+//!
+//! This module and its `unsafe` blocks are the package's only way to read
+//! or lend raw memory; each block says why it is sound.
+
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ir::DType;
+use numpy::ndarray::{ArrayViewD, IxDyn};
+use numpy::{PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use tensor::{Buffer, Foreign, Tensor};
+
+use crate::errors;
+
+/// Input arrays copied since the module was loaded.
+static COPIES: AtomicU64 = AtomicU64::new(0);
+
+/// How many input arrays were copied because they were not C-contiguous,
+/// not aligned, or not arrays at all.
+pub fn copies() -> u64 {
+    COPIES.load(Ordering::Relaxed)
+}
+
+/// What keeps a caller's array alive while a tensor reads it in place.
+struct Keep(#[allow(dead_code)] Py<PyAny>);
+
+/// The element types tessera takes, with NumPy's names.
+const TAKEN: &str =
+    "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool";
+
+/// The tensor element type of a NumPy array, if tessera has one.
+fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
+    let py = a.py();
+    let d = a.dtype();
+    let is = |other: Bound<'_, numpy::PyArrayDescr>| d.is_equiv_to(&other);
+    Some(if is(numpy::dtype::<f32>(py)) {
+        DType::F32
+    } else if is(numpy::dtype::<f64>(py)) {
+        DType::F64
+    } else if is(numpy::dtype::<i64>(py)) {
+        DType::I64
+    } else if is(numpy::dtype::<i32>(py)) {
+        DType::I32
+    } else if is(numpy::dtype::<bool>(py)) {
+        DType::Bool
+    } else if is(numpy::dtype::<u8>(py)) {
+        DType::U8
+    } else if is(numpy::dtype::<i8>(py)) {
+        DType::I8
+    } else if is(numpy::dtype::<i16>(py)) {
+        DType::I16
+    } else if is(numpy::dtype::<u16>(py)) {
+        DType::U16
+    } else if is(numpy::dtype::<u32>(py)) {
+        DType::U32
+    } else if is(numpy::dtype::<u64>(py)) {
+        DType::U64
+    } else {
+        return None;
+    })
+}
+
+/// `obj` as a NumPy array: itself, a DLPack tensor viewed in place, or a
+/// conversion (a copy).
+fn as_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyUntypedArray>> {
+    if let Ok(a) = obj.cast::<PyUntypedArray>() {
+        return Ok(a.clone());
+    }
+    let numpy = obj.py().import("numpy")?;
+    let converted = if obj.hasattr("__dlpack__")? {
+        numpy.call_method1("from_dlpack", (obj,)).map_err(|e| {
+            errors::input(format!(
+                "{what}: its DLPack tensor cannot be read as an array on the CPU: {e}"
+            ))
+        })?
+    } else {
+        COPIES.fetch_add(1, Ordering::Relaxed);
+        numpy.call_method1("asarray", (obj,)).map_err(|e| {
+            errors::input(format!(
+                "{what} is a {}, not an array: {e}",
+                obj.get_type()
+                    .name()
+                    .map_or_else(|_| "?".to_string(), |n| n.to_string())
+            ))
+        })?
+    };
+    converted
+        .cast_into::<PyUntypedArray>()
+        .map_err(|_| errors::input(format!("{what} did not convert to a NumPy array")))
+}
+
+/// The tensor `obj` holds, read in place when it can be (see the module
+/// documentation). `what` names it in errors (`input \`x\``).
+pub fn tensor_from(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
+    let array = as_array(obj, what)?;
+    let dtype = dtype_of(&array).ok_or_else(|| {
+        errors::input(format!(
+            "{what} has element type {}, which tessera does not take (it takes {TAKEN})",
+            array.dtype()
+        ))
+    })?;
+    let shape = array.shape().to_vec();
+    let count = tensor::element_count(&shape);
+    tensor::check_elements(what, Some(&tensor::show_tuple(&shape)), count)
+        .map_err(errors::input)?;
+    let elements = count.unwrap_or_default();
+    let bytes = elements * tensor::element_bytes(dtype);
+    let array = if array.is_c_contiguous() {
+        array
+    } else {
+        COPIES.fetch_add(1, Ordering::Relaxed);
+        array
+            .py()
+            .import("numpy")?
+            .call_method1("ascontiguousarray", (array,))?
+            .cast_into::<PyUntypedArray>()?
+    };
+    // SAFETY: `as_array_ptr` points at the live array object `array`
+    // holds; reading its `data` field reads the address of its elements.
+    let data = unsafe { (*array.as_array_ptr()).fields.data }
+        .cast::<u8>()
+        .cast_const();
+    let owner = Box::new(Keep(array.clone().into_any().unbind()));
+    // SAFETY: the array is C-contiguous with `elements` elements of
+    // `dtype`'s size, so `bytes` bytes at `data` are its elements; `owner`
+    // holds a reference to the array, so NumPy frees them no earlier than
+    // the owner is dropped. tessera only reads them. Writing the array from
+    // another thread while a run reads it is the caller's race, as with
+    // every library that reads NumPy arrays in place.
+    let buffer = match unsafe { Foreign::new(data, bytes, owner) } {
+        Some(memory) => Buffer::foreign(memory),
+        None => {
+            // Misaligned (a view starting at an odd element): one copy.
+            COPIES.fetch_add(1, Ordering::Relaxed);
+            let mut b = Buffer::zeroed(bytes);
+            // SAFETY: as above, `bytes` bytes at `data` are the array's
+            // elements, alive while `array` is.
+            let from = unsafe { std::slice::from_raw_parts(data, bytes) };
+            b.as_bytes_mut()[..bytes].copy_from_slice(from);
+            b
+        }
+    };
+    Tensor::from_buffer(dtype, &shape, Arc::new(buffer)).map_err(|e| errors::input(e.0))
+}
+
+/// Keeps the tensor a NumPy array returned by tessera lends its memory
+/// from.
+#[pyclass(frozen, module = "tessera")]
+struct Lent {
+    #[allow(dead_code)]
+    tensor: Tensor,
+}
+
+/// A NumPy array over `t`'s memory (made contiguous first if it is a
+/// view), keeping `t` alive.
+pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
+    let t = if t.is_contiguous() { t } else { t.contiguous() };
+    let array = tensor::with_element!(t.dtype(), T => lend::<T>(py, t.clone())?);
+    if t.dtype() == DType::Bool {
+        // Bools are stored as bytes 0 and 1, which is NumPy's `bool_`.
+        let bool_ = py.import("numpy")?.getattr("bool_")?;
+        return array.call_method1("view", PyTuple::new(py, [bool_])?);
+    }
+    Ok(array)
+}
+
+fn lend<T: tensor::Element + numpy::Element>(
+    py: Python<'_>,
+    t: Tensor,
+) -> PyResult<Bound<'_, PyAny>> {
+    let slice = t
+        .as_slice::<T>()
+        .ok_or_else(|| errors::Error::new_err("internal error: an output is not contiguous"))?;
+    let view = ArrayViewD::from_shape(IxDyn(t.shape()), slice)
+        .map_err(|e| errors::Error::new_err(format!("internal error: {e}")))?;
+    let owner = Bound::new(py, Lent { tensor: t.clone() })?;
+    // SAFETY: `view` covers the elements of `t`'s buffer, which `owner`
+    // (the new array's base object) holds through its own `Arc`; a buffer
+    // shared by an `Arc` is never moved or freed while the `Arc` lives, and
+    // tessera never writes a buffer a caller holds (a run replaces an output
+    // slot still held before writing it).
+    let array = unsafe { PyArray::<T, IxDyn>::borrow_from_array(&view, owner.into_any()) };
+    Ok(array.into_any())
+}

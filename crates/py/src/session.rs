@@ -1,0 +1,241 @@
+//! `tessera.InferenceSession`: an ONNX model run as ONNX Runtime's
+//! `InferenceSession` is (`get_inputs`, `get_outputs`, `run(output_names,
+//! input_feed)`), over `engine::Model`: compiled once per set of input
+//! shapes, run with the GIL released, from any number of threads.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::{arrays, errors};
+
+/// One input or output of a model, as ONNX Runtime's `NodeArg`.
+#[pyclass(frozen, module = "tessera", name = "NodeArg")]
+struct NodeArg {
+    /// The name in the model.
+    #[pyo3(get)]
+    name: String,
+    /// ONNX's type, as ONNX Runtime writes it: `tensor(float)`.
+    #[pyo3(get, name = "type")]
+    type_: String,
+    dims: Option<Vec<onnx::Dim>>,
+}
+
+#[pymethods]
+impl NodeArg {
+    /// The dimensions: an int when fixed, the symbol's name when symbolic,
+    /// `None` when unknown; `None` for a shape the model does not give.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(dims) = &self.dims else {
+            return Ok(None);
+        };
+        let items: Vec<Bound<'py, PyAny>> = dims
+            .iter()
+            .map(|d| -> PyResult<Bound<'py, PyAny>> {
+                Ok(match d {
+                    onnx::Dim::Fixed(v) => v.into_pyobject(py)?.into_any(),
+                    onnx::Dim::Symbol(s) => s.into_pyobject(py)?.into_any(),
+                    onnx::Dim::Unknown => py.None().into_bound(py),
+                })
+            })
+            .collect::<PyResult<_>>()?;
+        PyList::new(py, items).map(Some)
+    }
+
+    fn __repr__(&self) -> String {
+        let dims = self.dims.as_ref().map_or_else(
+            || "None".to_string(),
+            |d| {
+                let shown: Vec<String> = d
+                    .iter()
+                    .map(|d| match d {
+                        onnx::Dim::Fixed(v) => v.to_string(),
+                        onnx::Dim::Symbol(s) => format!("'{s}'"),
+                        onnx::Dim::Unknown => "None".to_string(),
+                    })
+                    .collect();
+                format!("[{}]", shown.join(", "))
+            },
+        );
+        format!(
+            "NodeArg(name='{}', type='{}', shape={dims})",
+            self.name, self.type_
+        )
+    }
+}
+
+impl NodeArg {
+    fn of(d: &onnx::Declared) -> NodeArg {
+        NodeArg {
+            name: d.name.clone(),
+            type_: format!("tensor({})", d.type_name),
+            dims: d.dims.clone(),
+        }
+    }
+}
+
+/// An ONNX model compiled for this machine, run like ONNX Runtime's
+/// `InferenceSession`.
+///
+/// `path` is the model file. `sizes` binds symbolic input dimensions by
+/// name (`{"batch": 1}`); a model whose input shapes are all known is
+/// compiled when the session is made, else once per set of input shapes,
+/// on first use. `threads` is the number of threads a run uses (default:
+/// all cores). `providers`, for scripts written for ONNX Runtime, may
+/// only name `CPUExecutionProvider`.
+#[pyclass(frozen, module = "tessera")]
+struct InferenceSession {
+    model: engine::Model,
+    path: String,
+}
+
+#[pymethods]
+impl InferenceSession {
+    #[new]
+    #[pyo3(signature = (path, sizes=None, threads=None, providers=None))]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        sizes: Option<HashMap<String, i64>>,
+        threads: Option<usize>,
+        providers: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<InferenceSession> {
+        let path = model_path(path)?;
+        if let Some(p) = providers {
+            check_providers(p)?;
+        }
+        let sizes = crate::function::positive_sizes(sizes.unwrap_or_default())?;
+        let setup = crate::function::setup(threads)?;
+        let mut notes = Vec::new();
+        let shown = path.display().to_string();
+        let model = py
+            .detach(|| engine::Model::open(&path, sizes, setup, &mut notes))
+            .map_err(errors::to_py)?;
+        crate::function::warn_notes(py, &notes)?;
+        Ok(InferenceSession { model, path: shown })
+    }
+
+    /// The model's inputs (its initializers left out), in its order.
+    fn get_inputs(&self) -> Vec<NodeArg> {
+        self.model
+            .signature
+            .inputs
+            .iter()
+            .map(NodeArg::of)
+            .collect()
+    }
+
+    /// The model's outputs, in its order.
+    fn get_outputs(&self) -> Vec<NodeArg> {
+        self.model
+            .signature
+            .outputs
+            .iter()
+            .map(NodeArg::of)
+            .collect()
+    }
+
+    /// `["CPUExecutionProvider"]`, as ONNX Runtime names where a session runs.
+    fn get_providers(&self) -> Vec<&'static str> {
+        vec!["CPUExecutionProvider"]
+    }
+
+    /// How many sets of input shapes the model is compiled for.
+    #[getter]
+    fn specializations(&self) -> usize {
+        self.model.specializations()
+    }
+
+    /// Runs the model: `input_feed` maps input names to arrays (NumPy
+    /// arrays, DLPack tensors such as PyTorch CPU tensors); returns the
+    /// outputs named in `output_names` (all, in the model's order, when it
+    /// is `None`) as NumPy arrays. The GIL is released while the model runs.
+    #[pyo3(signature = (output_names, input_feed, run_options=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        output_names: Option<Vec<String>>,
+        input_feed: &Bound<'py, PyDict>,
+        run_options: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        if run_options.is_some_and(|o| !o.is_none()) {
+            return Err(errors::input(
+                "`run_options` are ONNX Runtime's; tessera takes none (pass None)",
+            ));
+        }
+        let mut feed = Vec::with_capacity(input_feed.len());
+        for (k, v) in input_feed.iter() {
+            let name: String = k
+                .extract()
+                .map_err(|_| errors::input(format!("input_feed key {k} is not a string")))?;
+            let t = arrays::tensor_from(&v, &format!("input `{name}`"))?;
+            feed.push((name, t));
+        }
+        let mut notes = Vec::new();
+        let outputs = py
+            .detach(|| self.model.run(feed, output_names.as_deref(), &mut notes))
+            .map_err(errors::to_py)?;
+        crate::function::warn_notes(py, &notes)?;
+        outputs
+            .into_iter()
+            .map(|(_, t)| arrays::array_from(py, t))
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("tessera.InferenceSession('{}')", self.path)
+    }
+}
+
+/// The model file a session is made from: a path (`str` or
+/// `os.PathLike`). A file object is refused with what to pass instead.
+fn model_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    if let Ok(p) = path.extract::<PathBuf>() {
+        return Ok(p);
+    }
+    if path.hasattr("read")? {
+        let closed = path
+            .getattr("closed")
+            .and_then(|c| c.extract::<bool>())
+            .unwrap_or(false);
+        let why = if closed {
+            "a closed file object"
+        } else {
+            "a file object"
+        };
+        return Err(errors::input(format!(
+            "the model is given as {why}; pass the model's path instead"
+        )));
+    }
+    Err(errors::input(format!(
+        "the model must be given by its path (str or os.PathLike), not a {}",
+        path.get_type().name()?
+    )))
+}
+
+/// `providers` as ONNX Runtime takes them (names, or `(name, options)`
+/// pairs): only the CPU's may be asked for.
+fn check_providers(providers: &Bound<'_, PyAny>) -> PyResult<()> {
+    for p in providers.try_iter()? {
+        let p = p?;
+        let name: String = match p.extract::<String>() {
+            Ok(n) => n,
+            Err(_) => p.get_item(0)?.extract()?,
+        };
+        if name != "CPUExecutionProvider" {
+            return Err(errors::input(format!(
+                "provider `{name}`: tessera runs on the CPU only (`CPUExecutionProvider`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<InferenceSession>()?;
+    m.add_class::<NodeArg>()?;
+    Ok(())
+}

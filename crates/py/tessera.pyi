@@ -1,0 +1,189 @@
+"""tessera: a tensor-program optimizer and compiler for the CPU.
+
+ONNX models run as inference sessions (``InferenceSession``, with ONNX
+Runtime's habits), Tensor Comprehensions defs compile into functions
+(``compile``), and ``verify`` decides whether two defs compute the same
+outputs. Arrays go in without copies (aligned, C-contiguous NumPy arrays;
+DLPack tensors such as PyTorch CPU tensors) and come out as NumPy arrays
+over tessera's own buffers.
+"""
+
+import os
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+__version__: str
+
+class Error(Exception):
+    """Every error tessera raises; its message is the located diagnostic the
+    ``tessera`` command prints."""
+
+class ParseError(Error):
+    """TC source with errors (file, line and column), or a file that is not
+    a valid ONNX model."""
+
+class UnsupportedOperatorError(Error):
+    """A valid ONNX model using an operator, operator domain or operator set
+    version tessera does not implement."""
+
+class InputError(Error):
+    """An input or output that is unknown or missing, of the wrong element
+    type, or not an array."""
+
+class ShapeError(InputError):
+    """An input whose rank or dimensions do not fit what the program
+    declares, or sizes that do not bind."""
+
+class RunError(Error):
+    """The program failed while running (an index out of bounds, a division
+    by zero), located at its statement or node."""
+
+ArrayLike = Any
+"""A NumPy array, an object with ``__dlpack__`` (a PyTorch CPU tensor), or
+anything ``numpy.asarray`` takes (copied once)."""
+
+class NodeArg:
+    """One input or output of a model, as ONNX Runtime's ``NodeArg``."""
+
+    @property
+    def name(self) -> str:
+        """The name in the model."""
+    @property
+    def type(self) -> str:
+        """ONNX's type, as ONNX Runtime writes it: ``tensor(float)``."""
+    @property
+    def shape(self) -> Optional[list[Union[int, str, None]]]:
+        """The dimensions: an int when fixed, the symbol's name when
+        symbolic, ``None`` when unknown; ``None`` when the model gives no
+        shape."""
+
+class InferenceSession:
+    """An ONNX model compiled for this machine, run like ONNX Runtime's
+    ``InferenceSession``.
+
+    ``path`` is the model file. ``sizes`` binds symbolic input dimensions by
+    name (``{"batch": 1}``); a model whose input shapes are all known is
+    compiled when the session is made, else once per set of input shapes,
+    on first use. ``threads`` is the number of threads a run uses (default:
+    all cores). ``providers``, for scripts written for ONNX Runtime, may
+    only name ``CPUExecutionProvider``.
+
+    Raises ``ParseError`` for a file that is not a valid model,
+    ``UnsupportedOperatorError`` for an operator tessera lacks.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        sizes: Optional[Mapping[str, int]] = None,
+        threads: Optional[int] = None,
+        providers: Optional[Sequence[Any]] = None,
+    ) -> None: ...
+    def get_inputs(self) -> list[NodeArg]:
+        """The model's inputs (its initializers left out), in its order."""
+    def get_outputs(self) -> list[NodeArg]:
+        """The model's outputs, in its order."""
+    def get_providers(self) -> list[str]:
+        """``["CPUExecutionProvider"]``."""
+    @property
+    def specializations(self) -> int:
+        """How many sets of input shapes the model is compiled for."""
+    def run(
+        self,
+        output_names: Optional[Sequence[str]],
+        input_feed: Mapping[str, ArrayLike],
+        run_options: None = None,
+    ) -> list[np.ndarray]:
+        """Runs the model on ``input_feed`` (input name to array) and returns
+        the outputs named in ``output_names`` (all, in the model's order,
+        when ``None``). The GIL is released while the model runs; several
+        threads may run one session at once.
+
+        Raises ``InputError`` for an unknown or missing input, an unknown
+        output name or a wrong element type; ``ShapeError`` for a wrong rank
+        or dimension.
+        """
+
+class Function:
+    """A TC def compiled for this machine, specialized and cached per set of
+    sizes. Call it with arrays by position or by parameter name."""
+
+    def __call__(self, *args: Union[ArrayLike, float, int, bool], **kwargs: Union[ArrayLike, float, int, bool]) -> Union[np.ndarray, tuple[np.ndarray, ...]]:
+        """Calls the def; returns its output, or a tuple when it has several.
+        The GIL is released while it runs."""
+    @property
+    def entry(self) -> str:
+        """The def's name."""
+    @property
+    def inputs(self) -> list[str]:
+        """The def's parameters, in order."""
+    @property
+    def outputs(self) -> list[str]:
+        """The def's outputs, in order."""
+    @property
+    def specializations(self) -> int:
+        """How many sets of sizes the def is compiled for."""
+
+def compile(
+    tc_source: Union[str, os.PathLike[str]],
+    entry: Optional[str] = None,
+    sizes: Optional[Mapping[str, int]] = None,
+    threads: Optional[int] = None,
+) -> Function:
+    """Compiles def ``entry`` (the source's only def when ``None``) of TC
+    source (text, or a path to a ``.tc`` file) into a callable. ``sizes``
+    binds size symbols for every call; the others are read off the
+    arguments' shapes. Raises ``ParseError`` with the located diagnostics
+    for source with errors."""
+
+class Region:
+    """A region of one output where two defs differ."""
+
+    @property
+    def output(self) -> str:
+        """The output's name (in the first def)."""
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        """Per dimension, ``(start, stop)``."""
+    @property
+    def index(self) -> tuple[slice, ...]:
+        """The region as a NumPy index."""
+
+class Verdict:
+    """The verdict of ``verify``; truthy when the defs are equivalent."""
+
+    @property
+    def equivalent(self) -> bool:
+        """Whether every output agrees everywhere tested."""
+    @property
+    def regions(self) -> list[Region]:
+        """Where the outputs differ (empty when equivalent)."""
+    @property
+    def method(self) -> str:
+        """``"exact"`` (over Z_p) or ``"float"`` (the defs are not
+        polynomials)."""
+    @property
+    def error_bound(self) -> Optional[float]:
+        """The probability that "equivalent" is wrong, when the test bounds
+        it."""
+    def __bool__(self) -> bool: ...
+
+def verify(
+    a_source: Union[str, os.PathLike[str]],
+    b_source: Optional[Union[str, os.PathLike[str]]],
+    entry: str,
+    sizes: Optional[Mapping[str, int]] = None,
+    entry_b: Optional[str] = None,
+    trials: Optional[int] = None,
+    seed: int = 0,
+) -> Verdict:
+    """Verifies def ``entry`` of ``a_source`` against def ``entry_b``
+    (default: the same name) of ``b_source`` (``None``: ``a_source``
+    again). ``sizes`` binds size symbols; ``trials`` random draws (default:
+    enough for a false "equivalent" below 2^-60)."""
+
+def input_copies() -> int:
+    """How many input arrays tessera has copied since it was imported
+    (arrays not C-contiguous or not aligned to 16 bytes, and objects that
+    were not arrays)."""

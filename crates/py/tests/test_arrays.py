@@ -1,0 +1,105 @@
+"""Arrays in and out: zero-copy inputs (NumPy, DLPack), one copy for the
+others, outputs that own tessera's buffers."""
+
+import numpy as np
+import pytest
+
+import tessera
+from conftest import FIXTURES, fixture_feed
+
+COPY = "def copy(float(N) A) -> (B) { B(i) = A(i) }"
+
+
+def test_aligned_contiguous_arrays_are_not_copied():
+    f = tessera.compile(COPY)
+    a = np.arange(1024, dtype=np.float32)
+    assert a.ctypes.data % 16 == 0 and a.flags.c_contiguous
+    before = tessera.input_copies()
+    out = f(a)
+    assert tessera.input_copies() == before
+    np.testing.assert_array_equal(out, a)
+    # The output is tessera's buffer, not the input's.
+    assert out.ctypes.data != a.ctypes.data
+
+
+def test_the_session_reads_inputs_in_place():
+    d = FIXTURES / "resnet_basic_block"
+    session = tessera.InferenceSession(d / "model.onnx")
+    feed = {k: np.ascontiguousarray(v) for k, v in fixture_feed(d).items()}
+    before = tessera.input_copies()
+    session.run(None, feed)
+    assert tessera.input_copies() == before
+
+
+def test_non_contiguous_and_misaligned_arrays_are_copied_once():
+    f = tessera.compile(COPY)
+    base = np.arange(64, dtype=np.float32)
+    strided = base[::2]
+    before = tessera.input_copies()
+    np.testing.assert_array_equal(f(strided), strided)
+    assert tessera.input_copies() == before + 1
+    # A view starting one element in: contiguous but 4 bytes off alignment.
+    shifted = base[1:33]
+    assert shifted.ctypes.data % 16 != 0
+    np.testing.assert_array_equal(f(shifted), shifted)
+    assert tessera.input_copies() == before + 2
+    # A list is converted (one copy) and then typed like NumPy does.
+    np.testing.assert_array_equal(f(np.float32([1, 2, 3]).tolist() and np.float32([1, 2, 3])), [1, 2, 3])
+
+
+def test_dlpack_objects_are_read_in_place():
+    f = tessera.compile(COPY)
+    a = np.arange(32, dtype=np.float32)
+
+    class OnlyDLPack:
+        """An array library's tensor that offers nothing but DLPack."""
+
+        def __init__(self, x):
+            self.x = x
+
+        def __dlpack__(self, **kwargs):
+            return self.x.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.x.__dlpack_device__()
+
+    before = tessera.input_copies()
+    np.testing.assert_array_equal(f(OnlyDLPack(a)), a)
+    assert tessera.input_copies() == before
+
+
+def test_pytorch_tensors_are_read_in_place():
+    torch = pytest.importorskip("torch")
+    f = tessera.compile(COPY)
+    t = torch.arange(32, dtype=torch.float32)
+    before = tessera.input_copies()
+    np.testing.assert_array_equal(f(t), t.numpy())
+    assert tessera.input_copies() == before
+
+
+def test_outputs_own_their_memory_and_later_runs_do_not_touch_them():
+    f = tessera.compile(COPY)
+    first = f(np.ones(8, np.float32))
+    keep = first.copy()
+    second = f(np.full(8, 2, np.float32))
+    np.testing.assert_array_equal(first, keep)
+    np.testing.assert_array_equal(second, np.full(8, 2, np.float32))
+    assert first.base is not None and not first.flags.owndata
+    # Writing an output changes only that output.
+    first[:] = 7
+    third = f(np.full(8, 3, np.float32))
+    np.testing.assert_array_equal(third, np.full(8, 3, np.float32))
+    np.testing.assert_array_equal(second, np.full(8, 2, np.float32))
+
+
+def test_every_element_type_round_trips():
+    for dt in ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]:
+        src = f"def copy({dt}(N) A) -> (B) {{ B(i) = A(i) }}"
+        a = (np.arange(10) % 7).astype(dt)
+        out = tessera.compile(src)(a)
+        assert out.dtype == a.dtype
+        np.testing.assert_array_equal(out, a)
+    mask = np.array([True, False, True])
+    out = tessera.compile("def neg(bool(N) A) -> (B) { B(i) = !A(i) }")(mask)
+    assert out.dtype == np.bool_
+    np.testing.assert_array_equal(out, ~mask)

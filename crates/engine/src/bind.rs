@@ -33,6 +33,19 @@ pub struct Bound {
     pub notes: Vec<Note>,
 }
 
+/// An error unless every size in `sizes` is positive (for callers that
+/// take sizes as a map rather than as `SYM=N` items).
+pub fn check_positive(sizes: &Sizes) -> Result<(), Error> {
+    let mut bad: Vec<(&String, &i64)> = sizes.iter().filter(|(_, &v)| v < 1).collect();
+    bad.sort();
+    match bad.first() {
+        Some((k, v)) => Err(Error::Sizes(format!(
+            "size `{k}` is {v}; sizes must be positive"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Parses `SYM=N` items (positive integers, each symbol once).
 pub fn parse_sizes(items: &[String]) -> Result<Sizes, Error> {
     let mut out = HashMap::new();

@@ -36,6 +36,7 @@ impl Function {
         given: Sizes,
         setup: Setup,
     ) -> Result<Function, Error> {
+        crate::bind::check_positive(&given)?;
         let def = source.pick_def(entry)?;
         let symbols = def.size_symbols();
         let mut names: Vec<&String> = given.keys().collect();

@@ -49,6 +49,7 @@ impl Model {
         setup: Setup,
         notes: &mut Vec<Note>,
     ) -> Result<Model, Error> {
+        crate::bind::check_positive(&sizes)?;
         let signature = onnx::signature(&onnx::load(path)?);
         let symbols: Vec<&str> = signature
             .inputs

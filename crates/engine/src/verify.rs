@@ -18,6 +18,7 @@ pub fn verify(
     def_b: Option<&str>,
     options: &opt::verify::Options,
 ) -> Result<opt::verify::Report, Error> {
+    crate::bind::check_positive(&options.sizes)?;
     let da = a.pick_def(def_a)?;
     let b_source = b.unwrap_or(a);
     let db = b_source.pick_def(Some(def_b.unwrap_or(&da.name)))?;

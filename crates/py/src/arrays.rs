@@ -33,8 +33,11 @@ pub fn copies() -> u64 {
     COPIES.load(Ordering::Relaxed)
 }
 
-/// What keeps a caller's array alive while a tensor reads it in place.
-struct Keep(#[allow(dead_code)] Py<PyAny>);
+/// What keeps a caller's array alive while a tensor reads it in place:
+/// dropping it releases the reference.
+struct Keep {
+    _array: Py<PyAny>,
+}
 
 /// The element types tessera takes, with NumPy's names.
 const TAKEN: &str =
@@ -132,7 +135,9 @@ pub fn tensor_from(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     let data = unsafe { (*array.as_array_ptr()).fields.data }
         .cast::<u8>()
         .cast_const();
-    let owner = Box::new(Keep(array.clone().into_any().unbind()));
+    let owner = Box::new(Keep {
+        _array: array.clone().into_any().unbind(),
+    });
     // SAFETY: the array is C-contiguous with `elements` elements of
     // `dtype`'s size, so `bytes` bytes at `data` are its elements; `owner`
     // holds a reference to the array, so NumPy frees them no earlier than
@@ -159,8 +164,7 @@ pub fn tensor_from(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
 /// from.
 #[pyclass(frozen, module = "tessera")]
 struct Lent {
-    #[allow(dead_code)]
-    tensor: Tensor,
+    _tensor: Tensor,
 }
 
 /// A NumPy array over `t`'s memory (made contiguous first if it is a
@@ -185,7 +189,7 @@ fn lend<T: tensor::Element + numpy::Element>(
         .ok_or_else(|| errors::Error::new_err("internal error: an output is not contiguous"))?;
     let view = ArrayViewD::from_shape(IxDyn(t.shape()), slice)
         .map_err(|e| errors::Error::new_err(format!("internal error: {e}")))?;
-    let owner = Bound::new(py, Lent { tensor: t.clone() })?;
+    let owner = Bound::new(py, Lent { _tensor: t.clone() })?;
     // SAFETY: `view` covers the elements of `t`'s buffer, which `owner`
     // (the new array's base object) holds through its own `Arc`; a buffer
     // shared by an `Arc` is never moved or freed while the `Arc` lives, and

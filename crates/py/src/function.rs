@@ -149,7 +149,7 @@ fn compile(
     threads: Option<usize>,
 ) -> PyResult<Function> {
     let source = source_from(tc_source)?;
-    let sizes = positive_sizes(sizes.unwrap_or_default())?;
+    let sizes = sizes.unwrap_or_default();
     let function = engine::Function::new(source, entry.as_deref(), sizes, setup(threads)?)
         .map_err(errors::to_py)?;
     Ok(Function { function })
@@ -166,16 +166,6 @@ pub fn source_from(obj: &Bound<'_, PyAny>) -> PyResult<engine::Source> {
         errors::input("TC source must be a str (the text) or an os.PathLike (a file)")
     })?;
     engine::Source::tc("<string>".to_string(), text).map_err(errors::to_py)
-}
-
-/// `sizes` checked positive.
-pub fn positive_sizes(sizes: HashMap<String, i64>) -> PyResult<engine::Sizes> {
-    if let Some((k, v)) = sizes.iter().find(|(_, &v)| v < 1) {
-        return Err(errors::ShapeError::new_err(format!(
-            "error: size `{k}` is {v}; sizes must be positive"
-        )));
-    }
-    Ok(sizes)
 }
 
 /// Compiled runs on `threads` threads (rayon's global pool when `None`).

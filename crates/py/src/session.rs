@@ -107,7 +107,7 @@ impl InferenceSession {
         if let Some(p) = providers {
             check_providers(p)?;
         }
-        let sizes = crate::function::positive_sizes(sizes.unwrap_or_default())?;
+        let sizes = sizes.unwrap_or_default();
         let setup = crate::function::setup(threads)?;
         let mut notes = Vec::new();
         let shown = path.display().to_string();

@@ -43,8 +43,16 @@ def test_non_contiguous_and_misaligned_arrays_are_copied_once():
     assert shifted.ctypes.data % 16 != 0
     np.testing.assert_array_equal(f(shifted), shifted)
     assert tessera.input_copies() == before + 2
-    # A list is converted (one copy) and then typed like NumPy does.
-    np.testing.assert_array_equal(f(np.float32([1, 2, 3]).tolist() and np.float32([1, 2, 3])), [1, 2, 3])
+
+
+def test_a_list_is_converted_once_and_typed_as_numpy_types_it():
+    ints = tessera.compile("def copy(int64(N) A) -> (B) { B(i) = A(i) }")
+    before = tessera.input_copies()
+    np.testing.assert_array_equal(ints([1, 2, 3]), [1, 2, 3])
+    assert tessera.input_copies() == before + 1
+    # NumPy makes a list of floats float64, which a float32 def refuses.
+    with pytest.raises(tessera.InputError, match="float64"):
+        tessera.compile(COPY)([1.0, 2.0])
 
 
 def test_dlpack_objects_are_read_in_place():

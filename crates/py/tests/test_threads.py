@@ -37,10 +37,12 @@ def test_two_threads_share_one_session():
             assert_close(r, alone[k])
 
 
-def test_a_function_releases_the_gil_while_it_runs(mm_source):
-    mm = tessera.compile(mm_source)
-    a = np.ones((256, 256), np.float32)
-    mm(a, a)
+def test_a_function_releases_the_gil_while_it_runs():
+    # A reduction long enough (tens of milliseconds) that a thread holding
+    # the GIL through it would stop the ticking thread for all of it.
+    long = tessera.compile("def s(float(N,M) A) -> (S) { S(i) +=! exp(A(i,j)) * exp(A(i,j)) }", threads=1)
+    a = np.ones((2048, 4096), np.float32)
+    long(a)
     ticks = []
     done = threading.Event()
 
@@ -51,10 +53,14 @@ def test_a_function_releases_the_gil_while_it_runs(mm_source):
     t = threading.Thread(target=tick)
     t.start()
     try:
-        for _ in range(20):
-            mm(a, a)
+        inside = []
+        for _ in range(5):
+            before = len(ticks)
+            long(a)
+            inside.append(len(ticks) - before)
     finally:
         done.set()
         t.join()
-    # The ticking thread ran while the main thread was inside tessera.
-    assert len(ticks) > 0
+    # The ticking thread ran while the main thread was inside tessera (a
+    # call that kept the GIL would leave it at most a switch or two).
+    assert max(inside) > 1000, inside

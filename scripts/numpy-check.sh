@@ -8,5 +8,7 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check numpy
 fi
-cargo build --quiet -p tessera
+# The same build `cargo test --workspace` made (features unified with the
+# tests' dependencies), so CI does not build the dependency tree twice.
+cargo test --quiet --workspace --no-run
 "$venv/bin/python" tests/numpy/check.py target/debug/tessera

@@ -479,6 +479,10 @@ def malformed():
     ]))
     write("missing_initializer", graph([helper.make_node("Conv", ["x", "weights"], ["y"], name="conv")]))
     write("unsupported_operator", graph([helper.make_node("LSTM", ["x"], ["y"], name="lstm")]))
+    # The same with a symbolic batch: refused before any size is known.
+    symbolic = graph([helper.make_node("LSTM", ["x"], ["y"], name="lstm")])
+    symbolic.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    write("symbolic_unsupported_operator", symbolic)
     w = numpy_helper.from_array(np.ones([2, 2, 3, 3], dtype=np.float32), "w")
     write("unsupported_attribute_value", graph(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SOMETIMES")], [w]))

@@ -4,7 +4,8 @@
 //! is imported and compiled once per set of input shapes
 //! ([`Specializations`]); with every input dimension fixed (or bound by
 //! the given sizes) that happens when the model is opened, so that a model
-//! tessera cannot run is refused there.
+//! tessera cannot run is refused there; a model with symbolic inputs is
+//! checked there for operators tessera does not support.
 //!
 //! Guarantees: every problem with the tensors given is an [`Error`] naming
 //! the input or output: an unknown or missing name or a wrong element type
@@ -50,7 +51,11 @@ impl Model {
         notes: &mut Vec<Note>,
     ) -> Result<Model, Error> {
         crate::bind::check_positive(&sizes)?;
-        let signature = onnx::signature(&onnx::load(path)?);
+        let loaded = onnx::load(path)?;
+        // Checked here, not at the first run, for a model whose input
+        // shapes wait for that run.
+        onnx::check_operators(&loaded)?;
+        let signature = onnx::signature(&loaded);
         let symbols: Vec<&str> = signature
             .inputs
             .iter()

@@ -135,7 +135,12 @@ impl Specialized {
             None => compiled.prepare(&self.fixed)?,
         };
         transfer::set_args(&compiled.exe, &mut state, args)?;
-        let ran = self.on_pool(|| compiled.run_state(&mut state, None));
+        // A run the executable keeps on the calling thread skips the pool
+        // too: entering it costs what the placement saves.
+        let ran = match compiled.exe.placement() {
+            runtime::Placement::Here => compiled.run_state(&mut state, None),
+            runtime::Placement::Pool => self.on_pool(|| compiled.run_state(&mut state, None)),
+        };
         let outputs = ran
             .map_err(Error::Compiled)
             .and_then(|()| compiled.outputs(&state));

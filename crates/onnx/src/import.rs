@@ -75,34 +75,56 @@ pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, Error>
 /// Imports a loaded model. Symbolic input dimensions take their values from
 /// `sizes` or, failing that, from `shapes`: the shapes of the tensors the
 /// caller will bind to the graph inputs of those names (a dynamic batch
-/// size read off the input file). The error is the first of
-/// [`problems`], of kind [`crate::ErrorKind::Shape`] when the sizes and shapes
-/// do not fit the inputs' declared shapes and [`crate::ErrorKind::Unsupported`]
-/// for a node of an operator no importer handles.
+/// size read off the input file). The error is of kind
+/// [`crate::ErrorKind::Unsupported`] for a node of an operator no importer
+/// handles ([`check_operators`]), else [`crate::ErrorKind::Shape`] when the
+/// sizes and shapes do not fit the inputs' declared shapes, else the first
+/// of [`problems`].
 pub fn import_loaded(
     loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
 ) -> Result<Model, Error> {
+    // An operator tessera lacks is told first: no sizes would help.
+    check_operators(&loaded)?;
     if let Some(graph) = loaded.model.graph.as_ref() {
         bind_symbols(graph, sizes, shapes).map_err(Error::shape)?;
-        for (k, node) in graph.node.iter().enumerate() {
-            if let Some(why) = crate::ops::unsupported(&Node::new(node, k)) {
-                return Err(Error::unsupported(why));
-            }
-        }
     }
     import_all(loaded, sizes, shapes)
         .map_err(|mut problems| Error::invalid(problems.swap_remove(0)))
 }
 
+/// The first node of `loaded` whose operator (or form of it) no importer
+/// handles, as an error of kind [`crate::ErrorKind::Unsupported`]. Needs no
+/// sizes, so a model with symbolic inputs is checked before any shape is
+/// known.
+pub fn check_operators(loaded: &Loaded) -> Result<(), Error> {
+    let Some(graph) = loaded.model.graph.as_ref() else {
+        return Ok(());
+    };
+    for (k, node) in graph.node.iter().enumerate() {
+        if let Some(why) = crate::ops::unsupported(&Node::new(node, k)) {
+            return Err(Error::unsupported(why));
+        }
+    }
+    Ok(())
+}
+
 /// Every reason the import of `loaded` fails, in the order the import
-/// meets them; none when it succeeds. `tessera info` reports these, so that
-/// it never calls a model supported that `run` refuses.
+/// meets them, led by the unsupported operator [`import_loaded`] reports
+/// before any other problem; none when it succeeds. `tessera info` reports
+/// these, so that it never calls a model supported that `run` refuses.
 pub fn problems(loaded: Loaded, sizes: &HashMap<String, i64>) -> Vec<String> {
-    import_all(loaded, sizes, &HashMap::new())
+    let unsupported = check_operators(&loaded).err();
+    let mut all = import_all(loaded, sizes, &HashMap::new())
         .err()
-        .unwrap_or_default()
+        .unwrap_or_default();
+    if let Some(e) = unsupported {
+        if !all.contains(&e.message) {
+            all.insert(0, e.message);
+        }
+    }
+    all
 }
 
 /// A problem that stops the import where it is met.

@@ -18,7 +18,7 @@ mod proto;
 mod signature;
 
 pub use error::{Error, ErrorKind};
-pub use import::{import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
+pub use import::{check_operators, import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
 pub use info::{info, print_info, Info};
 pub use load::{load, Loaded, OPSETS};
 pub use ops::SUPPORTED;

@@ -113,6 +113,10 @@ fn malformed_models_are_rejected_with_their_reason() {
             "node `lstm` (LSTM): operator `LSTM` is not supported",
         ),
         (
+            "symbolic_unsupported_operator",
+            "node `lstm` (LSTM): operator `LSTM` is not supported",
+        ),
+        (
             "unsupported_attribute_value",
             "node `conv` (Conv): auto_pad `SOMETIMES` is not supported",
         ),
@@ -153,7 +157,9 @@ fn malformed_models_are_rejected_with_their_reason() {
                 // What tessera lacks is told apart from what is wrong with
                 // the model (the Python package raises different classes).
                 let kind = match name {
-                    "unknown_opset" | "unsupported_operator" => onnx::ErrorKind::Unsupported,
+                    "unknown_opset" | "unsupported_operator" | "symbolic_unsupported_operator" => {
+                        onnx::ErrorKind::Unsupported
+                    }
                     _ => onnx::ErrorKind::Invalid,
                 };
                 assert_eq!(e.kind, kind, "{name}: {e}");

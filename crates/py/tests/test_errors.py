@@ -77,6 +77,9 @@ def test_model_files_that_cannot_be_used(tmp_path):
         tessera.InferenceSession(junk)
     with pytest.raises(tessera.UnsupportedOperatorError, match="operator `LSTM` is not supported"):
         tessera.InferenceSession(MALFORMED / "unsupported_operator.onnx")
+    # A symbolic batch defers compiling to the first run, not the check.
+    with pytest.raises(tessera.UnsupportedOperatorError, match="operator `LSTM` is not supported"):
+        tessera.InferenceSession(MALFORMED / "symbolic_unsupported_operator.onnx")
     with pytest.raises(tessera.UnsupportedOperatorError, match="operator set version 9"):
         tessera.InferenceSession(MALFORMED / "unknown_opset.onnx")
 

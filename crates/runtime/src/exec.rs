@@ -8,7 +8,9 @@
 //! steps in order on a [`State`] (the slots of memory): a `#parallel` step
 //! as partitions of its parallel index, a few per thread of the rayon pool,
 //! all at once; every other step whole; a library matmul through
-//! [`crate::matmul`]. A temporary's slot is zeroed before the first step
+//! [`crate::matmul`]. A run too small to gain from the pool (a few
+//! microseconds of work, less than waking it costs) runs every step whole
+//! on the calling thread instead ([`Placement`]). A temporary's slot is zeroed before the first step
 //! that touches it, because a new tensor starts as zeros and its slot may
 //! hold another temporary's values. A step that only stores zero into every
 //! element of a library matmul's output, just before the matmul, is skipped
@@ -77,7 +79,31 @@ pub struct Executable {
     /// For each root buffer, whether it is a parameter (bound by the
     /// caller, so never replaced before a run).
     param: Vec<bool>,
+    /// Where [`Executable::run`] runs the steps.
+    placement: Placement,
 }
+
+/// Where a run's steps execute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On the calling thread, every step whole: no thread of any pool is
+    /// woken.
+    Here,
+    /// On a worker of the current rayon pool, parallel steps split over
+    /// its threads.
+    Pool,
+}
+
+/// A run doing at most this many floating-point operations, and touching
+/// at most [`HERE_BYTES`] bytes over all its steps, runs on the calling
+/// thread: handing a run to the pool and back costs tens of microseconds
+/// (a worker wakes, then the caller), more than such a run takes on one
+/// core (about 13 µs at 20 GFLOP/s).
+const HERE_FLOPS: u64 = 1 << 18;
+
+/// The bytes bound of [`HERE_FLOPS`]: 256 KiB stay in one core's L2, read
+/// in about 13 µs at 20 GB/s.
+const HERE_BYTES: u64 = 1 << 18;
 
 /// Why [`build`] failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,7 +228,15 @@ pub fn build(
         .iter()
         .map(|b| params.contains(&b.name.as_str()))
         .collect();
+    let small = step_flops.iter().sum::<u64>() <= HERE_FLOPS
+        && step_bytes.iter().sum::<u64>() <= HERE_BYTES;
+    let placement = if small {
+        Placement::Here
+    } else {
+        Placement::Pool
+    };
     Ok(Executable {
+        placement,
         library,
         skip,
         shapes,
@@ -438,28 +472,52 @@ impl Executable {
             .map_err(|e| e.to_string())
     }
 
-    /// Runs every step; with `profile`, records each step's time.
-    ///
-    /// The steps run on a worker of the rayon pool, not on the calling
-    /// thread: work handed to the pool from outside it waits for a worker
-    /// to wake and the caller to be woken back, tens of microseconds each
-    /// time, which every parallel step and every split inside a library
-    /// matmul would otherwise pay. From a worker, the other workers take
-    /// their parts while still spinning for work.
+    /// Where [`Executable::run`] runs: [`Placement::Here`] for a run
+    /// small enough that waking the pool would cost more than it saves.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Runs every step, where [`Executable::placement`] says; with
+    /// `profile`, records each step's time.
     pub fn run(
         &self,
         state: &mut State,
         profile: Option<&mut Vec<StepProfile>>,
     ) -> Result<(), String> {
-        rayon::scope(|_| self.run_steps(state, profile))
+        self.run_placed(state, profile, self.placement)
     }
 
+    /// [`Executable::run`] at a given placement (both compute the same).
+    ///
+    /// In the pool, the steps run on a worker, not on the calling thread:
+    /// work handed to the pool from outside it waits for a worker to wake
+    /// and the caller to be woken back, tens of microseconds each time,
+    /// which every parallel step and every split inside a library matmul
+    /// would otherwise pay. From a worker, the other workers take their
+    /// parts while still spinning for work.
+    pub fn run_placed(
+        &self,
+        state: &mut State,
+        profile: Option<&mut Vec<StepProfile>>,
+        placement: Placement,
+    ) -> Result<(), String> {
+        match placement {
+            Placement::Here => self.run_steps(state, profile, None),
+            Placement::Pool => {
+                rayon::scope(|_| self.run_steps(state, profile, Some(rayon::current_num_threads())))
+            }
+        }
+    }
+
+    /// The steps in order, parallel ones split for `threads` threads of
+    /// the current pool, or whole on this thread without `threads`.
     fn run_steps(
         &self,
         state: &mut State,
         mut profile: Option<&mut Vec<StepProfile>>,
+        threads: Option<usize>,
     ) -> Result<(), String> {
-        let threads = rayon::current_num_threads().max(1) as u64;
         for (b, info) in self.c.buffers.iter().enumerate() {
             let need = info.bytes;
             if self.param[b] && state.slots[self.plan.map[b]].bytes() < need {
@@ -502,10 +560,13 @@ impl Executable {
                     v.fill(0);
                 }
             }
-            let parts: Vec<(i64, i64)> = match info.parallel {
-                None => vec![(0, 1)],
-                Some(range) => {
-                    let n = (threads * PARTITIONS_PER_THREAD).min(range).max(1);
+            let parts: Vec<(i64, i64)> = match (info.parallel, threads) {
+                (None, _) => vec![(0, 1)],
+                (Some(range), None) => vec![(0, range as i64)],
+                (Some(range), Some(threads)) => {
+                    let n = (threads.max(1) as u64 * PARTITIONS_PER_THREAD)
+                        .min(range)
+                        .max(1);
                     (0..n)
                         .map(|p| {
                             let lo = range * p / n;
@@ -519,7 +580,7 @@ impl Executable {
             match &self.library[k] {
                 Some(spec) => {
                     let accumulate = k == 0 || !self.skip[k - 1];
-                    self.run_matmul(spec, state, accumulate)?;
+                    self.run_matmul(spec, state, accumulate, threads.is_some())?;
                 }
                 None => self
                     .kernel
@@ -546,6 +607,7 @@ impl Executable {
         spec: &MatmulSpec,
         state: &mut State,
         accumulate: bool,
+        parallel: bool,
     ) -> Result<(), String> {
         let slot = |b: usize| self.plan.map[b];
         let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
@@ -561,8 +623,8 @@ impl Executable {
         let (a, b) = (&*state.slots[sa], &*state.slots[sb]);
         let c = Arc::make_mut(&mut c_slot);
         let result = match spec.dtype {
-            DType::F32 => matmul_on::<f32>(spec, a, b, c, lens, accumulate),
-            DType::F64 => matmul_on::<f64>(spec, a, b, c, lens, accumulate),
+            DType::F32 => matmul_on::<f32>(spec, a, b, c, lens, accumulate, parallel),
+            DType::F64 => matmul_on::<f64>(spec, a, b, c, lens, accumulate, parallel),
             t => Err(format!("a library matmul of {t}")),
         };
         state.slots[sc] = c_slot;
@@ -593,12 +655,13 @@ fn matmul_on<T: Element + matmul::Element>(
     c: &mut Buffer,
     lens: [usize; 3],
     accumulate: bool,
+    parallel: bool,
 ) -> Result<(), String> {
     let missing = || "a library matmul's buffer does not fit its slot".to_string();
     let a = a.view::<T>(lens[0]).ok_or_else(missing)?;
     let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
     let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
-    matmul::run_with(spec, a, b, c, accumulate).map_err(|e| e.to_string())
+    matmul::run_with(spec, a, b, c, accumulate, parallel).map_err(|e| e.to_string())
 }
 
 /// Tags `library` and `fill` every zero fill of a library matmul's output

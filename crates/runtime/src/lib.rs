@@ -9,5 +9,5 @@ pub mod matmul;
 pub mod plan;
 pub mod saved;
 
-pub use exec::{build, BuildError, Executable, Options, State, StepProfile};
+pub use exec::{build, BuildError, Executable, Options, Placement, State, StepProfile};
 pub use plan::Plan;

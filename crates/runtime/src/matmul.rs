@@ -667,18 +667,21 @@ pub fn run<T: Element>(
     b: &[T],
     c: &mut [T],
 ) -> Result<(), MatmulError> {
-    run_with(spec, a, b, c, true)
+    run_with(spec, a, b, c, true, true)
 }
 
 /// [`run`], or with `accumulate` false `C = A·B`: the elements of C the
 /// spec reaches are overwritten, so C's old values there need not be
 /// initialized (the runtime skips an identity store before a matmul).
+/// With `parallel` false every product runs on the calling thread, which
+/// then need not be in (or hand work to) any rayon pool.
 pub fn run_with<T: Element>(
     spec: &MatmulSpec,
     a: &[T],
     b: &[T],
     c: &mut [T],
     accumulate: bool,
+    parallel: bool,
 ) -> Result<(), MatmulError> {
     let accum = if accumulate {
         Accum::Add
@@ -696,6 +699,12 @@ pub fn run_with<T: Element>(
         return Ok(());
     };
     let dst = Dst(c.as_mut_ptr());
+    if !parallel {
+        for p in 0..plan.points {
+            matmul_point(&plan, a, b, &dst, p, accum);
+        }
+        return Ok(());
+    }
     let threads = rayon::current_num_threads();
     let each = plan
         .m

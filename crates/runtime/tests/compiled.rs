@@ -3,8 +3,8 @@
 //! over the rayon pool and their temporaries in planned (shared) slots,
 //! give the interpreter's results (floats within 1e-4 relative). A second
 //! run on the same state gives the same results again (temporaries are
-//! zeroed, nothing leaks from one run into the next), and a second build
-//! hits the cache.
+//! zeroed, nothing leaks from one run into the next) on the calling thread
+//! with every step whole, and a second build hits the cache.
 
 mod common;
 
@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use codegen::cache::KernelCache;
 use interp::{Arg, Mode, Tensor};
 use ir::{DType, Param, Program, Value};
+use runtime::Placement;
 
 fn load(path: &str) -> Program {
     testkit::load(path)
@@ -68,7 +69,11 @@ fn check_with(
                 }
             }
         }
-        exe.run(&mut state, None)
+        // The first run splits parallel steps over the pool, the second
+        // runs every step whole on this thread: both must compute the
+        // same, whichever the executable would pick.
+        let placement = [Placement::Pool, Placement::Here][run];
+        exe.run_placed(&mut state, None, placement)
             .unwrap_or_else(|e| panic!("{def}: {e}"));
         for (name, t) in &want {
             let got = exe.values(&state, name).unwrap();
@@ -169,13 +174,12 @@ fn compiled_programs_match_the_interpreter() {
             .any(|s| s.parallel.is_some_and(|r| r > 1)),
         "MLP3 should have a partitioned step"
     );
-    check(
-        &cache,
-        &load("examples/paper/tmm.tc"),
-        "tmm",
-        &[("M", 37), ("K", 29), ("N", 41)],
-        &[],
-    );
+    // 88 kFLOP stay on the calling thread; 1.8 MFLOP go to the pool.
+    let tmm = load("examples/paper/tmm.tc");
+    let small = check(&cache, &tmm, "tmm", &[("M", 37), ("K", 29), ("N", 41)], &[]);
+    assert_eq!(small.placement(), Placement::Here);
+    let large = check(&cache, &tmm, "tmm", &[("M", 96), ("K", 96), ("N", 96)], &[]);
+    assert_eq!(large.placement(), Placement::Pool);
     check(
         &cache,
         &load("examples/paper/tbmm.tc"),

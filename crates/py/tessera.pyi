@@ -9,7 +9,7 @@ over tessera's own buffers.
 """
 
 import os
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union, overload
 
 import numpy as np
 
@@ -66,20 +66,43 @@ class InferenceSession:
     name (``{"batch": 1}``); a model whose input shapes are all known is
     compiled when the session is made, else once per set of input shapes,
     on first use. ``threads`` is the number of threads a run uses (default:
-    all cores). ``providers``, for scripts written for ONNX Runtime, may
-    only name ``CPUExecutionProvider``.
+    all cores).
+
+    For scripts written for ONNX Runtime, ``InferenceSession(path,
+    sess_options, providers)`` works too: an ONNX Runtime
+    ``SessionOptions`` (positional or ``sess_options=``) gives its
+    ``intra_op_num_threads`` (0: all cores; its other settings are
+    optimization switches tessera does not need); ``providers`` may only
+    name ``CPUExecutionProvider``, and ``provider_options`` may only be
+    empty.
 
     Raises ``ParseError`` for a file that is not a valid model,
     ``UnsupportedOperatorError`` for an operator tessera lacks.
     """
 
+    @overload
     def __init__(
         self,
         path: Union[str, os.PathLike[str]],
         sizes: Optional[Mapping[str, int]] = None,
         threads: Optional[int] = None,
         providers: Optional[Sequence[Any]] = None,
+        sess_options: Any = None,
+        provider_options: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        sess_options: Any,
+        providers: Optional[Sequence[Any]] = None,
+        *,
+        sizes: Optional[Mapping[str, int]] = None,
+        provider_options: Optional[Sequence[Mapping[str, Any]]] = None,
+    ) -> None: ...
+    @property
+    def threads(self) -> Optional[int]:
+        """The threads a run uses; ``None`` for all cores."""
     def get_inputs(self) -> list[NodeArg]:
         """The model's inputs (its initializers left out), in its order."""
     def get_outputs(self) -> list[NodeArg]:

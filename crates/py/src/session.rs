@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::{arrays, errors};
 
@@ -84,30 +84,85 @@ impl NodeArg {
 /// name (`{"batch": 1}`); a model whose input shapes are all known is
 /// compiled when the session is made, else once per set of input shapes,
 /// on first use. `threads` is the number of threads a run uses (default:
-/// all cores). `providers`, for scripts written for ONNX Runtime, may
-/// only name `CPUExecutionProvider`.
+/// all cores).
+///
+/// For scripts written for ONNX Runtime, `InferenceSession(path,
+/// sess_options, providers)` works too: an ONNX Runtime `SessionOptions`
+/// (positional or `sess_options=`) gives its `intra_op_num_threads` (0:
+/// all cores; its other settings are optimization switches tessera does
+/// not need); `providers` may only name `CPUExecutionProvider`, and
+/// `provider_options` may only be empty.
 #[pyclass(frozen, module = "tessera")]
 struct InferenceSession {
     model: engine::Model,
     path: String,
+    threads: Option<usize>,
 }
 
 #[pymethods]
 impl InferenceSession {
     #[new]
-    #[pyo3(signature = (path, sizes=None, threads=None, providers=None))]
+    #[pyo3(signature = (path, sizes=None, threads=None, providers=None, sess_options=None, provider_options=None))]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
-        sizes: Option<HashMap<String, i64>>,
-        threads: Option<usize>,
+        sizes: Option<&Bound<'_, PyAny>>,
+        threads: Option<&Bound<'_, PyAny>>,
         providers: Option<&Bound<'_, PyAny>>,
+        sess_options: Option<&Bound<'_, PyAny>>,
+        provider_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<InferenceSession> {
         let path = model_path(path)?;
+        // ONNX Runtime's positional order is (path, sess_options,
+        // providers): told apart from (path, sizes, threads) by type.
+        let (sizes, sess_options) = match sizes {
+            Some(s) if is_session_options(s)? => {
+                if sess_options.is_some() {
+                    return Err(errors::input(
+                        "session options are given twice (positionally and as `sess_options`)",
+                    ));
+                }
+                (None, Some(s))
+            }
+            s => (s, sess_options),
+        };
+        let (threads, providers) = match threads {
+            Some(t) if is_sequence(t) => {
+                if providers.is_some() {
+                    return Err(errors::input(
+                        "providers are given twice (positionally and as `providers`)",
+                    ));
+                }
+                (None, Some(t))
+            }
+            t => (t, providers),
+        };
         if let Some(p) = providers {
             check_providers(p)?;
         }
-        let sizes = sizes.unwrap_or_default();
+        if let Some(o) = provider_options {
+            check_provider_options(o)?;
+        }
+        let sizes: HashMap<String, i64> = match sizes {
+            None => HashMap::new(),
+            Some(s) => s.extract().map_err(|_| {
+                errors::input(format!(
+                    "`sizes` must map symbolic dimension names to ints (`{{\"batch\": 1}}`), not a {}",
+                    type_name(s)
+                ))
+            })?,
+        };
+        let threads = match (threads, sess_options) {
+            (Some(t), _) => Some(t.extract::<usize>().map_err(|_| {
+                errors::input(format!(
+                    "`threads` must be a positive int, not {}",
+                    t.repr()
+                        .map_or_else(|_| "that".to_string(), |r| r.to_string())
+                ))
+            })?),
+            (None, Some(o)) => intra_op_threads(o)?,
+            (None, None) => None,
+        };
         let setup = crate::function::setup(threads)?;
         let mut notes = Vec::new();
         let shown = path.display().to_string();
@@ -115,7 +170,17 @@ impl InferenceSession {
             .detach(|| engine::Model::open(&path, sizes, setup, &mut notes))
             .map_err(errors::to_py)?;
         crate::function::warn_notes(py, &notes)?;
-        Ok(InferenceSession { model, path: shown })
+        Ok(InferenceSession {
+            model,
+            path: shown,
+            threads,
+        })
+    }
+
+    /// The threads a run uses; `None` for all cores.
+    #[getter]
+    fn threads(&self) -> Option<usize> {
+        self.threads
     }
 
     /// The model's inputs (its initializers left out), in its order.
@@ -214,6 +279,65 @@ fn model_path(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
         "the model must be given by its path (str or os.PathLike), not a {}",
         path.get_type().name()?
     )))
+}
+
+/// Whether `o` is ONNX Runtime's `SessionOptions` (or looks like it): not
+/// a mapping, with an `intra_op_num_threads`.
+fn is_session_options(o: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(!o.is_instance_of::<PyDict>() && o.hasattr("intra_op_num_threads")?)
+}
+
+/// Whether `o` is a list or tuple (ONNX Runtime's providers, positionally).
+fn is_sequence(o: &Bound<'_, PyAny>) -> bool {
+    o.is_instance_of::<PyList>() || o.is_instance_of::<PyTuple>()
+}
+
+/// The threads ONNX Runtime session options ask for: their
+/// `intra_op_num_threads`, 0 meaning all cores.
+fn intra_op_threads(o: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let n: i64 = o
+        .getattr("intra_op_num_threads")?
+        .extract()
+        .map_err(|_| errors::input("`sess_options.intra_op_num_threads` is not an int"))?;
+    match n {
+        0 => Ok(None),
+        n => usize::try_from(n).map(Some).map_err(|_| {
+            errors::input(format!(
+                "`sess_options.intra_op_num_threads` is {n}; it must be positive (or 0 for all cores)"
+            ))
+        }),
+    }
+}
+
+/// `provider_options` as ONNX Runtime takes them (one mapping per
+/// provider): tessera's CPU provider has none, so each must be empty.
+fn check_provider_options(options: &Bound<'_, PyAny>) -> PyResult<()> {
+    if options.is_none() {
+        return Ok(());
+    }
+    for o in options.try_iter()? {
+        let o = o?;
+        if o.len().map_err(|_| {
+            errors::input(format!(
+                "`provider_options` holds a {}, not a mapping of options",
+                type_name(&o)
+            ))
+        })? > 0
+        {
+            return Err(errors::input(format!(
+                "provider options {}: tessera's CPU provider takes none",
+                o.repr()?
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The name of `o`'s type, for messages.
+fn type_name(o: &Bound<'_, PyAny>) -> String {
+    o.get_type()
+        .name()
+        .map_or_else(|_| "value".to_string(), |n| n.to_string())
 }
 
 /// `providers` as ONNX Runtime takes them (names, or `(name, options)`

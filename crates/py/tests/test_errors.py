@@ -2,6 +2,7 @@
 prints, never a crash."""
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 import tessera
@@ -112,6 +113,22 @@ def test_bad_sizes_and_threads():
         tessera.verify("def f(float(N) A) -> (B) { B(i) = A(i) }", None, "f", {"N": -1}, entry_b="f")
     with pytest.raises(tessera.InputError, match="threads"):
         tessera.InferenceSession(MODEL, threads=0)
+    with pytest.raises(tessera.InputError, match="`threads` must be a positive int, not -1"):
+        tessera.InferenceSession(MODEL, threads=-1)
+    with pytest.raises(tessera.InputError, match="`sizes` must map symbolic dimension names to ints"):
+        tessera.InferenceSession(MODEL, sizes=[("batch", 1)])
+
+
+def test_onnx_runtime_options_tessera_cannot_honour():
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = -2
+    with pytest.raises(tessera.InputError, match="intra_op_num_threads` is -2"):
+        tessera.InferenceSession(MODEL, options)
+    with pytest.raises(tessera.InputError, match="given twice"):
+        tessera.InferenceSession(MODEL, ort.SessionOptions(), sess_options=ort.SessionOptions())
+    with pytest.raises(tessera.InputError, match="CPU provider takes none"):
+        tessera.InferenceSession(MODEL, providers=["CPUExecutionProvider"],
+                                 provider_options=[{"arena_extend_strategy": "kSameAsRequested"}])
 
 
 def test_tc_source_errors_are_located():

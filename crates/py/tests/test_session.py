@@ -109,3 +109,26 @@ def test_threads_option_gives_the_same_results():
     two = tessera.InferenceSession(d / "model.onnx", threads=2).run(None, feed)
     for a, b in zip(one, two):
         assert_close(a, b)
+
+
+def test_a_script_written_for_onnx_runtime_runs_unchanged():
+    # ONNX Runtime's own constructor forms, with `tessera` for `ort`:
+    # session options and providers positionally or by keyword.
+    d = FIXTURES / "resnet_basic_block"
+    path = str(d / "model.onnx")
+    feed = fixture_feed(d)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    want = ort.InferenceSession(path, options, ["CPUExecutionProvider"]).run(None, feed)
+    for session in [
+        tessera.InferenceSession(path, options, ["CPUExecutionProvider"]),
+        tessera.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"],
+                                 provider_options=[{}]),
+    ]:
+        assert session.threads == 1
+        for g, w in zip(session.run(None, feed), want):
+            assert_close(g, w)
+    options.intra_op_num_threads = 0
+    assert tessera.InferenceSession(path, options).threads is None
+    assert tessera.InferenceSession(path, options, threads=2).threads == 2

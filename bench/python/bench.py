@@ -26,7 +26,9 @@ import tessera
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
+sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
 import torch_models as tm  # noqa: E402
+from models import median_ms  # noqa: E402
 
 OUT = os.path.join(ROOT, "target", "bench-python")
 
@@ -47,16 +49,6 @@ def per_call_us(fn, calls):
         fn()
         times.append(time.perf_counter_ns() - t)
     return statistics.median(times) / 1e3
-
-
-def median_ms(fn, runs):
-    fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
 
 
 def overhead(args):

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use interp::{Arg, Tensor};
-use ir::{DType, Def, Param, Value};
+use ir::{DType, Def, Param, TensorDecl, Value};
 
 use crate::note::{join, Note};
 use crate::Error;
@@ -119,18 +119,7 @@ pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, E
             name: k.to_string(),
             message,
         };
-        let Some(param) = def.params.iter().find(|p| p.name() == k) else {
-            let names = def
-                .params
-                .iter()
-                .map(|p| format!("`{}`", p.name()))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(input(format!(
-                "def `{}` has no parameter `{k}`\n  = help: its parameters are {names}",
-                def.name
-            )));
-        };
+        let param = param(def, k)?;
         let arg = match param {
             Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
             Param::Tensor(t) => {
@@ -138,9 +127,7 @@ pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, E
                     path: v.to_string(),
                     message,
                 })?;
-                let decl = def
-                    .tensor(t)
-                    .ok_or_else(|| Error::Internal(format!("no declaration for `{t}`")))?;
+                let decl = declaration(def, t)?;
                 if tensor.dtype() != decl.dtype {
                     return Err(input(format!(
                         "input `{t}`: `{v}` holds {} but `{t}` is {}",
@@ -274,4 +261,31 @@ fn parse_scalar(name: &str, v: &str, dtype: DType) -> Result<Value, Error> {
         return Err(bad(format!("input `{name}`: {x} does not fit in {dtype}")));
     }
     Ok(Value::Int(x))
+}
+
+/// Parameter `name` of `def`, or an input error naming the parameters it
+/// has.
+pub(crate) fn param<'d>(def: &'d Def, name: &str) -> Result<&'d Param, Error> {
+    def.params.iter().find(|p| p.name() == name).ok_or_else(|| {
+        let names: Vec<String> = def
+            .params
+            .iter()
+            .map(|p| format!("`{}`", p.name()))
+            .collect();
+        Error::Input {
+            name: name.to_string(),
+            message: format!(
+                "def `{}` has no parameter `{name}`\n  = help: its parameters are {}",
+                def.name,
+                names.join(", ")
+            ),
+        }
+    })
+}
+
+/// The declaration of `def`'s tensor parameter `t` (the checker gives
+/// every one a declaration).
+pub(crate) fn declaration<'d>(def: &'d Def, t: &str) -> Result<&'d TensorDecl, Error> {
+    def.tensor(t)
+        .ok_or_else(|| Error::Internal(format!("no declaration for `{t}`")))
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use interp::{Arg, Tensor};
 use ir::{Def, Param};
 
-use crate::bind::Sizes;
+use crate::bind::{self, Sizes};
 use crate::specialized::{Setup, Specializations, Specialized};
 use crate::{Error, Note, Source};
 
@@ -36,7 +36,7 @@ impl Function {
         given: Sizes,
         setup: Setup,
     ) -> Result<Function, Error> {
-        crate::bind::check_positive(&given)?;
+        bind::check_positive(&given)?;
         let def = source.pick_def(entry)?;
         let symbols = def.size_symbols();
         let mut names: Vec<&String> = given.keys().collect();
@@ -133,23 +133,9 @@ fn check_arg(def: &Def, name: &str, a: &Arg) -> Result<(), Error> {
         name: name.to_string(),
         message,
     };
-    let Some(param) = def.params.iter().find(|p| p.name() == name) else {
-        let names: Vec<String> = def
-            .params
-            .iter()
-            .map(|p| format!("`{}`", p.name()))
-            .collect();
-        return Err(input(format!(
-            "def `{}` has no parameter `{name}`\n  = help: its parameters are {}",
-            def.name,
-            names.join(", ")
-        )));
-    };
-    match (param, a) {
+    match (bind::param(def, name)?, a) {
         (Param::Tensor(t), Arg::Tensor(x)) => {
-            let decl = def
-                .tensor(t)
-                .ok_or_else(|| Error::Internal(format!("no declaration for `{t}`")))?;
+            let decl = bind::declaration(def, t)?;
             if x.dtype() != decl.dtype {
                 return Err(input(format!(
                     "argument `{t}` is {}, but `{t}` is {}{}",

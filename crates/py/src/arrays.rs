@@ -47,32 +47,15 @@ const TAKEN: &str =
 fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
     let py = a.py();
     let d = a.dtype();
-    let is = |other: Bound<'_, numpy::PyArrayDescr>| d.is_equiv_to(&other);
-    Some(if is(numpy::dtype::<f32>(py)) {
-        DType::F32
-    } else if is(numpy::dtype::<f64>(py)) {
-        DType::F64
-    } else if is(numpy::dtype::<i64>(py)) {
-        DType::I64
-    } else if is(numpy::dtype::<i32>(py)) {
-        DType::I32
-    } else if is(numpy::dtype::<bool>(py)) {
-        DType::Bool
-    } else if is(numpy::dtype::<u8>(py)) {
-        DType::U8
-    } else if is(numpy::dtype::<i8>(py)) {
-        DType::I8
-    } else if is(numpy::dtype::<i16>(py)) {
-        DType::I16
-    } else if is(numpy::dtype::<u16>(py)) {
-        DType::U16
-    } else if is(numpy::dtype::<u32>(py)) {
-        DType::U32
-    } else if is(numpy::dtype::<u64>(py)) {
-        DType::U64
-    } else {
-        return None;
-    })
+    // `bool` is told first: tessera stores it as `u8`, whose NumPy type
+    // every other element type's Rust type names exactly.
+    if d.is_equiv_to(&numpy::dtype::<bool>(py)) {
+        return Some(DType::Bool);
+    }
+    DType::ALL
+        .into_iter()
+        .filter(|&t| t != DType::Bool)
+        .find(|&t| tensor::with_element!(t, T => d.is_equiv_to(&numpy::dtype::<T>(py))))
 }
 
 /// `obj` as a NumPy array: itself, a DLPack tensor viewed in place, or a

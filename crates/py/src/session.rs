@@ -68,12 +68,15 @@ impl NodeArg {
 }
 
 impl NodeArg {
-    fn of(d: &onnx::Declared) -> NodeArg {
-        NodeArg {
-            name: d.name.clone(),
-            type_: format!("tensor({})", d.type_name),
-            dims: d.dims.clone(),
-        }
+    fn all(declared: &[onnx::Declared]) -> Vec<NodeArg> {
+        declared
+            .iter()
+            .map(|d| NodeArg {
+                name: d.name.clone(),
+                type_: format!("tensor({})", d.type_name),
+                dims: d.dims.clone(),
+            })
+            .collect()
     }
 }
 
@@ -185,22 +188,12 @@ impl InferenceSession {
 
     /// The model's inputs (its initializers left out), in its order.
     fn get_inputs(&self) -> Vec<NodeArg> {
-        self.model
-            .signature
-            .inputs
-            .iter()
-            .map(NodeArg::of)
-            .collect()
+        NodeArg::all(&self.model.signature.inputs)
     }
 
     /// The model's outputs, in its order.
     fn get_outputs(&self) -> Vec<NodeArg> {
-        self.model
-            .signature
-            .outputs
-            .iter()
-            .map(NodeArg::of)
-            .collect()
+        NodeArg::all(&self.model.signature.outputs)
     }
 
     /// `["CPUExecutionProvider"]`, as ONNX Runtime names where a session runs.

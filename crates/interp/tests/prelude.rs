@@ -136,6 +136,11 @@ const SINGLE_DEFS: &[&str] = &[
     "conv_transpose2d",
     "depth_to_space2d",
     "space_to_depth2d",
+    "nchwc",
+    "nchw",
+    "conv2d_nchwc",
+    "conv2d_nchw_nchwc",
+    "maxpool2d_nchwc",
     "maxpool2d",
     "avgpool2d",
     "avgpool2d_incpad",
@@ -541,6 +546,148 @@ fn check_conv(case: &Conv, seed: u64) {
     let with_bias = r::broadcast(&want, &r::reshape(&bias, &bias_shape), |a, b| a + b);
     check(&name, args(false), &[&want]);
     check(&format!("{name}_bias"), args(true), &[&with_bias]);
+}
+
+/// `x` (N x C x H x W) in channel blocks of `l`: block `c / l`, lane
+/// `c % l`, and `fill` in the lanes past C.
+fn blocked(x: &Nd, l: usize, fill: f64) -> Nd {
+    let s = &x.shape;
+    tabulate_blocked(
+        &[s[0], s[1].div_ceil(l), s[2], s[3], l],
+        s[1],
+        |i, c| x.at(&[i[0], c, i[2], i[3]]),
+        fill,
+    )
+}
+
+/// A blocked shape's elements: `f(index, channel)` for channels below `c`,
+/// `fill` past them.
+fn tabulate_blocked(
+    shape: &[usize],
+    c: usize,
+    f: impl Fn(&[usize], usize) -> f64,
+    fill: f64,
+) -> Nd {
+    let l = shape[4];
+    r::tabulate(shape, |i| {
+        let ch = i[1] * l + i[4];
+        if ch < c {
+            f(i, ch)
+        } else {
+            fill
+        }
+    })
+}
+
+/// F x C x KH x KW weights packed as FB x CB x KH x KW x L x M (`l` given)
+/// or FB x C x KH x KW x M (`l` none), zero past F and C.
+fn packed(w: &Nd, l: Option<usize>, m: usize) -> Nd {
+    let (f, c, kh, kw) = (w.shape[0], w.shape[1], w.shape[2], w.shape[3]);
+    let fb = f.div_ceil(m);
+    match l {
+        Some(l) => r::tabulate(&[fb, c.div_ceil(l), kh, kw, l, m], |i| {
+            let (fo, ci) = (i[0] * m + i[5], i[1] * l + i[4]);
+            if fo < f && ci < c {
+                w.at(&[fo, ci, i[2], i[3]])
+            } else {
+                0.0
+            }
+        }),
+        None => r::tabulate(&[fb, c, kh, kw, m], |i| {
+            let fo = i[0] * m + i[4];
+            if fo < f {
+                w.at(&[fo, i[1], i[2], i[3]])
+            } else {
+                0.0
+            }
+        }),
+    }
+}
+
+#[test]
+fn channel_blocked_layouts() {
+    let one = [1, 1];
+    // Channels that are not whole blocks (5 in blocks of 4), output
+    // channels in blocks of another width (7 in blocks of 3), strides,
+    // dilation and uneven pads.
+    for (k, (c, f, l, m, size, kernel, w)) in [
+        (5, 7, 4, 3, [6, 7], [3, 3], win(&one, &one, &one, &one)),
+        (
+            8,
+            4,
+            4,
+            4,
+            [7, 6],
+            [3, 2],
+            win(&[2, 1], &[1, 0], &[0, 1], &one),
+        ),
+        (
+            3,
+            6,
+            4,
+            4,
+            [9, 8],
+            [3, 3],
+            win(&[2, 2], &[2, 1], &[1, 2], &[2, 1]),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let seed = 1500 + 10 * k as u64;
+        let x = rand(&[2, c, size[0], size[1]], seed);
+        let wt = rand(&[f, c, kernel[0], kernel[1]], seed + 1);
+        let bias = rand(&[f], seed + 2);
+        let xb = blocked(&x, l, 0.0);
+        check("nchwc", vec![t("X", &x), int("L", l)], &[&xb]);
+        // Whatever the lanes past C hold, they are dropped.
+        check(
+            "nchw",
+            vec![t("X", &blocked(&x, l, 9.0)), int("C", c)],
+            &[&x],
+        );
+        let plain = r::conv(&x, &wt, &w, 1);
+        let want = |m: usize| {
+            let s = &plain.shape;
+            tabulate_blocked(
+                &[s[0], f.div_ceil(m), s[2], s[3], m],
+                f,
+                |i, fo| plain.at(&[i[0], fo, i[2], i[3]]) + bias.at(&[fo]),
+                0.0,
+            )
+        };
+        let b = r::tabulate(&[f.div_ceil(m), m], |i| {
+            let fo = i[0] * m + i[1];
+            if fo < f {
+                bias.at(&[fo])
+            } else {
+                0.0
+            }
+        });
+        // The input's lanes past C are not read as data: its packed
+        // weights are zero there.
+        let mut args = vec![
+            t("X", &blocked(&x, l, 7.0)),
+            t("Wt", &packed(&wt, Some(l), m)),
+            t("B", &b),
+        ];
+        args.extend(window_args("hw", &w));
+        check("conv2d_nchwc", args, &[&want(m)]);
+        let mut args = vec![t("X", &x), t("Wt", &packed(&wt, None, m)), t("B", &b)];
+        args.extend(window_args("hw", &w));
+        check("conv2d_nchw_nchwc", args, &[&want(m)]);
+        let (pk, ps, pp) = ([3, 2], [2, 1], [1, 0, 1, 1]);
+        let pooled = r::pool(&x, &pk, &ps, &pp, Pool::Max);
+        let mut args = vec![t("X", &xb), int("KH", pk[0]), int("KW", pk[1])];
+        args.extend([int("sh", ps[0]), int("sw", ps[1])]);
+        args.extend([
+            int("ph0", pp[0]),
+            int("pw0", pp[1]),
+            int("ph1", pp[2]),
+            int("pw1", pp[3]),
+        ]);
+        check("maxpool2d_nchwc", args, &[&blocked(&pooled, l, 0.0)]);
+    }
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub struct Importer<'a> {
     pub files: &'a Files,
     pub opset: i64,
     pub values: HashMap<String, Value>,
+    /// The values held channel-blocked (`ops::blocked`), by ONNX name; one
+    /// held only blocked is not in `values` until a reader needs it plain.
+    pub blocked: HashMap<String, crate::ops::blocked::Blocked>,
     pub b: Builder,
 }
 
@@ -156,6 +159,7 @@ fn import_all(
         files: &loaded.files,
         opset: loaded.opset,
         values: HashMap::new(),
+        blocked: HashMap::new(),
         b: Builder::default(),
     };
     for t in initializers {
@@ -214,6 +218,7 @@ fn import_all(
     let mut taken = std::collections::HashSet::new();
     for vi in &graph.output {
         let onnx = vi.name.clone().unwrap_or_default();
+        im.plain(&onnx);
         let v = match im.values.get(&onnx) {
             Some(Value::Var(v)) => v.clone(),
             Some(Value::Const(t)) => {

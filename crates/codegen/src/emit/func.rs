@@ -45,6 +45,7 @@ use super::names::Names;
 use super::scalar;
 use super::EmitError;
 
+mod registers;
 mod vector;
 
 /// The most bytes of local buffers one step may declare in all (they live
@@ -661,11 +662,17 @@ impl<'a> Func<'a> {
         }
         let mut explicit_loops = 0;
         let header_count = headers.len();
+        let guard_opened = opened;
+        // Where the accumulators held in registers are loaded: before the
+        // block's loops.
+        let (loops_mark, loops_depth) = (self.lines.len(), self.depth);
+        let mut rows = Vec::new();
         for (k, (v, lo, hi, _)) in headers.into_iter().enumerate() {
             if let Some((at, lanes)) = explicit.as_ref().filter(|(at, _)| *at == k) {
                 let mark = self.lines.len();
                 self.directive("#if defined(__AVX512F__)");
-                if self.vector_body(b, &env, pviews, lanes) {
+                if let Some(held) = self.vector_body(b, &env, pviews, lanes) {
+                    rows = held;
                     self.avx512 = true;
                     self.directive("#else");
                     explicit_loops = header_count - *at;
@@ -695,7 +702,18 @@ impl<'a> Func<'a> {
             self.directive("#endif");
             opened -= explicit_loops;
         }
-        for _ in 0..opened {
+        for _ in guard_opened..opened {
+            self.depth -= 1;
+            self.line("}");
+        }
+        if !rows.is_empty() {
+            self.directive("#if defined(__AVX512F__)");
+            for (reg, row) in &rows {
+                self.line(format!("_mm512_storeu_ps(&{row}, {reg});"));
+            }
+            self.directive("#endif");
+        }
+        for _ in 0..guard_opened {
             self.depth -= 1;
             self.line("}");
         }
@@ -712,6 +730,22 @@ impl<'a> Func<'a> {
                     );
                 }
             }
+        }
+        if !rows.is_empty() {
+            let pad = "  ".repeat(loops_depth);
+            let mut loads = vec!["#if defined(__AVX512F__)".to_string()];
+            loads.extend(
+                rows.iter()
+                    .map(|(reg, row)| format!("{pad}__m512 {reg} = _mm512_loadu_ps(&{row});")),
+            );
+            loads.push("#endif".to_string());
+            self.lines.splice(
+                loops_mark..loops_mark,
+                loads.into_iter().map(|text| Line {
+                    text,
+                    comment: false,
+                }),
+            );
         }
         body
     }

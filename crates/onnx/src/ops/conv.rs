@@ -10,6 +10,7 @@
 use ir::DType;
 use tensor::Tensor;
 
+use super::blocked;
 use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
 
@@ -100,20 +101,26 @@ fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, Strin
 
 pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let x = im.var(n, 0)?;
+    // The input's plain shape, whether it is held plain or blocked.
+    let xshape = match im.blocked(n, 0) {
+        Some(b) => {
+            let s = &b.var.shape;
+            vec![s[0], b.channels, s[2], s[3]]
+        }
+        None => im.value(n, 0)?.shape().to_vec(),
+    };
     // The weight becomes a parameter of the model only if it is used as it
-    // is (a strided convolution uses it rearranged).
+    // is (a strided or blocked convolution uses it rearranged).
     let weight = im.value(n, 1)?;
     let wshape = weight.shape().to_vec();
-    let rank = x.shape.len();
+    let rank = xshape.len();
     if !(3..=5).contains(&rank) || wshape.len() != rank {
         return Err(n.error(format!(
-            "input {:?} and weight {wshape:?} must both be of rank 3, 4 or 5",
-            x.shape
+            "input {xshape:?} and weight {wshape:?} must both be of rank 3, 4 or 5"
         )));
     }
     let group = n.int("group")?.unwrap_or(1);
-    let (c, f, cg) = (x.shape[1] as i64, wshape[0] as i64, wshape[1] as i64);
+    let (c, f, cg) = (xshape[1] as i64, wshape[0] as i64, wshape[1] as i64);
     if group < 1 || c % group != 0 || f % group != 0 || cg * group != c {
         return Err(n.error(format!(
             "group {group} does not divide input channels {c} and output channels {f} with {cg} input channels per group"
@@ -127,7 +134,28 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
             )));
         }
     }
-    let win = window(n, &x.shape[2..], kernel)?;
+    let win = window(n, &xshape[2..], kernel)?;
+    let bias_value = match n.input(2) {
+        Some(_) => Some(im.value(n, 2)?),
+        None => None,
+    };
+    if let Some(b) = &bias_value {
+        if b.shape() != [wshape[0]] {
+            return Err(n.error(format!("bias {:?} should be [{}]", b.shape(), f)));
+        }
+    }
+    if let (Value::Const(w), None | Some(Value::Const(_))) = (&weight, &bias_value) {
+        let bias = match &bias_value {
+            Some(Value::Const(b)) => Some(b),
+            _ => None,
+        };
+        let (s, p, d) = (&win.strides, &win.pads, &win.dilations);
+        if blocked::conv(im, n, w, bias, group, s, p, d, &win.out)? {
+            return Ok(());
+        }
+    }
+    im.plain_inputs(n);
+    let x = im.var(n, 0)?;
     let bias = match n.input(2) {
         Some(_) => {
             let b = im.var(n, 2)?;
@@ -274,8 +302,15 @@ fn pooled_dims(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
 
 pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let x = im.var(n, 0)?;
-    let d = pooled_dims(n, &x.shape, "pooling")?;
+    // The input's plain shape, whether it is held plain or blocked.
+    let xshape = match im.blocked(n, 0) {
+        Some(b) => {
+            let s = &b.var.shape;
+            vec![s[0], b.channels, s[2], s[3]]
+        }
+        None => im.value(n, 0)?.shape().to_vec(),
+    };
+    let d = pooled_dims(n, &xshape, "pooling")?;
     let kernel: Vec<usize> = n
         .ints("kernel_shape")?
         .ok_or_else(|| n.error("attribute `kernel_shape` is required"))?
@@ -290,7 +325,7 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     if kernel.len() != d {
         return Err(n.error(format!("kernel_shape {kernel:?} should have {d} values")));
     }
-    let mut win = window(n, &x.shape[2..], &kernel)?;
+    let mut win = window(n, &xshape[2..], &kernel)?;
     if win.dilations.iter().any(|&d| d != 1) {
         return Err(n.error("pooling with dilations is not supported"));
     }
@@ -299,7 +334,7 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
         if include_pad {
             return Err(n.error("ceil_mode = 1 with count_include_pad = 1 is not supported"));
         }
-        ceil_mode(&mut win, &x.shape[2..], &kernel);
+        ceil_mode(&mut win, &xshape[2..], &kernel);
     }
     let def = if n.op == "MaxPool" {
         if n.int("storage_order")?.unwrap_or(0) != 0 {
@@ -314,6 +349,11 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     let mut scalars: Vec<String> = kernel.iter().map(|&k| int(k as i64)).collect();
     scalars.extend(win.strides.iter().map(|&s| int(s)));
     scalars.extend(win.pads.iter().map(|&p| int(p)));
+    if def == "maxpool2d" && blocked::maxpool(im, n, &scalars, &win.out) {
+        return Ok(());
+    }
+    im.plain_inputs(n);
+    let x = im.var(n, 0)?;
     let mut shape = x.shape[..2].to_vec();
     shape.extend(&win.out);
     let y = im.b.call(&def, &[&x], &scalars, DType::F32, shape);

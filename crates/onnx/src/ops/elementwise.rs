@@ -11,12 +11,16 @@
 use ir::DType;
 use tensor::Tensor;
 
-use super::rank;
+use super::{blocked, rank};
 use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
 
 pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
+    if n.op == "Relu" && blocked::relu(im, n) {
+        return Ok(());
+    }
+    im.plain_inputs(n);
     if let Value::Const(t) = im.value(n, 0)? {
         let y = fold_unary(n, &t)?;
         im.set(n, 0, Value::Const(y));
@@ -129,6 +133,10 @@ pub(crate) fn broadcast_operands(n: &Node, a: &Value, b: &Value) -> Result<Vec<u
 
 pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
+    if n.op == "Add" && blocked::add(im, n) {
+        return Ok(());
+    }
+    im.plain_inputs(n);
     let (a, b) = (im.value(n, 0)?, im.value(n, 1)?);
     if a.dtype() != b.dtype() {
         return Err(n.error(format!(

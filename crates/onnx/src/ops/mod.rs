@@ -7,6 +7,7 @@
 //! is an error naming the node; `build::Node::finish` catches attributes
 //! an importer did not read.
 
+pub mod blocked;
 mod compare;
 mod conv;
 mod elementwise;
@@ -99,6 +100,9 @@ pub fn unsupported(n: &Node) -> Option<String> {
 pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
     if let Some(why) = unsupported(n) {
         return Err(why);
+    }
+    if !blocked::READS_BLOCKED.contains(&n.op) {
+        im.plain_inputs(n);
     }
     match n.op {
         "Conv" => conv::conv(im, n),

@@ -26,11 +26,12 @@
 //! C's, each with compares and a blend), and the lanes are independent, so
 //! running statement by statement across lanes equals running lane by lane.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use ir::{BinOp, Builtin, DType};
 use kernel::{Agg, Block, Op, StmtKind};
 
+use super::registers::Registers;
 use super::{Base, Func, Lin, VectorLoop, View};
 
 /// The lanes of one `float32` vector register.
@@ -70,15 +71,18 @@ impl Func<'_> {
 
     /// Emits the body of `b` for the lanes `lo <= var < hi` (and every
     /// point of the jammed loop) as AVX-512 statements under `if (mask)`.
-    /// Returns false, with nothing emitted, when a statement does not
-    /// qualify (the caller emits the scalar loops).
+    /// Returns the accumulators it holds in registers (`registers.rs`):
+    /// each register's C name and the local array row it stands for, which
+    /// the caller loads before the block's loops and stores after them; or
+    /// `None`, with nothing emitted, when a statement does not qualify (the
+    /// caller emits the scalar loops).
     pub(super) fn vector_body(
         &mut self,
         b: &Block,
         env: &HashMap<String, Lin>,
         pviews: &HashMap<String, View>,
         lanes: &Lanes,
-    ) -> bool {
+    ) -> Option<Vec<(String, String)>> {
         let mark = self.lines.len();
         let args = self.args.len();
         self.vectors.push(VectorLoop {
@@ -88,15 +92,15 @@ impl Func<'_> {
             accesses: Vec::new(),
         });
         let depth = self.depth;
-        let ok = self.vector_stmts(b, env, pviews, lanes);
+        let rows = self.vector_stmts(b, env, pviews, lanes);
         self.depth = depth;
         let vl = self.vectors.pop();
-        if ok && vl.is_some_and(|vl| self.independent_lanes(&vl)) {
-            return true;
+        if rows.is_some() && vl.is_some_and(|vl| self.independent_lanes(&vl)) {
+            return rows;
         }
         self.lines.truncate(mark);
         self.args.truncate(args);
-        false
+        None
     }
 
     fn vector_stmts(
@@ -105,22 +109,15 @@ impl Func<'_> {
         env: &HashMap<String, Lin>,
         pviews: &HashMap<String, View>,
         lanes: &Lanes,
-    ) -> bool {
+    ) -> Option<Vec<(String, String)>> {
         let var = lanes.var;
         let mut views: HashMap<String, View> = HashMap::new();
         for r in &b.refs {
-            let Some(p) = &r.from else {
-                return false;
-            };
-            let Some(pv) = pviews.get(p) else {
-                return false;
-            };
+            let pv = pviews.get(r.from.as_ref()?)?;
             if r.dtype != DType::F32 || self.base_dtype(pv.base) != DType::F32 {
-                return false;
+                return None;
             }
-            let Ok(view) = self.refined(r, pv, env) else {
-                return false;
-            };
+            let view = self.refined(r, pv, env).ok()?;
             views.insert(r.into.clone(), view);
         }
         let mask = self.names.fresh("lanes");
@@ -136,27 +133,81 @@ impl Func<'_> {
             None => vec![false; b.stmts.len()],
         };
         for (s, _) in b.stmts.iter().zip(&hoisted).filter(|(_, h)| **h) {
-            if !self.vector_stmt(&s.kind, &views, &mut vectors, var, &mask) {
-                return false;
+            if !self.vector_stmt(&s.kind, &views, &mut vectors, var, &mask, None) {
+                return None;
             }
         }
-        if let Some((j, lo, hi)) = &lanes.jam {
-            let n = self.vars[*j].name.clone();
-            self.line(format!("for (int64_t {n} = {lo}; {n} < {hi}; {n}++) {{"));
-            self.depth += 1;
-        }
-        for (s, _) in b.stmts.iter().zip(&hoisted).filter(|(_, h)| !**h) {
-            if !self.vector_stmt(&s.kind, &views, &mut vectors, var, &mask) {
-                return false;
+        let varying: Vec<&StmtKind> = b
+            .stmts
+            .iter()
+            .zip(&hoisted)
+            .filter(|(_, h)| !**h)
+            .map(|(s, _)| &s.kind)
+            .collect();
+        let rows = match self.register_points(b, &views, lanes) {
+            Some(points) => {
+                let mut regs = Registers {
+                    jam: lanes.jam.as_ref().map(|j| j.0),
+                    point: 0,
+                    rows: BTreeMap::new(),
+                };
+                for point in points {
+                    regs.point = point;
+                    self.line("{");
+                    self.depth += 1;
+                    let mut opened = 1;
+                    if let Some((j, lo, hi)) = &lanes.jam {
+                        let n = self.vars[*j].name.clone();
+                        self.line(format!("const int64_t {n} = {point};"));
+                        let inside = lo.parse::<i64>().is_ok_and(|lo| lo <= point)
+                            && hi.parse::<i64>().is_ok_and(|hi| point < hi);
+                        if !inside {
+                            self.line(format!("if ({lo} <= {n} && {n} < {hi}) {{"));
+                            self.depth += 1;
+                            opened += 1;
+                        }
+                    }
+                    let mut point_vectors = vectors.clone();
+                    for kind in &varying {
+                        if !self.vector_stmt(
+                            kind,
+                            &views,
+                            &mut point_vectors,
+                            var,
+                            &mask,
+                            Some(&mut regs),
+                        ) {
+                            return None;
+                        }
+                    }
+                    for _ in 0..opened {
+                        self.depth -= 1;
+                        self.line("}");
+                    }
+                }
+                regs.rows.into_values().collect()
             }
-        }
-        if lanes.jam.is_some() {
-            self.depth -= 1;
-            self.line("}");
-        }
+            None => {
+                if let Some((j, lo, hi)) = &lanes.jam {
+                    let n = self.vars[*j].name.clone();
+                    self.line(format!("for (int64_t {n} = {lo}; {n} < {hi}; {n}++) {{"));
+                    self.depth += 1;
+                }
+                for kind in &varying {
+                    if !self.vector_stmt(kind, &views, &mut vectors, var, &mask, None) {
+                        return None;
+                    }
+                }
+                if lanes.jam.is_some() {
+                    self.depth -= 1;
+                    self.line("}");
+                }
+                Vec::new()
+            }
+        };
         self.depth -= 1;
         self.line("}");
-        true
+        Some(rows)
     }
 
     /// The C address of lane 0 of `view`, whether the lanes move along it
@@ -187,6 +238,7 @@ impl Func<'_> {
         vectors: &mut Vectors,
         var: usize,
         mask: &str,
+        regs: Option<&mut Registers>,
     ) -> bool {
         match kind {
             StmtKind::Load { from, into } => {
@@ -228,19 +280,18 @@ impl Func<'_> {
                     Agg::Min => Some(("tsr_minimum16", None)),
                 };
                 self.record(v.base, Some(&v.origin), true);
-                if whole {
-                    // A whole local write keeps the lanes outside the mask
-                    // as they were (a masked operation on the old value),
-                    // so the array can live in registers: gcc keeps masked
-                    // stores in memory.
-                    let old = format!("_mm512_loadu_ps(&{elem})");
-                    let value = match combine {
-                        None => format!("_mm512_mask_blend_ps({mask}, {old}, {x})"),
-                        Some((_, Some(masked))) => format!("{masked}({old}, {mask}, {old}, {x})"),
-                        Some((f, None)) => {
-                            format!("_mm512_mask_blend_ps({mask}, {old}, {f}({old}, {x}))")
-                        }
+                if let Some(regs) = regs {
+                    // The row lives in a register: the masked operation
+                    // on it, as the whole local write below does on memory.
+                    let Some(acc) = self.accumulator(regs, v, var) else {
+                        return false;
                     };
+                    self.line(format!("{acc} = {};", update(combine, mask, &acc, &x)));
+                } else if whole {
+                    // A whole local write keeps the lanes outside the mask
+                    // as they were (a masked operation on the old value).
+                    let old = format!("_mm512_loadu_ps(&{elem})");
+                    let value = update(combine, mask, &old, &x);
                     self.line(format!("_mm512_storeu_ps(&{elem}, {value});"));
                 } else {
                     let value = match combine {
@@ -291,6 +342,16 @@ impl Func<'_> {
             }
         }
         true
+    }
+}
+
+/// The masked update of a whole vector `old` by `x`: `combine`'s operation
+/// (none for an assignment) in the lanes of `mask`, `old` elsewhere.
+fn update(combine: Option<(&str, Option<&str>)>, mask: &str, old: &str, x: &str) -> String {
+    match combine {
+        None => format!("_mm512_mask_blend_ps({mask}, {old}, {x})"),
+        Some((_, Some(masked))) => format!("{masked}({old}, {mask}, {old}, {x})"),
+        Some((f, None)) => format!("_mm512_mask_blend_ps({mask}, {old}, {f}({old}, {x}))"),
     }
 }
 

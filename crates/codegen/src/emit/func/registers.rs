@@ -1,0 +1,126 @@
+//! Accumulators held in vector registers: a register-blocked reduction.
+//!
+//! The vector block of a convolution or matmul tile accumulates into a
+//! local array (`interchange`'s accumulator rows), one 16-lane row per
+//! jammed point, inside the block's reduction loops. Written as loads and
+//! stores of the array in the innermost body, gcc keeps those rows in
+//! memory (a load and a store around every add), and a jammed loop whose
+//! bounds move with an outer index (a convolution's row near the padding)
+//! is not unrolled at all. Here the rows become `__m512` variables: loaded
+//! once before the block's loops, updated in registers at every point, and
+//! stored once after them; the jammed loop is unrolled, each point under a
+//! guard of its bounds.
+//!
+//! Applies when the block's every store goes to a local array at an
+//! address that, lane 0 taken, is a constant plus a multiple of the jammed
+//! index (so it does not move inside the block's own loops), with all 16
+//! lanes inside the array, no statement of the block loads from that
+//! array, and the jammed loop has at most [`MAX_POINTS`] points.
+//!
+//! Guarantees: the same values in the same order as the loop it replaces:
+//! each register is the array row it stands for, every update is the
+//! masked operation the store would have done on that row, and nothing
+//! else reads or writes the row while the block runs.
+
+use std::collections::{BTreeMap, HashMap};
+
+use kernel::{Block, StmtKind};
+
+use super::vector::{Lanes, LANES};
+use super::{Base, Func, Lin, View};
+
+/// The most jammed points unrolled with their accumulators in registers:
+/// AVX-512 has 32 vector registers, and the loaded vector and the
+/// broadcasts need some.
+pub(super) const MAX_POINTS: i64 = 28;
+
+/// The accumulators of one vector block while its body is emitted.
+pub(super) struct Registers {
+    /// The jammed index's C variable, if the block has one.
+    pub(super) jam: Option<usize>,
+    /// The jammed point being emitted.
+    pub(super) point: i64,
+    /// Per local array and constant lane-0 offset: the register's C name
+    /// and the array row it holds.
+    pub(super) rows: BTreeMap<(usize, i64), (String, String)>,
+}
+
+impl Func<'_> {
+    /// The jammed points to unroll with the block's accumulators in
+    /// registers (one point when there is no jammed index), or `None` when
+    /// the block does not qualify (see the module doc).
+    pub(super) fn register_points(
+        &self,
+        b: &Block,
+        views: &HashMap<String, View>,
+        lanes: &Lanes,
+    ) -> Option<Vec<i64>> {
+        let jam = lanes.jam.as_ref().map(|j| j.0);
+        let mut accumulators = Vec::new();
+        for s in &b.stmts {
+            if let StmtKind::Store { into, .. } = &s.kind {
+                let v = views.get(into)?;
+                let Base::Local(k) = v.base else {
+                    return None;
+                };
+                let lane0 = self.lane0(v, lanes.var, jam)?;
+                let (lo, hi) = self.range(&lane0);
+                let whole =
+                    lo >= 0 && i128::from(hi) + i128::from(LANES) <= i128::from(self.locals[k].2);
+                if !whole {
+                    return None;
+                }
+                accumulators.push(k);
+            }
+        }
+        let loads_accumulator = b.stmts.iter().any(|s| match &s.kind {
+            StmtKind::Load { from, .. } => views
+                .get(from)
+                .is_some_and(|v| matches!(v.base, Base::Local(k) if accumulators.contains(&k))),
+            _ => false,
+        });
+        if accumulators.is_empty() || loads_accumulator {
+            return None;
+        }
+        match jam {
+            None => Some(vec![0]),
+            Some(j) => {
+                let var = &self.vars[j];
+                (var.hi - var.lo < MAX_POINTS).then(|| (var.lo..=var.hi).collect())
+            }
+        }
+    }
+
+    /// The lane-0 offset of a view written by a vector store, if it moves
+    /// by 1 per lane and otherwise only with the jammed index.
+    fn lane0(&self, v: &View, lane: usize, jam: Option<usize>) -> Option<Lin> {
+        if v.origin.coef(lane) != 1 {
+            return None;
+        }
+        let lane0 = v.origin.add_scaled(&Lin::var(lane), -1)?;
+        lane0.terms.keys().all(|t| Some(*t) == jam).then_some(lane0)
+    }
+
+    /// The register holding the row a store to `v` writes at the current
+    /// point, made on first use.
+    pub(super) fn accumulator(
+        &mut self,
+        regs: &mut Registers,
+        v: &View,
+        lane: usize,
+    ) -> Option<String> {
+        let Base::Local(k) = v.base else {
+            return None;
+        };
+        let lane0 = self.lane0(v, lane, regs.jam)?;
+        let step = regs.jam.map_or(0, |j| lane0.coef(j));
+        let offset = lane0.constant.checked_add(step.checked_mul(regs.point)?)?;
+        if let Some((name, _)) = regs.rows.get(&(k, offset)) {
+            return Some(name.clone());
+        }
+        let name = self.names.fresh("acc");
+        let row = self.element(v.base, &offset.to_string());
+        regs.rows.insert((k, offset), (name.clone(), row));
+        Some(name)
+    }
+}

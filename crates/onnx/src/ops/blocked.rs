@@ -1,0 +1,272 @@
+//! Channel-blocked layouts (the prelude's NCHW[c] section): 2-D
+//! convolutions with constant weights run blocked, and chains of the
+//! operators that keep the layout stay blocked.
+//!
+//! A convolution of one group with constant float32 weights and bias is
+//! imported as `conv2d_nchwc` on a blocked input (`conv2d_nchw_nchwc` when
+//! its input is plain and its channels are not a whole number of blocks:
+//! a network's first layer), its weights and bias packed here, once, into
+//! the kernel's layout. Its result is kept blocked: ReLU, an `Add` of two
+//! blocked tensors of one shape and a 2-D `MaxPool` of a blocked tensor
+//! give blocked results too. Any other reader of a blocked value gets it
+//! plain (`nchw`), made once, at the first such reader
+//! ([`Importer::plain`]); so layouts change only at the boundaries of
+//! blocked chains. Each rewrite is proved by `tessera verify` on a TC pair
+//! in `tests/files/verify/` (channels that are not a multiple of the block
+//! included).
+//!
+//! Requires: the blocked value's channels fit its blocks. Guarantees: the
+//! plain form of every blocked value equals what the plain operators
+//! compute (up to float reassociation: none; the blocked convolution sums
+//! the same products in the same order of input channels).
+
+use ir::DType;
+use tensor::Tensor;
+
+use crate::build::{int, Node, Value, Var};
+use crate::import::Importer;
+
+/// The channels of one block: the float32 lanes of an AVX-512 register.
+pub const BLOCK: usize = 16;
+
+/// A value held channel-blocked: N x CB x H x W x BLOCK, of `channels`
+/// real channels.
+#[derive(Clone, Debug)]
+pub struct Blocked {
+    pub var: Var,
+    pub channels: usize,
+}
+
+/// The operators that read blocked values themselves; every other one
+/// reads its inputs plain.
+pub const READS_BLOCKED: &[&str] = &["Conv", "Relu", "Add", "MaxPool"];
+
+impl Importer<'_> {
+    /// Input `k` of `n` in blocked form, if it is held so.
+    pub(crate) fn blocked(&self, n: &Node, k: usize) -> Option<Blocked> {
+        self.blocked.get(n.input(k)?).cloned()
+    }
+
+    /// Makes every blocked input of `n` available plain (`nchw`, once).
+    pub(crate) fn plain_inputs(&mut self, n: &Node) {
+        for name in n.proto.input.iter() {
+            self.plain(name);
+        }
+    }
+
+    /// Makes value `name` available plain if it is held only blocked.
+    pub(crate) fn plain(&mut self, name: &str) {
+        if self.values.contains_key(name) {
+            return;
+        }
+        let Some(b) = self.blocked.get(name).cloned() else {
+            return;
+        };
+        let s = &b.var.shape;
+        let shape = vec![s[0], b.channels, s[2], s[3]];
+        let y = self.b.call(
+            "nchw",
+            &[&b.var],
+            &[int(b.channels as i64)],
+            DType::F32,
+            shape,
+        );
+        self.values.insert(name.to_string(), Value::Var(y));
+    }
+
+    /// Binds output `k` of `n` to a blocked value.
+    fn set_blocked(&mut self, n: &Node, k: usize, b: Blocked) {
+        if let Some(name) = n.proto.output.get(k).filter(|s| !s.is_empty()) {
+            self.blocked.insert(name.clone(), b);
+        }
+    }
+}
+
+/// Blocks of `c` channels.
+fn blocks(c: usize) -> usize {
+    c.div_ceil(BLOCK)
+}
+
+/// A 2-D convolution of one group, constant float32 weights and bias,
+/// imported blocked; false (nothing done) when it is not one.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv(
+    im: &mut Importer,
+    n: &Node,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    group: i64,
+    strides: &[i64],
+    pads: &[i64],
+    dilations: &[i64],
+    out: &[usize],
+) -> Result<bool, String> {
+    let ws = weight.shape();
+    if group != 1 || ws.len() != 4 || weight.dtype() != DType::F32 {
+        return Ok(false);
+    }
+    if bias.is_some_and(|b| b.dtype() != DType::F32) {
+        return Ok(false);
+    }
+    let (f, c) = (ws[0], ws[1]);
+    let blocked_in = im.blocked(n, 0);
+    // A plain input whose channels are not whole blocks is read as it is
+    // (padding 3 channels to 16 would do 5 times the work).
+    let plain_in = blocked_in.is_none() && c % BLOCK != 0;
+    let input = match blocked_in {
+        Some(b) => b.var,
+        None if plain_in => im.var(n, 0)?,
+        None => {
+            let x = im.var(n, 0)?;
+            let shape = vec![x.shape[0], blocks(c), x.shape[2], x.shape[3], BLOCK];
+            im.b.call("nchwc", &[&x], &[int(BLOCK as i64)], DType::F32, shape)
+        }
+    };
+    let key = n.input(1).unwrap_or_default();
+    let packed = pack_weights(weight, plain_in)?;
+    let wt = im.b.weight(
+        &format!("{key}#{}", if plain_in { "nchw_nchwc" } else { "nchwc" }),
+        &packed,
+    );
+    let bias_key = match (bias, n.input(2)) {
+        (Some(_), Some(name)) => format!("{name}#nchwc"),
+        _ => format!("#zeros{}", blocks(f)),
+    };
+    let bt = im.b.weight(&bias_key, &pack_bias(bias, f)?);
+    let mut scalars: Vec<String> = strides.iter().map(|&s| int(s)).collect();
+    scalars.extend(pads.iter().map(|&p| int(p)));
+    scalars.extend(dilations.iter().map(|&d| int(d)));
+    let shape = vec![input.shape[0], blocks(f), out[0], out[1], BLOCK];
+    let def = if plain_in {
+        "conv2d_nchw_nchwc"
+    } else {
+        "conv2d_nchwc"
+    };
+    let y =
+        im.b.call(def, &[&input, &wt, &bt], &scalars, DType::F32, shape);
+    im.set_blocked(
+        n,
+        0,
+        Blocked {
+            var: y,
+            channels: f,
+        },
+    );
+    Ok(true)
+}
+
+/// F x C x KH x KW weights packed as FB x CB x KH x KW x L x M (or, for a
+/// plain input, FB x C x KH x KW x M), zero past F and C. Elements move as
+/// float32, never widened.
+fn pack_weights(w: &Tensor, plain_in: bool) -> Result<Tensor, String> {
+    let s = w.shape();
+    let (f, c, kh, kw) = (s[0], s[1], s[2], s[3]);
+    let src = w.contiguous();
+    let src = src
+        .as_slice::<f32>()
+        .ok_or("internal error: float32 weights are not f32")?;
+    let (fb, l) = (blocks(f), if plain_in { 1 } else { BLOCK });
+    let cb = if plain_in { c } else { blocks(c) };
+    let mut packed = vec![0.0f32; fb * cb * kh * kw * l * BLOCK];
+    for fo in 0..f {
+        for ci in 0..c {
+            for i in 0..kh {
+                for j in 0..kw {
+                    let (b, lane) = if plain_in {
+                        (ci, 0)
+                    } else {
+                        (ci / BLOCK, ci % BLOCK)
+                    };
+                    let to = ((((fo / BLOCK * cb + b) * kh + i) * kw + j) * l + lane) * BLOCK
+                        + fo % BLOCK;
+                    packed[to] = src[((fo * c + ci) * kh + i) * kw + j];
+                }
+            }
+        }
+    }
+    let shape = if plain_in {
+        vec![fb, c, kh, kw, BLOCK]
+    } else {
+        vec![fb, cb, kh, kw, BLOCK, BLOCK]
+    };
+    Ok(Tensor::from_slice(DType::F32, &shape, &packed))
+}
+
+/// A bias of F channels (or none: zeros) as FB x M, zero past F.
+fn pack_bias(bias: Option<&Tensor>, f: usize) -> Result<Tensor, String> {
+    let mut packed = vec![0.0f32; blocks(f) * BLOCK];
+    if let Some(b) = bias {
+        let b = b.contiguous();
+        let src = b
+            .as_slice::<f32>()
+            .ok_or("internal error: a float32 bias is not f32")?;
+        packed[..f].copy_from_slice(&src[..f]);
+    }
+    Ok(Tensor::from_slice(DType::F32, &[blocks(f), BLOCK], &packed))
+}
+
+/// ReLU of a blocked value, blocked; false when the input is not blocked.
+pub(crate) fn relu(im: &mut Importer, n: &Node) -> bool {
+    let Some(x) = im.blocked(n, 0) else {
+        return false;
+    };
+    let y =
+        im.b.call("relu_r5", &[&x.var], &[], DType::F32, x.var.shape.clone());
+    im.set_blocked(
+        n,
+        0,
+        Blocked {
+            var: y,
+            channels: x.channels,
+        },
+    );
+    true
+}
+
+/// The sum of two blocked values of one shape, blocked; false otherwise.
+pub(crate) fn add(im: &mut Importer, n: &Node) -> bool {
+    let (Some(a), Some(b)) = (im.blocked(n, 0), im.blocked(n, 1)) else {
+        return false;
+    };
+    if a.var.shape != b.var.shape || a.channels != b.channels {
+        return false;
+    }
+    let y = im.b.call(
+        "add_r5",
+        &[&a.var, &b.var],
+        &[],
+        DType::F32,
+        a.var.shape.clone(),
+    );
+    im.set_blocked(
+        n,
+        0,
+        Blocked {
+            var: y,
+            channels: a.channels,
+        },
+    );
+    true
+}
+
+/// A 2-D max pooling of a blocked value, blocked: `scalars` are
+/// `maxpool2d`'s, `out` the pooled spatial sizes. False when the input is
+/// not blocked.
+pub(crate) fn maxpool(im: &mut Importer, n: &Node, scalars: &[String], out: &[usize]) -> bool {
+    let Some(x) = im.blocked(n, 0) else {
+        return false;
+    };
+    let s = &x.var.shape;
+    let shape = vec![s[0], s[1], out[0], out[1], BLOCK];
+    let y =
+        im.b.call("maxpool2d_nchwc", &[&x.var], scalars, DType::F32, shape);
+    im.set_blocked(
+        n,
+        0,
+        Blocked {
+            var: y,
+            channels: x.channels,
+        },
+    );
+    true
+}

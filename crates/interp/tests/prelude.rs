@@ -139,7 +139,11 @@ const SINGLE_DEFS: &[&str] = &[
     "nchwc",
     "nchw",
     "conv2d_nchwc",
+    "conv2d_nchwc_relu",
+    "conv2d_nchwc_add",
+    "conv2d_nchwc_add_relu",
     "conv2d_nchw_nchwc",
+    "conv2d_nchw_nchwc_relu",
     "maxpool2d_nchwc",
     "maxpool2d",
     "avgpool2d",
@@ -665,17 +669,37 @@ fn channel_blocked_layouts() {
             }
         });
         // The input's lanes past C are not read as data: its packed
-        // weights are zero there.
-        let mut args = vec![
-            t("X", &blocked(&x, l, 7.0)),
-            t("Wt", &packed(&wt, Some(l), m)),
-            t("B", &b),
-        ];
-        args.extend(window_args("hw", &w));
-        check("conv2d_nchwc", args, &[&want(m)]);
+        // weights are zero there. The epilogues: ReLU, a residual, both.
+        let relu = |y: &Nd| y.map(|v| v.max(0.0));
+        let residual = rand(&want(m).shape, seed + 3);
+        let added = r::broadcast(&want(m), &residual, |a, b| a + b);
+        let blocked_args = |extra: Vec<(String, Arg)>| {
+            let mut args = vec![
+                t("X", &blocked(&x, l, 7.0)),
+                t("Wt", &packed(&wt, Some(l), m)),
+                t("B", &b),
+            ];
+            args.extend(extra);
+            args.extend(window_args("hw", &w));
+            args
+        };
+        check("conv2d_nchwc", blocked_args(vec![]), &[&want(m)]);
+        check(
+            "conv2d_nchwc_relu",
+            blocked_args(vec![]),
+            &[&relu(&want(m))],
+        );
+        let r_arg = || vec![t("R", &residual)];
+        check("conv2d_nchwc_add", blocked_args(r_arg()), &[&added]);
+        check(
+            "conv2d_nchwc_add_relu",
+            blocked_args(r_arg()),
+            &[&relu(&added)],
+        );
         let mut args = vec![t("X", &x), t("Wt", &packed(&wt, None, m)), t("B", &b)];
         args.extend(window_args("hw", &w));
-        check("conv2d_nchw_nchwc", args, &[&want(m)]);
+        check("conv2d_nchw_nchwc", args.clone(), &[&want(m)]);
+        check("conv2d_nchw_nchwc_relu", args, &[&relu(&want(m))]);
         let (pk, ps, pp) = ([3, 2], [2, 1], [1, 0, 1, 1]);
         let pooled = r::pool(&x, &pk, &ps, &pp, Pool::Max);
         let mut args = vec![t("X", &xb), int("KH", pk[0]), int("KW", pk[1])];

@@ -66,6 +66,9 @@ pub struct Importer<'a> {
     /// The values held channel-blocked (`ops::blocked`), by ONNX name; one
     /// held only blocked is not in `values` until a reader needs it plain.
     pub blocked: HashMap<String, crate::ops::blocked::Blocked>,
+    /// How many nodes and graph outputs read each value, by ONNX name (a
+    /// result read once may be computed into its reader's kernel).
+    pub readers: HashMap<String, usize>,
     pub b: Builder,
 }
 
@@ -160,8 +163,17 @@ fn import_all(
         opset: loaded.opset,
         values: HashMap::new(),
         blocked: HashMap::new(),
+        readers: HashMap::new(),
         b: Builder::default(),
     };
+    for name in graph
+        .node
+        .iter()
+        .flat_map(|n| n.input.iter())
+        .chain(graph.output.iter().filter_map(|o| o.name.as_ref()))
+    {
+        *im.readers.entry(name.clone()).or_default() += 1;
+    }
     for t in initializers {
         let name = t.name.clone().unwrap_or_default();
         let tensor =

@@ -18,9 +18,13 @@
 //! depend on that index do not depend on the lanes (broadcasts) and some
 //! read that depends on the lanes does not depend on it (one vector load
 //! then serves every jammed point): the filter index of a convolution, the
-//! row index of a matmul. `interchange` then keeps one accumulator row per
-//! jammed point, and the C backend emits the jammed loop inside the vector
-//! code, computing the shared vector once.
+//! row index of a matmul, the output column of a channel-blocked
+//! convolution. Only the reduction's reads (those in a nested block or
+//! depending on a reduction index) decide: a read outside it, such as a
+//! fused epilogue's residual, runs once per output point whatever it
+//! loads. `interchange` then keeps one accumulator row per jammed point,
+//! and the C backend emits the jammed loop inside the vector code,
+//! computing the shared vector once.
 //!
 //! The split is autotile's rewrite ([`super::autotile::tile_block`]) with
 //! tile 1 on every other index, and the tail is cut off with boundary's
@@ -211,7 +215,21 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
 /// [`JAM`], at least 4; among several such indices, the one with the
 /// largest tile, the innermost on ties.
 fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
-    let deps = read_deps(b);
+    // Reads outside the reduction (an epilogue's residual, a prologue's
+    // bias) run once per output point, so a vector load per jammed point
+    // costs them nothing: only the reduction's reads decide.
+    let written: HashSet<&str> = b
+        .refs
+        .iter()
+        .filter(|r| matches!(r.dir, RefDir::Out | RefDir::InOut))
+        .flat_map(|r| r.access.iter().flat_map(|a| a.terms.keys()))
+        .map(String::as_str)
+        .collect();
+    let deps: Vec<HashSet<String>> = read_deps(b)
+        .into_iter()
+        .filter(|(d, nested)| *nested || d.iter().any(|i| !written.contains(i.as_str())))
+        .map(|(d, _)| d)
+        .collect();
     let x = &b.idxs[lane].name;
     let mut best: Option<(usize, u64)> = None;
     for (j, ix) in b.idxs.iter().enumerate().take(lane) {
@@ -232,8 +250,9 @@ fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
 }
 
 /// For every load and gather in `b`'s nest, the indices of `b` (not passed
-/// ones) that the element it reads depends on.
-fn read_deps(b: &Block) -> Vec<HashSet<String>> {
+/// ones) that the element it reads depends on, and whether it is in a
+/// block nested in `b`.
+fn read_deps(b: &Block) -> Vec<(HashSet<String>, bool)> {
     let idx: HashMap<String, HashSet<String>> = b
         .idxs
         .iter()
@@ -253,7 +272,7 @@ fn read_deps(b: &Block) -> Vec<HashSet<String>> {
         .map(|f| (f, HashSet::new()))
         .collect();
     let mut out = Vec::new();
-    walk(b, &idx, &views, &mut out);
+    walk(b, &idx, &views, false, &mut out);
     out
 }
 
@@ -261,7 +280,8 @@ fn walk(
     b: &Block,
     idx: &HashMap<String, HashSet<String>>,
     views: &HashMap<String, HashSet<String>>,
-    out: &mut Vec<HashSet<String>>,
+    nested: bool,
+    out: &mut Vec<(HashSet<String>, bool)>,
 ) {
     let mut mine: HashMap<String, HashSet<String>> = HashMap::new();
     for r in &b.refs {
@@ -280,7 +300,7 @@ fn walk(
         match &s.kind {
             StmtKind::Load { from, .. } | StmtKind::Gather { from, .. } => {
                 if let Some(d) = mine.get(from) {
-                    out.push(d.clone());
+                    out.push((d.clone(), nested));
                 }
             }
             StmtKind::Block(c) => {
@@ -297,7 +317,7 @@ fn walk(
                         (i.name.clone(), d)
                     })
                     .collect();
-                walk(c, &cidx, &mine, out);
+                walk(c, &cidx, &mine, true, out);
             }
             _ => {}
         }

@@ -30,11 +30,39 @@ use crate::import::Importer;
 pub const BLOCK: usize = 16;
 
 /// A value held channel-blocked: N x CB x H x W x BLOCK, of `channels`
-/// real channels.
+/// real channels, with the statement that computes it.
 #[derive(Clone, Debug)]
 pub struct Blocked {
     pub var: Var,
     pub channels: usize,
+    /// The statement computing it (its index in the def), if any.
+    pub stmt: Option<usize>,
+    /// The convolution call computing it, while an epilogue may still be
+    /// added to that call.
+    pub conv: Option<ConvCall>,
+}
+
+/// A blocked convolution's call, as the epilogue fusion rewrites it.
+#[derive(Clone, Debug)]
+pub struct ConvCall {
+    /// The def called: `conv2d_nchwc`, `conv2d_nchw_nchwc` or a variant
+    /// with an epilogue (`_relu`, `_add`, `_add_relu`).
+    pub def: String,
+    pub tensors: Vec<String>,
+    pub scalars: Vec<String>,
+}
+
+impl ConvCall {
+    /// Rewrites statement `stmt` of the def as this call computing `var`.
+    fn write(&self, im: &mut Importer, stmt: usize, var: &Var) {
+        let args: Vec<&str> = self
+            .tensors
+            .iter()
+            .chain(&self.scalars)
+            .map(String::as_str)
+            .collect();
+        im.b.stmts[stmt] = format!("{} = {}({})", var.name, self.def, args.join(", "));
+    }
 }
 
 /// The operators that read blocked values themselves; every other one
@@ -62,16 +90,16 @@ impl Importer<'_> {
         let Some(b) = self.blocked.get(name).cloned() else {
             return;
         };
+        let y = self.unblocked(&b);
+        self.values.insert(name.to_string(), Value::Var(y));
+    }
+
+    /// The first channels of blocked `b`, plain (`nchw`).
+    pub(crate) fn unblocked(&mut self, b: &Blocked) -> Var {
         let s = &b.var.shape;
         let shape = vec![s[0], b.channels, s[2], s[3]];
-        let y = self.b.call(
-            "nchw",
-            &[&b.var],
-            &[int(b.channels as i64)],
-            DType::F32,
-            shape,
-        );
-        self.values.insert(name.to_string(), Value::Var(y));
+        let channels = [int(b.channels as i64)];
+        self.b.call("nchw", &[&b.var], &channels, DType::F32, shape)
     }
 
     /// Binds output `k` of `n` to a blocked value.
@@ -108,34 +136,73 @@ pub(crate) fn conv(
     if bias.is_some_and(|b| b.dtype() != DType::F32) {
         return Ok(false);
     }
-    let (f, c) = (ws[0], ws[1]);
-    let blocked_in = im.blocked(n, 0);
-    // A plain input whose channels are not whole blocks is read as it is
-    // (padding 3 channels to 16 would do 5 times the work).
-    let plain_in = blocked_in.is_none() && c % BLOCK != 0;
-    let input = match blocked_in {
-        Some(b) => b.var,
-        None if plain_in => im.var(n, 0)?,
-        None => {
-            let x = im.var(n, 0)?;
-            let shape = vec![x.shape[0], blocks(c), x.shape[2], x.shape[3], BLOCK];
-            im.b.call("nchwc", &[&x], &[int(BLOCK as i64)], DType::F32, shape)
-        }
+    let input = match im.blocked(n, 0) {
+        Some(b) => Input::Blocked(b.var),
+        None => Input::Plain(im.var(n, 0)?),
     };
     let key = n.input(1).unwrap_or_default();
+    let bias = bias.map(|b| (b, n.input(2).unwrap_or_default()));
+    let y = conv_packed(
+        im,
+        input,
+        weight,
+        key,
+        bias,
+        [strides, pads, dilations],
+        out,
+    )?;
+    im.set_blocked(n, 0, y);
+    Ok(true)
+}
+
+/// A convolution's input: held blocked, or plain.
+pub(crate) enum Input {
+    Blocked(Var),
+    Plain(Var),
+}
+
+/// The blocked convolution of `input` by constant float32 F x C x KH x KW
+/// `weight` (ONNX name `key`) and `bias` (with its ONNX name), with
+/// `window` (strides, pads begins then ends, dilations) giving `out`
+/// spatial sizes: the statement, its packed weights made parameters once.
+pub(crate) fn conv_packed(
+    im: &mut Importer,
+    input: Input,
+    weight: &Tensor,
+    key: &str,
+    bias: Option<(&Tensor, &str)>,
+    window: [&[i64]; 3],
+    out: &[usize],
+) -> Result<Blocked, String> {
+    let ws = weight.shape();
+    let (f, c) = (ws[0], ws[1]);
+    // A plain input whose channels are not whole blocks is read as it is
+    // (padding 3 channels to 16 would do 5 times the work).
+    let (input, plain_in) = match input {
+        Input::Blocked(v) => (v, false),
+        Input::Plain(x) if c % BLOCK != 0 => (x, true),
+        Input::Plain(x) => {
+            let shape = vec![x.shape[0], blocks(c), x.shape[2], x.shape[3], BLOCK];
+            let xb =
+                im.b.call("nchwc", &[&x], &[int(BLOCK as i64)], DType::F32, shape);
+            (xb, false)
+        }
+    };
     let packed = pack_weights(weight, plain_in)?;
     let wt = im.b.weight(
         &format!("{key}#{}", if plain_in { "nchw_nchwc" } else { "nchwc" }),
         &packed,
     );
-    let bias_key = match (bias, n.input(2)) {
-        (Some(_), Some(name)) => format!("{name}#nchwc"),
-        _ => format!("#zeros{}", blocks(f)),
+    let bias_key = match bias {
+        Some((_, name)) => format!("{name}#nchwc"),
+        None => format!("#zeros{}", blocks(f)),
     };
-    let bt = im.b.weight(&bias_key, &pack_bias(bias, f)?);
-    let mut scalars: Vec<String> = strides.iter().map(|&s| int(s)).collect();
-    scalars.extend(pads.iter().map(|&p| int(p)));
-    scalars.extend(dilations.iter().map(|&d| int(d)));
+    let bt = im.b.weight(&bias_key, &pack_bias(bias.map(|b| b.0), f)?);
+    let scalars: Vec<String> = window
+        .iter()
+        .flat_map(|w| w.iter())
+        .map(|&x| int(x))
+        .collect();
     let shape = vec![input.shape[0], blocks(f), out[0], out[1], BLOCK];
     let def = if plain_in {
         "conv2d_nchw_nchwc"
@@ -144,15 +211,17 @@ pub(crate) fn conv(
     };
     let y =
         im.b.call(def, &[&input, &wt, &bt], &scalars, DType::F32, shape);
-    im.set_blocked(
-        n,
-        0,
-        Blocked {
-            var: y,
-            channels: f,
-        },
-    );
-    Ok(true)
+    let conv = ConvCall {
+        def: def.to_string(),
+        tensors: vec![input.name.clone(), wt.name.clone(), bt.name.clone()],
+        scalars,
+    };
+    Ok(Blocked {
+        var: y,
+        channels: f,
+        stmt: Some(im.b.stmts.len() - 1),
+        conv: Some(conv),
+    })
 }
 
 /// F x C x KH x KW weights packed as FB x CB x KH x KW x L x M (or, for a
@@ -206,24 +275,24 @@ fn pack_bias(bias: Option<&Tensor>, f: usize) -> Result<Tensor, String> {
 }
 
 /// ReLU of a blocked value, blocked; false when the input is not blocked.
+/// A convolution's result read by nothing else takes it as its epilogue.
 pub(crate) fn relu(im: &mut Importer, n: &Node) -> bool {
     let Some(x) = im.blocked(n, 0) else {
         return false;
     };
+    if let Some(fused) = epilogue(im, n, &x, "_relu", None) {
+        im.set_blocked(n, 0, fused);
+        return true;
+    }
     let y =
         im.b.call("relu_r5", &[&x.var], &[], DType::F32, x.var.shape.clone());
-    im.set_blocked(
-        n,
-        0,
-        Blocked {
-            var: y,
-            channels: x.channels,
-        },
-    );
+    computed(im, n, y, x.channels);
     true
 }
 
 /// The sum of two blocked values of one shape, blocked; false otherwise.
+/// A convolution's result read by nothing else takes the other operand as
+/// its residual.
 pub(crate) fn add(im: &mut Importer, n: &Node) -> bool {
     let (Some(a), Some(b)) = (im.blocked(n, 0), im.blocked(n, 1)) else {
         return false;
@@ -231,21 +300,16 @@ pub(crate) fn add(im: &mut Importer, n: &Node) -> bool {
     if a.var.shape != b.var.shape || a.channels != b.channels {
         return false;
     }
-    let y = im.b.call(
-        "add_r5",
-        &[&a.var, &b.var],
-        &[],
-        DType::F32,
-        a.var.shape.clone(),
-    );
-    im.set_blocked(
-        n,
-        0,
-        Blocked {
-            var: y,
-            channels: a.channels,
-        },
-    );
+    for (x, r) in [(&a, &b), (&b, &a)] {
+        if let Some(fused) = epilogue(im, n, x, "_add", Some(r)) {
+            im.set_blocked(n, 0, fused);
+            return true;
+        }
+    }
+    let shape = a.var.shape.clone();
+    let y =
+        im.b.call("add_r5", &[&a.var, &b.var], &[], DType::F32, shape);
+    computed(im, n, y, a.channels);
     true
 }
 
@@ -260,13 +324,71 @@ pub(crate) fn maxpool(im: &mut Importer, n: &Node, scalars: &[String], out: &[us
     let shape = vec![s[0], s[1], out[0], out[1], BLOCK];
     let y =
         im.b.call("maxpool2d_nchwc", &[&x.var], scalars, DType::F32, shape);
-    im.set_blocked(
-        n,
-        0,
-        Blocked {
-            var: y,
-            channels: x.channels,
-        },
-    );
+    computed(im, n, y, x.channels);
     true
+}
+
+/// Binds `n`'s output to blocked `y`, which the def's last statement
+/// computes.
+fn computed(im: &mut Importer, n: &Node, y: Var, channels: usize) {
+    let stmt = Some(im.b.stmts.len() - 1);
+    let b = Blocked {
+        var: y,
+        channels,
+        stmt,
+        conv: None,
+    };
+    im.set_blocked(n, 0, b);
+}
+
+/// `x`, computed by a convolution that nothing but `n` reads, with
+/// `suffix` added to its call's def (and residual `r`, for `_add`, as its
+/// fourth tensor); `None` when `x` is not such a result or the def has no
+/// such variant. The residual must be computed before the convolution's
+/// statement, which stays where it is.
+fn epilogue(
+    im: &mut Importer,
+    n: &Node,
+    x: &Blocked,
+    suffix: &str,
+    r: Option<&Blocked>,
+) -> Option<Blocked> {
+    let (Some(call), Some(stmt)) = (&x.conv, x.stmt) else {
+        return None;
+    };
+    let input = n.proto.input.iter().find(|i| {
+        im.blocked
+            .get(i.as_str())
+            .is_some_and(|b| b.var.name == x.var.name)
+    })?;
+    if im.readers.get(input).copied() != Some(1) {
+        return None;
+    }
+    let def = format!("{}{suffix}", call.def);
+    let known = [
+        "conv2d_nchwc_relu",
+        "conv2d_nchwc_add",
+        "conv2d_nchwc_add_relu",
+        "conv2d_nchw_nchwc_relu",
+    ];
+    if !known.contains(&def.as_str()) {
+        return None;
+    }
+    let mut call = ConvCall {
+        def,
+        ..call.clone()
+    };
+    if let Some(r) = r {
+        if r.stmt.is_some_and(|s| s >= stmt) || r.var.shape != x.var.shape {
+            return None;
+        }
+        call.tensors.push(r.var.name.clone());
+    }
+    call.write(im, stmt, &x.var);
+    // An `_add` may still take a ReLU.
+    let open = call.def == "conv2d_nchwc_add";
+    Some(Blocked {
+        conv: open.then_some(call),
+        ..x.clone()
+    })
 }

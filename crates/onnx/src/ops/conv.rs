@@ -471,7 +471,7 @@ pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     let f = shape[1];
     let mut y = match im.value(n, 1)? {
         Value::Const(wt) if dilations.iter().all(|&d| d == 1) && wt.dtype() == DType::F32 => {
-            sub_pixel(im, n, &x, &wt, &strides, &pads, &shape)
+            sub_pixel(im, n, &x, &wt, &strides, &pads, &shape)?
         }
         _ => {
             let mut scalars: Vec<String> = strides.iter().map(|&s| int(s)).collect();
@@ -529,7 +529,7 @@ fn sub_pixel(
     strides: &[i64],
     pads: &[i64],
     shape: &[usize],
-) -> Var {
+) -> Result<Var, String> {
     let (c, fg, kh, kw) = (wt.shape()[0], wt.shape()[1], wt.shape()[2], wt.shape()[3]);
     // The result has F = groups x F/G channels.
     let groups = shape[1] / fg;
@@ -569,22 +569,29 @@ fn sub_pixel(
         }
     }
     let key = format!("{}#subpixel", n.input(1).unwrap_or_default());
-    let kernel = im.b.weight(
-        &key,
-        &Tensor::from_slice(DType::F32, &[f * sh * sw, cg, ah, aw], &v),
-    );
+    let t = Tensor::from_slice(DType::F32, &[f * sh * sw, cg, ah, aw], &v);
     let pads_z = [ah as i64 - 1, aw as i64 - 1, end_h as i64, end_w as i64];
     let phases = vec![x.shape[0], f * sh * sw, h + end_h, w + end_w];
-    let z = conv2d_stride1(im, x, &kernel, None, pads_z, groups as i64, phases);
+    let z = if groups == 1 {
+        // One group: the phases as a blocked convolution, unblocked for
+        // depth_to_space2d.
+        let window = [&[1, 1][..], &pads_z[..], &[1, 1][..]];
+        let input = blocked::Input::Plain(x.clone());
+        let z = blocked::conv_packed(im, input, &t, &key, None, window, &phases[2..])?;
+        im.unblocked(&z)
+    } else {
+        let kernel = im.b.weight(&key, &t);
+        conv2d_stride1(im, x, &kernel, None, pads_z, groups as i64, phases)
+    };
     let scalars = [
         strides[0], strides[1], pads[0], pads[1], oh as i64, ow as i64,
     ]
     .map(int);
-    im.b.call(
+    Ok(im.b.call(
         "depth_to_space2d",
         &[&z],
         &scalars,
         DType::F32,
         shape.to_vec(),
-    )
+    ))
 }

@@ -212,8 +212,9 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
 /// depends on the lane index does not depend on it (that vector is loaded
 /// once for all jammed points), as a register-blocked matmul or
 /// convolution has it. Its tile is the largest divisor of its range up to
-/// [`JAM`], at least 4; among several such indices, the one with the
-/// largest tile, the innermost on ties.
+/// [`JAM`], at least 4; among several such indices, the innermost: its
+/// broadcasts are neighbours in memory (a blocked convolution's output
+/// column, not its batch index, whose images lie megabytes apart).
 fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
     // Reads outside the reduction (an epilogue's residual, a prologue's
     // bias) run once per output point, so a vector load per jammed point
@@ -242,7 +243,7 @@ fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
         let Some(t) = (4..=JAM.min(ix.range)).rev().find(|t| ix.range % t == 0) else {
             continue;
         };
-        if broadcast && shared && best.is_none_or(|(_, bt)| t >= bt) {
+        if broadcast && shared {
             best = Some((j, t));
         }
     }

@@ -167,6 +167,10 @@ def fixtures():
     single("conv_stride2_dilated", "Conv", [[1, 2, 9, 9]], [[3, 2, 3, 3]], strides=[2, 2], dilations=[2, 2])
     single("conv1d", "Conv", [[2, 3, 11]], [[4, 3, 3], [4]], strides=[2], pads=[1, 1])
     single("conv3d", "Conv", [[1, 2, 4, 5, 5]], [[3, 2, 3, 3, 3], [3]], pads=[1, 1, 1, 1, 1, 1])
+    # Channel-blocked convolutions: whole input blocks (32 channels), output channels that are not (20), a
+    # stride; and groups of exactly one block (16 channels) each.
+    single("conv_blocked_c32_f20", "Conv", [[1, 32, 6, 7]], [[20, 32, 3, 3], [20]], strides=[2, 1], pads=[1, 1, 1, 1])
+    single("conv_grouped_blocks", "Conv", [[2, 32, 5, 6]], [[32, 16, 3, 3], [32]], group=2, pads=[1, 1, 1, 1])
     # Pooling.
     single("maxpool_k3_s2_p1", "MaxPool", [[1, 3, 9, 9]], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     single("maxpool_k2", "MaxPool", [[2, 2, 6, 7]], kernel_shape=[2, 2], strides=[2, 2])

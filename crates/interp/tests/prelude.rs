@@ -144,6 +144,7 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_nchwc_add_relu",
     "conv2d_nchw_nchwc",
     "conv2d_nchw_nchwc_relu",
+    "conv2d_nchwc_grouped",
     "maxpool2d_nchwc",
     "maxpool2d",
     "avgpool2d",
@@ -712,6 +713,29 @@ fn channel_blocked_layouts() {
         ]);
         check("maxpool2d_nchwc", args, &[&blocked(&pooled, l, 0.0)]);
     }
+}
+
+#[test]
+fn channel_blocked_grouped_conv() {
+    // Groups of one block each: 3 groups of 4 channels in and out, blocks
+    // of 4, stride 2 on one axis, uneven pads and a dilation.
+    let (g, l) = (3, 4);
+    let w = win(&[2, 1], &[1, 0], &[0, 2], &[1, 2]);
+    let x = rand(&[2, g * l, 7, 6], 1600);
+    let wt = rand(&[g * l, l, 3, 2], 1601);
+    let bias = rand(&[g * l], 1602);
+    let plain = r::conv(&x, &wt, &w, g);
+    let s = &plain.shape;
+    let want = r::tabulate(&[s[0], g, s[2], s[3], l], |i| {
+        plain.at(&[i[0], i[1] * l + i[4], i[2], i[3]]) + bias.at(&[i[1] * l + i[4]])
+    });
+    let packed = r::tabulate(&[g, 3, 2, l, l], |i| {
+        wt.at(&[i[0] * l + i[4], i[3], i[1], i[2]])
+    });
+    let b = r::tabulate(&[g, l], |i| bias.at(&[i[0] * l + i[1]]));
+    let mut args = vec![t("X", &blocked(&x, l, 0.0)), t("Wt", &packed), t("B", &b)];
+    args.extend(window_args("hw", &w));
+    check("conv2d_nchwc_grouped", args, &[&want]);
 }
 
 #[test]

@@ -157,6 +157,20 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
     } else {
         None
     };
+    // A jammed index whose tile does not divide it: the whole tiles and
+    // the points left over are two blocks, each vectorized.
+    if let Some((j, t)) = jam {
+        let (name, r) = (b.idxs[j].name.clone(), b.idxs[j].range);
+        if r % t != 0 {
+            let main = r / t * t;
+            let (m, rest) = (i64::try_from(main).ok()?, i64::try_from(r - main).ok()?);
+            let mut pieces = vectorized(&shifted(b, &name, 0, m), target)?;
+            let mut left = shifted(b, &name, m, rest);
+            left.name = format!("{}_rest", b.name);
+            pieces.extend(vectorized(&left, target).unwrap_or_else(|| vec![left.clone()]));
+            return Some(pieces);
+        }
+    }
     let tile: Vec<u64> = body
         .idxs
         .iter()
@@ -211,8 +225,9 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
 /// not depend on the lane index (those are broadcasts), and some read that
 /// depends on the lane index does not depend on it (that vector is loaded
 /// once for all jammed points), as a register-blocked matmul or
-/// convolution has it. Its tile is the largest divisor of its range up to
-/// [`JAM`], at least 4; among several such indices, the innermost: its
+/// convolution has it. Its tile is the largest divisor of its range from 4
+/// up to [`JAM`] (or, when there is none, the tile leaving the fewest
+/// points over); among several such indices, the innermost: its
 /// broadcasts are neighbours in memory (a blocked convolution's output
 /// column, not its batch index, whose images lie megabytes apart).
 fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
@@ -240,7 +255,13 @@ fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
         let n = &ix.name;
         let broadcast = deps.iter().all(|d| !d.contains(n) || !d.contains(x));
         let shared = deps.iter().any(|d| d.contains(x) && !d.contains(n));
-        let Some(t) = (4..=JAM.min(ix.range)).rev().find(|t| ix.range % t == 0) else {
+        let tiles = 4..=JAM.min(ix.range);
+        let divisor = tiles.clone().rev().find(|t| ix.range % t == 0);
+        // Without a divisor (a 38-wide row), the tile that leaves the
+        // fewest points over, the larger on ties; `vectorized` runs those
+        // as a block of their own.
+        let least_left = || tiles.clone().min_by_key(|t| (ix.range % t, u64::MAX - t));
+        let Some(t) = divisor.or_else(least_left) else {
             continue;
         };
         if broadcast && shared {

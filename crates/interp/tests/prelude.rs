@@ -644,7 +644,9 @@ fn channel_blocked_layouts() {
         let wt = rand(&[f, c, kernel[0], kernel[1]], seed + 1);
         let bias = rand(&[f], seed + 2);
         let xb = blocked(&x, l, 0.0);
-        check("nchwc", vec![t("X", &x), int("L", l)], &[&xb]);
+        if c % l == 0 {
+            check("nchwc", vec![t("X", &x), int("L", l)], &[&xb]);
+        }
         // Whatever the lanes past C hold, they are dropped.
         check(
             "nchw",

@@ -115,6 +115,17 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             "  build (lower, passes, compile or cache) {:.3} s",
             build_secs
         );
+        let packing = source.model.as_ref().map(|m| m.packing);
+        if let Some(p) = packing.filter(|p| a.profile && p.tensors > 0) {
+            let _ = writeln!(
+                out,
+                "  weights packed into kernel layouts once, at load: {} tensor{}, {:.1} MiB, {:.1} ms",
+                p.tensors,
+                if p.tensors == 1 { "" } else { "s" },
+                p.bytes as f64 / f64::from(1 << 20),
+                p.seconds * 1e3
+            );
+        }
         if a.profile {
             out.push_str(&crate::compiled::profile_table(&median_steps(
                 &timing.profiles,

@@ -170,3 +170,34 @@ fn inputs_that_contradict_the_model_are_rejected() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// `bench --profile` reports the weights the import packed into kernel
+/// layouts (once, at load): the grouped convolution's one weight tensor,
+/// and nothing for a model without a blocked convolution.
+#[test]
+fn bench_profile_reports_the_weights_packed_at_load() {
+    let bench = |fixture: &str| {
+        let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("onnx-run-cache");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/onnx/fixtures");
+        let run = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["bench", "--profile", "--runs", "1", "--warmup", "0"])
+            .arg(dir.join(fixture).join("model.onnx"))
+            .env("TESSERA_CACHE_DIR", &cache)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    let packed = "weights packed into kernel layouts once, at load:";
+    let grouped = bench("conv_grouped_blocks");
+    assert!(
+        grouped.contains(&format!("{packed} 1 tensor, ")),
+        "{grouped}"
+    );
+    let plain = bench("conv3d");
+    assert!(!plain.contains(packed), "{plain}");
+}

@@ -40,6 +40,8 @@ pub struct Ports {
     /// For each statement of the model def, the node it comes from
     /// (`onnx::Model::nodes`).
     pub nodes: Vec<Option<String>>,
+    /// The weights the import packed into kernel layouts, once.
+    pub packing: onnx::Packing,
 }
 
 /// Reads a text file: its name as messages show it, and its text.
@@ -115,6 +117,7 @@ impl Source {
             inputs: model.inputs,
             outputs: model.outputs,
             nodes: model.nodes,
+            packing: model.packing,
         });
         source.weights = weights;
         Ok(source)

@@ -71,6 +71,28 @@ pub fn float(v: f64) -> String {
     }
 }
 
+/// Weights rearranged into a kernel's layout at import (the channel-blocked
+/// convolutions' packing, `ops/blocked.rs`): done once, when the model is
+/// loaded, never per run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Packing {
+    /// Tensors packed.
+    pub tensors: usize,
+    /// Their bytes, packed.
+    pub bytes: u64,
+    /// The time the packing took, in seconds.
+    pub seconds: f64,
+}
+
+impl Packing {
+    /// Counts `t`, packed in `seconds`.
+    pub fn add(&mut self, t: &Tensor, seconds: f64) {
+        self.tensors += 1;
+        self.bytes += t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8);
+        self.seconds += seconds;
+    }
+}
+
 /// The model def under construction.
 #[derive(Debug, Default)]
 pub struct Builder {
@@ -86,6 +108,8 @@ pub struct Builder {
     pub expected: Vec<Var>,
     /// The defs generated for the forms the statements call.
     pub forms: Forms,
+    /// The weights packed so far.
+    pub packing: Packing,
     next: usize,
 }
 

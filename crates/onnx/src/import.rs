@@ -56,6 +56,8 @@ pub struct Model {
     /// (`node `name` (Op)`), for messages; `None` for the copies the
     /// importer adds after the nodes.
     pub nodes: Vec<Option<String>>,
+    /// The weights the import packed into kernel layouts.
+    pub packing: crate::Packing,
 }
 
 /// What importing needs to know besides the model.
@@ -285,6 +287,7 @@ fn import_all(
         outputs,
         weights: std::mem::take(&mut im.b.weights),
         nodes,
+        packing: im.b.packing,
     })
 }
 

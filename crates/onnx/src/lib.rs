@@ -17,6 +17,7 @@ mod ops;
 mod proto;
 mod signature;
 
+pub use build::Packing;
 pub use error::{Error, ErrorKind};
 pub use import::{check_operators, import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
 pub use info::{info, print_info, Info};

@@ -21,6 +21,8 @@
 //! compute (up to float reassociation: none; the blocked convolution sums
 //! the same products in the same order of input channels).
 
+use std::time::Instant;
+
 use ir::DType;
 use tensor::Tensor;
 
@@ -176,6 +178,7 @@ fn grouped_packed(
         Input::Blocked(v) => v,
         Input::Plain(x) => blocked_input(im, &x),
     };
+    let started = Instant::now();
     let src = weight.contiguous();
     let src = src
         .as_slice::<f32>()
@@ -193,10 +196,9 @@ fn grouped_packed(
         }
     }
     let shape = [f / BLOCK, kh, kw, BLOCK, BLOCK];
-    let wt = im.b.weight(
-        &format!("{key}#nchwc_grouped"),
-        &Tensor::from_slice(DType::F32, &shape, &packed),
-    );
+    let packed = Tensor::from_slice(DType::F32, &shape, &packed);
+    im.b.packing.add(&packed, started.elapsed().as_secs_f64());
+    let wt = im.b.weight(&format!("{key}#nchwc_grouped"), &packed);
     let bias_key = match bias {
         Some((_, name)) => format!("{name}#nchwc"),
         None => format!("#zeros{}", blocks(f)),
@@ -247,7 +249,9 @@ pub(crate) fn conv_packed(
         Input::Plain(x) if c % BLOCK != 0 => (x, true),
         Input::Plain(x) => (blocked_input(im, &x), false),
     };
+    let started = Instant::now();
     let packed = pack_weights(weight, plain_in)?;
+    im.b.packing.add(&packed, started.elapsed().as_secs_f64());
     let wt = im.b.weight(
         &format!("{key}#{}", if plain_in { "nchw_nchwc" } else { "nchwc" }),
         &packed,

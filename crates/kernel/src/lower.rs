@@ -1383,6 +1383,24 @@ impl Builder<'_> {
                 self.emit_into(|into| StmtKind::LoadIndex { from, into })
             }
             Expr::Sym(s) => match def.scalar(s) {
+                // An integer scalar bound to a value (a call's literal
+                // argument) is that constant, as in affine forms: a
+                // subscript's division by it is then by a constant.
+                Some(t)
+                    if t.is_int()
+                        && self
+                            .cx
+                            .sizes
+                            .get(s)
+                            .is_some_and(|v| arith::wrap(t, *v) == *v) =>
+                {
+                    let v = self.cx.sizes[s];
+                    self.emit_into(|into| StmtKind::Constant {
+                        into,
+                        value: Value::Int(v),
+                        dtype: t,
+                    })
+                }
                 Some(t) => {
                     let view = self.scalar_view(s, t);
                     self.emit_into(|into| StmtKind::Load { from: view, into })

@@ -197,28 +197,23 @@ fn grouped_packed(
     }
     let shape = [f / BLOCK, kh, kw, BLOCK, BLOCK];
     let packed = Tensor::from_slice(DType::F32, &shape, &packed);
-    im.b.packing.add(&packed, started.elapsed().as_secs_f64());
-    let wt = im.b.weight(&format!("{key}#nchwc_grouped"), &packed);
-    let bias_key = match bias {
-        Some((_, name)) => format!("{name}#nchwc"),
-        None => format!("#zeros{}", blocks(f)),
-    };
-    let bt = im.b.weight(&bias_key, &pack_bias(bias.map(|b| b.0), f)?);
-    let scalars: Vec<String> = window
-        .iter()
-        .flat_map(|w| w.iter())
-        .map(|&x| int(x))
-        .collect();
-    let shape = vec![input.shape[0], blocks(f), out[0], out[1], BLOCK];
+    let key = format!("{key}#nchwc_grouped");
     let def = "conv2d_nchwc_grouped";
-    let y =
-        im.b.call(def, &[&input, &wt, &bt], &scalars, DType::F32, shape);
-    Ok(Blocked {
-        var: y,
-        channels: f,
-        stmt: Some(im.b.stmts.len() - 1),
-        conv: None,
-    })
+    let (y, _) = call_packed(
+        im,
+        def,
+        &input,
+        Packed {
+            tensor: &packed,
+            channels: f,
+            started,
+            key: &key,
+        },
+        bias,
+        window,
+        out,
+    )?;
+    Ok(y)
 }
 
 /// A convolution's input: held blocked, or plain.
@@ -251,11 +246,56 @@ pub(crate) fn conv_packed(
     };
     let started = Instant::now();
     let packed = pack_weights(weight, plain_in)?;
-    im.b.packing.add(&packed, started.elapsed().as_secs_f64());
-    let wt = im.b.weight(
-        &format!("{key}#{}", if plain_in { "nchw_nchwc" } else { "nchwc" }),
-        &packed,
-    );
+    let (key, def) = if plain_in {
+        (format!("{key}#nchw_nchwc"), "conv2d_nchw_nchwc")
+    } else {
+        (format!("{key}#nchwc"), "conv2d_nchwc")
+    };
+    let (mut y, call) = call_packed(
+        im,
+        def,
+        &input,
+        Packed {
+            tensor: &packed,
+            channels: f,
+            started,
+            key: &key,
+        },
+        bias,
+        window,
+        out,
+    )?;
+    y.conv = Some(call);
+    Ok(y)
+}
+
+/// Packed weights: the tensor, the output channels it holds (the rest of
+/// its blocks is zeros), when its packing started, and its key among the
+/// model's weights.
+struct Packed<'a> {
+    tensor: &'a Tensor,
+    channels: usize,
+    started: Instant,
+    key: &'a str,
+}
+
+/// The call of blocked convolution `def` on `input` by `weights` and
+/// `bias` (packed here), with `window` (strides, pads, dilations) giving
+/// `out` spatial sizes: its result and the call, which an epilogue may
+/// rewrite.
+fn call_packed(
+    im: &mut Importer,
+    def: &str,
+    input: &Var,
+    weights: Packed,
+    bias: Option<(&Tensor, &str)>,
+    window: [&[i64]; 3],
+    out: &[usize],
+) -> Result<(Blocked, ConvCall), String> {
+    let f = weights.channels;
+    let seconds = weights.started.elapsed().as_secs_f64();
+    im.b.packing.add(weights.tensor, seconds);
+    let wt = im.b.weight(weights.key, weights.tensor);
     let bias_key = match bias {
         Some((_, name)) => format!("{name}#nchwc"),
         None => format!("#zeros{}", blocks(f)),
@@ -267,24 +307,20 @@ pub(crate) fn conv_packed(
         .map(|&x| int(x))
         .collect();
     let shape = vec![input.shape[0], blocks(f), out[0], out[1], BLOCK];
-    let def = if plain_in {
-        "conv2d_nchw_nchwc"
-    } else {
-        "conv2d_nchwc"
-    };
     let y =
-        im.b.call(def, &[&input, &wt, &bt], &scalars, DType::F32, shape);
-    let conv = ConvCall {
+        im.b.call(def, &[input, &wt, &bt], &scalars, DType::F32, shape);
+    let call = ConvCall {
         def: def.to_string(),
         tensors: vec![input.name.clone(), wt.name.clone(), bt.name.clone()],
         scalars,
     };
-    Ok(Blocked {
+    let blocked = Blocked {
         var: y,
         channels: f,
         stmt: Some(im.b.stmts.len() - 1),
-        conv: Some(conv),
-    })
+        conv: None,
+    };
+    Ok((blocked, call))
 }
 
 /// Plain N x C x H x W `x` in channel blocks (`nchwc`).

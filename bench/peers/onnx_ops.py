@@ -48,7 +48,48 @@ def conv(name, x_shape, w_shape, **attrs):
     return name, model, {"x": rng.standard_normal(x_shape).astype(np.float32)}
 
 
+def graph_model(name, nodes, inputs, weights):
+    """A graph of `nodes` with float32 `inputs` ({name: shape}) and `weights` as initializers."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, s) for k, s in inputs.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, k) for k, w in weights.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def tbmm():
+    """Z = X Y^T per batch, Y transposed by a Transpose node (500, 26, 72) x (500, 26, 72)."""
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Transpose", ["b"], ["bt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["a", "bt"], ["y"]),
+    ]
+    shapes = {"a": [500, 26, 72], "b": [500, 26, 72]}
+    feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    return "tbmm", graph_model("tbmm", nodes, shapes, {}), feeds
+
+
+def mlp3():
+    """Three Gemm (transB) + Relu layers, batch 128, 1024 > 1024 > 512 > 256, weights as initializers."""
+    rng = np.random.default_rng(0)
+    sizes = [1024, 1024, 512, 256]
+    nodes, weights, x = [], {}, "x"
+    for k, (i, o) in enumerate(zip(sizes, sizes[1:])):
+        weights[f"w{k}"] = (rng.standard_normal((o, i)) / np.sqrt(i)).astype(np.float32)
+        weights[f"b{k}"] = rng.standard_normal(o).astype(np.float32)
+        out = "y" if k == 2 else f"h{k}"
+        nodes += [helper.make_node("Gemm", [x, f"w{k}", f"b{k}"], [f"g{k}"], transB=1),
+                  helper.make_node("Relu", [f"g{k}"], [out])]
+        x = out
+    feeds = {"x": rng.standard_normal((128, 1024)).astype(np.float32)}
+    return "MLP3", graph_model("MLP3", nodes, {"x": [128, 1024]}, weights), feeds
+
+
 WORKLOADS = [
+    tbmm,
+    mlp3,
     lambda: conv("conv3x3", [1, 512, 7, 7], [512, 512, 3, 3], pads=[1, 1, 1, 1]),
     lambda: conv("conv5x5b", [1, 48, 38, 38], [64, 48, 5, 5], pads=[2, 2, 2, 2]),
     lambda: conv("gconv", [32, 512, 14, 14], [512, 16, 3, 3], pads=[1, 1, 1, 1], group=32),

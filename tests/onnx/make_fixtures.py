@@ -272,6 +272,14 @@ def more_fixtures():
     single("slice_axes_steps", "Slice", [[4, 7, 5]], consts=[np.array([1, 6]), np.array([100, 0]), np.array([1, -1]), np.array([2, -2])])
     single("slice_negative_starts", "Slice", [[3, 8]], consts=[np.array([-5]), np.array([-1]), np.array([1])])
     single("pad_constant", "Pad", [[1, 2, 3, 3]], consts=[np.array([0, 0, 1, 2, 0, 0, 2, 1]), np.array(0.5, dtype=np.float32)])
+    # A transpose of the last two axes read by a matrix product (as its transposed operand, never copied) and
+    # by a ReLU (which gets it computed).
+    m = Model(45)
+    a, b = m.input("a", [2, 3, 5]), m.input("b", [2, 4, 5])
+    bt = m.node("Transpose", [b], perm=[0, 2, 1])
+    m.output(m.node("MatMul", [a, bt]))
+    m.output(m.node("Relu", [bt]))
+    save("transpose_matmul", m)
     m = Model(41)
     x = m.input("x", [2, 6, 3])
     parts = m.node("Split", [x, m.const("sizes", np.array([1, 3, 2]))], outputs=3, axis=1)

@@ -71,6 +71,9 @@ pub struct Importer<'a> {
     /// How many nodes and graph outputs read each value, by ONNX name (a
     /// result read once may be computed into its reader's kernel).
     pub readers: HashMap<String, usize>,
+    /// Transposes of the last two axes not computed yet (`ops::swap`), by
+    /// ONNX name: the tensor each transposes.
+    pub swapped: HashMap<String, Var>,
     pub b: Builder,
 }
 
@@ -166,6 +169,7 @@ fn import_all(
         values: HashMap::new(),
         blocked: HashMap::new(),
         readers: HashMap::new(),
+        swapped: HashMap::new(),
         b: Builder::default(),
     };
     for name in graph
@@ -233,6 +237,7 @@ fn import_all(
     for vi in &graph.output {
         let onnx = vi.name.clone().unwrap_or_default();
         im.plain(&onnx);
+        im.unswap(&onnx);
         let v = match im.values.get(&onnx) {
             Some(Value::Var(v)) => v.clone(),
             Some(Value::Const(t)) => {

@@ -169,6 +169,7 @@ pub fn transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
     let y = match x {
         Value::Const(t) => Value::Const(permute(&t, &perm).map_err(|e| n.error(e))?),
         Value::Var(v) if perm.iter().enumerate().all(|(k, &p)| k == p) => Value::Var(v),
+        Value::Var(v) if super::swap::defer(im, n, &v, &perm) => return Ok(()),
         Value::Var(v) => {
             if r > MAX_RANK {
                 return Err(n.error(format!(

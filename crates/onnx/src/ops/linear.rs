@@ -9,6 +9,27 @@ use crate::import::Importer;
 
 pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
+    im.unswap(n.input(0).unwrap_or_default());
+    // B as a deferred transpose: the product reads its source transposed.
+    if let Some(bt) = im.swapped_input(n, 1) {
+        let a = im.var(n, 0)?;
+        let (sa, sb) = (&a.shape, &bt.shape);
+        let r = sa.len();
+        let def = match r {
+            2 => "matmul_tb",
+            3 => "batch_matmul_tb",
+            4 => "batch_matmul_r4_tb",
+            _ => "batch_matmul_r5_tb",
+        };
+        if sb.len() == r && sa[..r - 2] == sb[..r - 2] && sa[r - 1] == sb[r - 1] {
+            let mut shape = sa[..r - 1].to_vec();
+            shape.push(sb[r - 2]);
+            let y = im.b.call(def, &[&a, &bt], &[], DType::F32, shape);
+            im.set(n, 0, Value::Var(y));
+            return Ok(());
+        }
+    }
+    im.unswap_inputs(n);
     let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
     let (sa, sb) = (&a.shape, &b.shape);
     let mismatch = || n.error(format!("shapes {sa:?} and {sb:?} do not multiply"));

@@ -15,6 +15,7 @@ mod fold;
 mod layout;
 mod linear;
 mod reduce;
+mod swap;
 
 use tensor::Tensor;
 
@@ -103,6 +104,10 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     if !blocked::READS_BLOCKED.contains(&n.op) {
         im.plain_inputs(n);
+    }
+    // A matrix product reads a deferred transpose as its operand.
+    if n.op != "MatMul" {
+        im.unswap_inputs(n);
     }
     match n.op {
         "Conv" => conv::conv(im, n),

@@ -18,14 +18,16 @@
 //!
 //! Requires: the blocked value's channels fit its blocks. Guarantees: the
 //! plain form of every blocked value equals what the plain operators
-//! compute (up to float reassociation: none; the blocked convolution sums
-//! the same products in the same order of input channels).
+//! compute, up to float reassociation: a blocked convolution sums the same
+//! products in the same order of input channels, but starts from the bias
+//! instead of adding it last.
 
 use std::time::Instant;
 
 use ir::DType;
 use tensor::Tensor;
 
+use super::conv::Window;
 use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
 
@@ -78,6 +80,18 @@ impl Importer<'_> {
         self.blocked.get(n.input(k)?).cloned()
     }
 
+    /// The plain shape (N x C x H x W) of input `k` of `n`, whether it is
+    /// held plain or blocked.
+    pub(crate) fn plain_shape(&self, n: &Node, k: usize) -> Result<Vec<usize>, String> {
+        Ok(match self.blocked(n, k) {
+            Some(b) => {
+                let s = &b.var.shape;
+                vec![s[0], b.channels, s[2], s[3]]
+            }
+            None => self.value(n, k)?.shape().to_vec(),
+        })
+    }
+
     /// Makes every blocked input of `n` available plain (`nchw`, once).
     pub(crate) fn plain_inputs(&mut self, n: &Node) {
         for name in n.proto.input.iter() {
@@ -118,19 +132,16 @@ fn blocks(c: usize) -> usize {
     c.div_ceil(BLOCK)
 }
 
-/// A 2-D convolution of one group, constant float32 weights and bias,
-/// imported blocked; false (nothing done) when it is not one.
-#[allow(clippy::too_many_arguments)]
+/// A 2-D convolution of one group (or of groups of one block each) with
+/// constant float32 weights and bias, imported blocked; false (nothing
+/// done) when it is not one.
 pub(crate) fn conv(
     im: &mut Importer,
     n: &Node,
     weight: &Tensor,
     bias: Option<&Tensor>,
     group: i64,
-    strides: &[i64],
-    pads: &[i64],
-    dilations: &[i64],
-    out: &[usize],
+    win: &Window,
 ) -> Result<bool, String> {
     let ws = weight.shape();
     // Groups of exactly one block each (16 channels in and out) run
@@ -148,72 +159,23 @@ pub(crate) fn conv(
     };
     let key = n.input(1).unwrap_or_default();
     let bias = bias.map(|b| (b, n.input(2).unwrap_or_default()));
-    let window = [strides, pads, dilations];
     let y = if group == 1 {
-        conv_packed(im, input, weight, key, bias, window, out)?
+        conv_packed(im, input, weight, key, bias, win)?
     } else {
-        grouped_packed(im, input, weight, key, bias, window, out)?
+        // Reading a plain input in place costs more than reordering it
+        // first (measured: 8.8 ms against 2.0 + 3.8 ms for the benchmark's
+        // grouped convolution).
+        let input = match input {
+            Input::Blocked(v) => v,
+            Input::Plain(x) => blocked_input(im, &x),
+        };
+        let f = ws[0];
+        let key = format!("{key}#nchwc_grouped");
+        let weights = Packed::timed(key, f, || pack_grouped(weight))?;
+        call_packed(im, "conv2d_nchwc_grouped", &input, weights, bias, win)?.0
     };
     im.set_blocked(n, 0, y);
     Ok(true)
-}
-
-/// `conv_packed` for a convolution whose groups are one block each:
-/// `conv2d_nchwc_grouped`, the weights packed as G x KH x KW x L x M.
-fn grouped_packed(
-    im: &mut Importer,
-    input: Input,
-    weight: &Tensor,
-    key: &str,
-    bias: Option<(&Tensor, &str)>,
-    window: [&[i64]; 3],
-    out: &[usize],
-) -> Result<Blocked, String> {
-    let ws = weight.shape();
-    let (f, kh, kw) = (ws[0], ws[2], ws[3]);
-    // Reading a plain input in place costs more than reordering it first
-    // (measured: 8.8 ms against 2.0 + 3.8 ms for the benchmark's grouped
-    // convolution).
-    let input = match input {
-        Input::Blocked(v) => v,
-        Input::Plain(x) => blocked_input(im, &x),
-    };
-    let started = Instant::now();
-    let src = weight.contiguous();
-    let src = src
-        .as_slice::<f32>()
-        .ok_or("internal error: float32 weights are not f32")?;
-    // Output channel g M + m, input channel l of its group.
-    let mut packed = vec![0.0f32; f * kh * kw * BLOCK];
-    for fo in 0..f {
-        for l in 0..BLOCK {
-            for i in 0..kh {
-                for j in 0..kw {
-                    let to = (((fo / BLOCK * kh + i) * kw + j) * BLOCK + l) * BLOCK + fo % BLOCK;
-                    packed[to] = src[((fo * BLOCK + l) * kh + i) * kw + j];
-                }
-            }
-        }
-    }
-    let shape = [f / BLOCK, kh, kw, BLOCK, BLOCK];
-    let packed = Tensor::from_slice(DType::F32, &shape, &packed);
-    let key = format!("{key}#nchwc_grouped");
-    let def = "conv2d_nchwc_grouped";
-    let (y, _) = call_packed(
-        im,
-        def,
-        &input,
-        Packed {
-            tensor: &packed,
-            channels: f,
-            started,
-            key: &key,
-        },
-        bias,
-        window,
-        out,
-    )?;
-    Ok(y)
 }
 
 /// A convolution's input: held blocked, or plain.
@@ -223,17 +185,15 @@ pub(crate) enum Input {
 }
 
 /// The blocked convolution of `input` by constant float32 F x C x KH x KW
-/// `weight` (ONNX name `key`) and `bias` (with its ONNX name), with
-/// `window` (strides, pads begins then ends, dilations) giving `out`
-/// spatial sizes: the statement, its packed weights made parameters once.
+/// `weight` (ONNX name `key`) and `bias` (with its ONNX name), through
+/// `win`: the statement, its packed weights made parameters once.
 pub(crate) fn conv_packed(
     im: &mut Importer,
     input: Input,
     weight: &Tensor,
     key: &str,
     bias: Option<(&Tensor, &str)>,
-    window: [&[i64]; 3],
-    out: &[usize],
+    win: &Window,
 ) -> Result<Blocked, String> {
     let ws = weight.shape();
     let (f, c) = (ws[0], ws[1]);
@@ -244,69 +204,71 @@ pub(crate) fn conv_packed(
         Input::Plain(x) if c % BLOCK != 0 => (x, true),
         Input::Plain(x) => (blocked_input(im, &x), false),
     };
-    let started = Instant::now();
-    let packed = pack_weights(weight, plain_in)?;
     let (key, def) = if plain_in {
         (format!("{key}#nchw_nchwc"), "conv2d_nchw_nchwc")
     } else {
         (format!("{key}#nchwc"), "conv2d_nchwc")
     };
-    let (mut y, call) = call_packed(
-        im,
-        def,
-        &input,
-        Packed {
-            tensor: &packed,
-            channels: f,
-            started,
-            key: &key,
-        },
-        bias,
-        window,
-        out,
-    )?;
+    let weights = Packed::timed(key, f, || pack_weights(weight, plain_in))?;
+    let (mut y, call) = call_packed(im, def, &input, weights, bias, win)?;
     y.conv = Some(call);
     Ok(y)
 }
 
-/// Packed weights: the tensor, the output channels it holds (the rest of
-/// its blocks is zeros), when its packing started, and its key among the
-/// model's weights.
-struct Packed<'a> {
-    tensor: &'a Tensor,
+/// Weights packed into a kernel's layout: the tensor, the output channels
+/// it holds (the rest of its blocks is zeros), the time packing took, and
+/// its key among the model's weights.
+struct Packed {
+    tensor: Tensor,
     channels: usize,
-    started: Instant,
-    key: &'a str,
+    seconds: f64,
+    key: String,
+}
+
+impl Packed {
+    /// The weights `pack` makes, timed.
+    fn timed(
+        key: String,
+        channels: usize,
+        pack: impl FnOnce() -> Result<Tensor, String>,
+    ) -> Result<Packed, String> {
+        let started = Instant::now();
+        let tensor = pack()?;
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(Packed {
+            tensor,
+            channels,
+            seconds,
+            key,
+        })
+    }
 }
 
 /// The call of blocked convolution `def` on `input` by `weights` and
-/// `bias` (packed here), with `window` (strides, pads, dilations) giving
-/// `out` spatial sizes: its result and the call, which an epilogue may
-/// rewrite.
+/// `bias` (packed here), through `win`: its result and the call, which an
+/// epilogue may rewrite.
 fn call_packed(
     im: &mut Importer,
     def: &str,
     input: &Var,
     weights: Packed,
     bias: Option<(&Tensor, &str)>,
-    window: [&[i64]; 3],
-    out: &[usize],
+    win: &Window,
 ) -> Result<(Blocked, ConvCall), String> {
     let f = weights.channels;
-    let seconds = weights.started.elapsed().as_secs_f64();
-    im.b.packing.add(weights.tensor, seconds);
-    let wt = im.b.weight(weights.key, weights.tensor);
+    im.b.packing.add(&weights.tensor, weights.seconds);
+    let wt = im.b.weight(&weights.key, &weights.tensor);
     let bias_key = match bias {
         Some((_, name)) => format!("{name}#nchwc"),
         None => format!("#zeros{}", blocks(f)),
     };
     let bt = im.b.weight(&bias_key, &pack_bias(bias.map(|b| b.0), f)?);
-    let scalars: Vec<String> = window
-        .iter()
-        .flat_map(|w| w.iter())
+    let scalars: Vec<String> = [&win.strides, &win.pads, &win.dilations]
+        .into_iter()
+        .flatten()
         .map(|&x| int(x))
         .collect();
-    let shape = vec![input.shape[0], blocks(f), out[0], out[1], BLOCK];
+    let shape = vec![input.shape[0], blocks(f), win.out[0], win.out[1], BLOCK];
     let y =
         im.b.call(def, &[input, &wt, &bt], &scalars, DType::F32, shape);
     let call = ConvCall {
@@ -367,6 +329,31 @@ fn pack_weights(w: &Tensor, plain_in: bool) -> Result<Tensor, String> {
     Ok(Tensor::from_slice(DType::F32, &shape, &packed))
 }
 
+/// F x 16 x KH x KW weights of groups of one block each packed as
+/// G x KH x KW x L x M (output channel g M + m, input channel l of its
+/// group). Elements move as float32, never widened.
+fn pack_grouped(w: &Tensor) -> Result<Tensor, String> {
+    let s = w.shape();
+    let (f, kh, kw) = (s[0], s[2], s[3]);
+    let src = w.contiguous();
+    let src = src
+        .as_slice::<f32>()
+        .ok_or("internal error: float32 weights are not f32")?;
+    let mut packed = vec![0.0f32; f * kh * kw * BLOCK];
+    for fo in 0..f {
+        for l in 0..BLOCK {
+            for i in 0..kh {
+                for j in 0..kw {
+                    let to = (((fo / BLOCK * kh + i) * kw + j) * BLOCK + l) * BLOCK + fo % BLOCK;
+                    packed[to] = src[((fo * BLOCK + l) * kh + i) * kw + j];
+                }
+            }
+        }
+    }
+    let shape = [f / BLOCK, kh, kw, BLOCK, BLOCK];
+    Ok(Tensor::from_slice(DType::F32, &shape, &packed))
+}
+
 /// A bias of F channels (or none: zeros) as FB x M, zero past F.
 fn pack_bias(bias: Option<&Tensor>, f: usize) -> Result<Tensor, String> {
     let mut packed = vec![0.0f32; blocks(f) * BLOCK];
@@ -386,7 +373,7 @@ pub(crate) fn relu(im: &mut Importer, n: &Node) -> bool {
     let Some(x) = im.blocked(n, 0) else {
         return false;
     };
-    if let Some(fused) = epilogue(im, n, &x, "_relu", None) {
+    if let Some(fused) = epilogue(im, n, 0, "_relu", None) {
         im.set_blocked(n, 0, fused);
         return true;
     }
@@ -406,8 +393,8 @@ pub(crate) fn add(im: &mut Importer, n: &Node) -> bool {
     if a.var.shape != b.var.shape || a.channels != b.channels {
         return false;
     }
-    for (x, r) in [(&a, &b), (&b, &a)] {
-        if let Some(fused) = epilogue(im, n, x, "_add", Some(r)) {
+    for (k, r) in [(0, &b), (1, &a)] {
+        if let Some(fused) = epilogue(im, n, k, "_add", Some(r)) {
             im.set_blocked(n, 0, fused);
             return true;
         }
@@ -447,27 +434,23 @@ fn computed(im: &mut Importer, n: &Node, y: Var, channels: usize) {
     im.set_blocked(n, 0, b);
 }
 
-/// `x`, computed by a convolution that nothing but `n` reads, with
-/// `suffix` added to its call's def (and residual `r`, for `_add`, as its
-/// fourth tensor); `None` when `x` is not such a result or the def has no
-/// such variant. The residual must be computed before the convolution's
+/// Input `k` of `n`, computed by a convolution that nothing but `n` reads,
+/// with `suffix` added to its call's def (and residual `r`, for `_add`, as
+/// its fourth tensor); `None` when it is not such a result or the def has
+/// no such variant. The residual must be computed before the convolution's
 /// statement, which stays where it is.
 fn epilogue(
     im: &mut Importer,
     n: &Node,
-    x: &Blocked,
+    k: usize,
     suffix: &str,
     r: Option<&Blocked>,
 ) -> Option<Blocked> {
+    let x = im.blocked(n, k)?;
     let (Some(call), Some(stmt)) = (&x.conv, x.stmt) else {
         return None;
     };
-    let input = n.proto.input.iter().find(|i| {
-        im.blocked
-            .get(i.as_str())
-            .is_some_and(|b| b.var.name == x.var.name)
-    })?;
-    if im.readers.get(input).copied() != Some(1) {
+    if im.readers.get(n.input(k)?).copied() != Some(1) {
         return None;
     }
     let def = format!("{}{suffix}", call.def);
@@ -495,6 +478,6 @@ fn epilogue(
     let open = call.def == "conv2d_nchwc_add";
     Some(Blocked {
         conv: open.then_some(call),
-        ..x.clone()
+        ..x
     })
 }

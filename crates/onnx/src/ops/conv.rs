@@ -15,12 +15,13 @@ use crate::build::{int, Node, Value, Var};
 use crate::import::Importer;
 
 /// Strides, pads (begins then ends) and dilations for `spatial` input
-/// sizes and kernel sizes, from the node's attributes.
-struct Window {
-    strides: Vec<i64>,
-    pads: Vec<i64>,
-    dilations: Vec<i64>,
-    out: Vec<usize>,
+/// sizes and kernel sizes, from the node's attributes, and the output's
+/// spatial sizes.
+pub(crate) struct Window {
+    pub(crate) strides: Vec<i64>,
+    pub(crate) pads: Vec<i64>,
+    pub(crate) dilations: Vec<i64>,
+    pub(crate) out: Vec<usize>,
 }
 
 fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, String> {
@@ -101,14 +102,7 @@ fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, Strin
 
 pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    // The input's plain shape, whether it is held plain or blocked.
-    let xshape = match im.blocked(n, 0) {
-        Some(b) => {
-            let s = &b.var.shape;
-            vec![s[0], b.channels, s[2], s[3]]
-        }
-        None => im.value(n, 0)?.shape().to_vec(),
-    };
+    let xshape = im.plain_shape(n, 0)?;
     // The weight becomes a parameter of the model only if it is used as it
     // is (a strided or blocked convolution uses it rearranged).
     let weight = im.value(n, 1)?;
@@ -149,21 +143,14 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
             Some(Value::Const(b)) => Some(b),
             _ => None,
         };
-        let (s, p, d) = (&win.strides, &win.pads, &win.dilations);
-        if blocked::conv(im, n, w, bias, group, s, p, d, &win.out)? {
+        if blocked::conv(im, n, w, bias, group, &win)? {
             return Ok(());
         }
     }
     im.plain_inputs(n);
     let x = im.var(n, 0)?;
     let bias = match n.input(2) {
-        Some(_) => {
-            let b = im.var(n, 2)?;
-            if b.shape != [wshape[0]] {
-                return Err(n.error(format!("bias {:?} should be [{}]", b.shape, f)));
-            }
-            Some(b)
-        }
+        Some(_) => Some(im.var(n, 2)?),
         None => None,
     };
     let d = rank - 2;
@@ -302,14 +289,7 @@ fn pooled_dims(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
 
 pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    // The input's plain shape, whether it is held plain or blocked.
-    let xshape = match im.blocked(n, 0) {
-        Some(b) => {
-            let s = &b.var.shape;
-            vec![s[0], b.channels, s[2], s[3]]
-        }
-        None => im.value(n, 0)?.shape().to_vec(),
-    };
+    let xshape = im.plain_shape(n, 0)?;
     let d = pooled_dims(n, &xshape, "pooling")?;
     let kernel: Vec<usize> = n
         .ints("kernel_shape")?
@@ -575,9 +555,14 @@ fn sub_pixel(
     let z = if groups == 1 {
         // One group: the phases as a blocked convolution, unblocked for
         // depth_to_space2d.
-        let window = [&[1, 1][..], &pads_z[..], &[1, 1][..]];
+        let window = Window {
+            strides: vec![1, 1],
+            pads: pads_z.to_vec(),
+            dilations: vec![1, 1],
+            out: phases[2..].to_vec(),
+        };
         let input = blocked::Input::Plain(x.clone());
-        let z = blocked::conv_packed(im, input, &t, &key, None, window, &phases[2..])?;
+        let z = blocked::conv_packed(im, input, &t, &key, None, &window)?;
         im.unblocked(&z)
     } else {
         let kernel = im.b.weight(&key, &t);

@@ -16,12 +16,15 @@ pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
         let (sa, sb) = (&a.shape, &bt.shape);
         let r = sa.len();
         let def = match r {
-            2 => "matmul_tb",
-            3 => "batch_matmul_tb",
-            4 => "batch_matmul_r4_tb",
-            _ => "batch_matmul_r5_tb",
+            2 => Some("matmul_tb"),
+            3 => Some("batch_matmul_tb"),
+            4 => Some("batch_matmul_r4_tb"),
+            5 => Some("batch_matmul_r5_tb"),
+            _ => None,
         };
-        if sb.len() == r && sa[..r - 2] == sb[..r - 2] && sa[r - 1] == sb[r - 1] {
+        // Ranks 2 to 5 only reach the shapes' comparison.
+        let fits = |_: &&str| sb.len() == r && sa[..r - 2] == sb[..r - 2] && sa[r - 1] == sb[r - 1];
+        if let Some(def) = def.filter(fits) {
             let mut shape = sa[..r - 1].to_vec();
             shape.push(sb[r - 2]);
             let y = im.b.call(def, &[&a, &bt], &[], DType::F32, shape);

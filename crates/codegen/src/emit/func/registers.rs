@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use kernel::{Block, StmtKind};
 
-use super::vector::{Lanes, LANES};
+use super::vector::{Lanes, Vectors, LANES};
 use super::{Base, Func, Lin, View};
 
 /// The most jammed points unrolled with their accumulators in registers:
@@ -37,12 +37,12 @@ pub(super) const MAX_POINTS: i64 = 28;
 /// The accumulators of one vector block while its body is emitted.
 pub(super) struct Registers {
     /// The jammed index's C variable, if the block has one.
-    pub(super) jam: Option<usize>,
+    jam: Option<usize>,
     /// The jammed point being emitted.
-    pub(super) point: i64,
+    point: i64,
     /// Per local array and constant lane-0 offset: the register's C name
     /// and the array row it holds.
-    pub(super) rows: BTreeMap<(usize, i64), (String, String)>,
+    rows: BTreeMap<(usize, i64), (String, String)>,
 }
 
 impl Func<'_> {
@@ -122,5 +122,55 @@ impl Func<'_> {
         let row = self.element(v.base, &offset.to_string());
         regs.rows.insert((k, offset), (name.clone(), row));
         Some(name)
+    }
+
+    /// Emits the statements of a vector block that vary with the jammed
+    /// index (`varying`) once per jammed point of `points`, unrolled, each
+    /// under a guard of the jammed loop's bounds where they may not hold,
+    /// its accumulators in registers; `hoisted` are the vectors computed
+    /// once before. Returns the registers and the rows they hold, or `None`
+    /// when a statement does not qualify.
+    pub(super) fn register_blocked(
+        &mut self,
+        views: &HashMap<String, View>,
+        hoisted: &Vectors,
+        varying: &[&StmtKind],
+        lanes: &Lanes,
+        mask: &str,
+        points: Vec<i64>,
+    ) -> Option<Vec<(String, String)>> {
+        let mut regs = Registers {
+            jam: lanes.jam.as_ref().map(|j| j.0),
+            point: 0,
+            rows: BTreeMap::new(),
+        };
+        for point in points {
+            regs.point = point;
+            self.line("{");
+            self.depth += 1;
+            let mut opened = 1;
+            if let Some((j, lo, hi)) = &lanes.jam {
+                let n = self.vars[*j].name.clone();
+                self.line(format!("const int64_t {n} = {point};"));
+                let inside = lo.parse::<i64>().is_ok_and(|lo| lo <= point)
+                    && hi.parse::<i64>().is_ok_and(|hi| point < hi);
+                if !inside {
+                    self.line(format!("if ({lo} <= {n} && {n} < {hi}) {{"));
+                    self.depth += 1;
+                    opened += 1;
+                }
+            }
+            let mut vectors = hoisted.clone();
+            for kind in varying {
+                if !self.vector_stmt(kind, views, &mut vectors, lanes.var, mask, Some(&mut regs)) {
+                    return None;
+                }
+            }
+            for _ in 0..opened {
+                self.depth -= 1;
+                self.line("}");
+            }
+        }
+        Some(regs.rows.into_values().collect())
     }
 }

@@ -26,7 +26,7 @@
 //! C's, each with compares and a blend), and the lanes are independent, so
 //! running statement by statement across lanes equals running lane by lane.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use ir::{BinOp, Builtin, DType};
 use kernel::{Agg, Block, Op, StmtKind};
@@ -38,7 +38,7 @@ use super::{Base, Func, Lin, VectorLoop, View};
 pub(super) const LANES: i64 = 16;
 
 /// The vector value of one kernel scalar: its C name.
-type Vectors = HashMap<String, String>;
+pub(super) type Vectors = HashMap<String, String>;
 
 /// The loops a vector body replaces.
 pub(super) struct Lanes {
@@ -146,46 +146,7 @@ impl Func<'_> {
             .collect();
         let rows = match self.register_points(b, &views, lanes) {
             Some(points) => {
-                let mut regs = Registers {
-                    jam: lanes.jam.as_ref().map(|j| j.0),
-                    point: 0,
-                    rows: BTreeMap::new(),
-                };
-                for point in points {
-                    regs.point = point;
-                    self.line("{");
-                    self.depth += 1;
-                    let mut opened = 1;
-                    if let Some((j, lo, hi)) = &lanes.jam {
-                        let n = self.vars[*j].name.clone();
-                        self.line(format!("const int64_t {n} = {point};"));
-                        let inside = lo.parse::<i64>().is_ok_and(|lo| lo <= point)
-                            && hi.parse::<i64>().is_ok_and(|hi| point < hi);
-                        if !inside {
-                            self.line(format!("if ({lo} <= {n} && {n} < {hi}) {{"));
-                            self.depth += 1;
-                            opened += 1;
-                        }
-                    }
-                    let mut point_vectors = vectors.clone();
-                    for kind in &varying {
-                        if !self.vector_stmt(
-                            kind,
-                            &views,
-                            &mut point_vectors,
-                            var,
-                            &mask,
-                            Some(&mut regs),
-                        ) {
-                            return None;
-                        }
-                    }
-                    for _ in 0..opened {
-                        self.depth -= 1;
-                        self.line("}");
-                    }
-                }
-                regs.rows.into_values().collect()
+                self.register_blocked(&views, &vectors, &varying, lanes, &mask, points)?
             }
             None => {
                 if let Some((j, lo, hi)) = &lanes.jam {
@@ -231,7 +192,7 @@ impl Func<'_> {
         Some((self.element(view.base, &offset), step == 1, whole))
     }
 
-    fn vector_stmt(
+    pub(super) fn vector_stmt(
         &mut self,
         kind: &StmtKind,
         views: &HashMap<String, View>,

@@ -12,7 +12,8 @@
 //! microseconds of work, less than waking it costs) runs every step whole
 //! on the calling thread instead ([`Placement`]). A temporary's slot is zeroed before the first step
 //! that touches it, because a new tensor starts as zeros and its slot may
-//! hold another temporary's values. A step that only stores zero into every
+//! hold another temporary's values, unless that step stores every element
+//! before reading any (the `overwrite` pass tagged it). A step that only stores zero into every
 //! element of a library matmul's output, just before the matmul, is skipped
 //! and the matmul overwrites the output instead of accumulating onto it.
 //!
@@ -193,7 +194,7 @@ pub fn build(
     }
     let mut fresh = vec![Vec::new(); c.steps.len()];
     for (b, info) in c.buffers.iter().enumerate() {
-        if !info.temp {
+        if !info.temp || info.overwritten {
             continue;
         }
         if let Some(k) = c

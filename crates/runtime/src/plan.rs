@@ -91,6 +91,7 @@ mod tests {
             bytes: len * 4,
             dir: if temp { RefDir::InOut } else { RefDir::In },
             temp,
+            overwritten: false,
         }
     }
 

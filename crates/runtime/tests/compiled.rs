@@ -370,6 +370,30 @@ fn temporaries_share_memory_and_start_at_zero() {
         exe.plan.map[k]
     };
     assert_eq!(slot_of("t1"), slot_of("t3"), "{:?}", exe.plan);
+    // t1 and t2 are written whole by their first step, so their memory is
+    // not zeroed first; t3 is not.
+    let overwritten = |name: &str| {
+        exe.c
+            .buffers
+            .iter()
+            .any(|b| b.name == name && b.overwritten)
+    };
+    assert!(overwritten("t1") && overwritten("t2") && !overwritten("t3"));
+    // A second run on the same state, where t3's slot holds t1's values of
+    // this run and its own of the last, computes the same.
+    let mut state = exe.state();
+    let x = Tensor::random(DType::F32, &[64], 7);
+    exe.bind(&mut state, "x", &x).unwrap();
+    exe.run(&mut state, None).unwrap();
+    let first = exe.output(&state, "y").unwrap().to_f64_vec();
+    exe.run(&mut state, None).unwrap();
+    assert_eq!(exe.output(&state, "y").unwrap().to_f64_vec(), first);
+    let xs = x.to_f64_vec();
+    for (i, &y) in first.iter().enumerate() {
+        let t2 = f64::from(xs[i] as f32 * 2.0 + 1.0);
+        let t3 = if i >= 32 { t2 } else { 0.0 };
+        assert_eq!(y, f64::from((t3 + t2) as f32), "y({i})");
+    }
 }
 
 /// Callers' tensors are bound without copies and results handed out over

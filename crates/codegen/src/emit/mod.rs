@@ -120,6 +120,9 @@ pub struct BufferInfo {
     pub dir: RefDir,
     /// Tagged `temp`: a temporary no caller sees.
     pub temp: bool,
+    /// Tagged `overwritten` (a temporary whose first step stores every
+    /// element before reading any): its memory needs no zeroing first.
+    pub overwritten: bool,
 }
 
 /// One step: a call of a step function.
@@ -291,6 +294,7 @@ pub fn emit_c_verified(root: &Block, prefix: &str) -> Result<CProgram, EmitError
             bytes,
             dir: r.dir,
             temp: r.tags.contains("temp"),
+            overwritten: r.tags.contains(kernel::passes::overwrite::TAG),
         });
         roots.push(RootBuf {
             dtype: r.dtype,

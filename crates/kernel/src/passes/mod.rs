@@ -7,6 +7,7 @@ pub mod fuse;
 pub mod inline;
 pub mod interchange;
 pub mod localize;
+pub mod overwrite;
 pub mod parallelize;
 pub mod prune;
 pub mod scalarize;
@@ -20,6 +21,7 @@ pub fn all() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(inline::Inline),
         Box::new(prune::Prune),
+        Box::new(overwrite::Overwrite),
         Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),

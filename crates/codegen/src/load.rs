@@ -347,9 +347,15 @@ impl Kernel {
             }
         }
         let arg_slots: Vec<usize> = info.args.iter().map(|&a| map[a]).collect();
-        if (1..arg_slots.len()).any(|j| arg_slots[..j].contains(&arg_slots[j])) {
+        // Buffers that are views of one memory share a slot; a step may
+        // read several of them, but never write a slot another argument
+        // names.
+        let written = &self.written[k];
+        let clash = (1..arg_slots.len())
+            .any(|j| (0..j).any(|i| arg_slots[i] == arg_slots[j] && (written[i] || written[j])));
+        if clash {
             return Err(format!(
-                "step {k} ({}): two of the buffers it touches share a slot",
+                "step {k} ({}): a buffer it writes shares a slot with another it touches",
                 info.block
             ));
         }
@@ -397,8 +403,8 @@ impl Kernel {
         let call = |&(lo, hi): &(i64, i64)| -> i32 {
             // SAFETY: `f` has the signature `StepFn` (checked when loading)
             // and lives in an object `self` keeps loaded. Each argument
-            // points at the start of its own slot (distinct slots, checked
-            // above), aligned to every element type (tessera's memory to 64
+            // points at the start of its slot (a written argument's slot is no
+            // other argument's, checked above), aligned to every element type (tessera's memory to 64
             // bytes, a caller's read in place to `tensor::FOREIGN_ALIGN`;
             // the C assumes no more than its element type's) and at least as
             // large as its buffer's type and length need, which are the

@@ -16,6 +16,9 @@
 //! before reading any (the `overwrite` pass tagged it). A step that only stores zero into every
 //! element of a library matmul's output, just before the matmul, is skipped
 //! and the matmul overwrites the output instead of accumulating onto it.
+//! A step the `view` pass tagged (a reshape: its result holds its input's
+//! elements in the same row-major order) is skipped too, its result
+//! sharing its input's slot, when nothing writes either afterwards.
 //!
 //! Callers' tensors are bound without copies ([`Executable::bind`]): a
 //! contiguous tensor's buffer becomes its parameter's slot as it is (the
@@ -72,9 +75,8 @@ pub struct Executable {
     fresh: Vec<Vec<usize>>,
     /// For each step, the matmul the library runs instead of its C.
     library: Vec<Option<MatmulSpec>>,
-    /// Steps not run: zero fills of a matmul's output that the matmul
-    /// overwrites whole instead of accumulating onto.
-    skip: Vec<bool>,
+    /// Steps not run, and why.
+    skip: Vec<Skip>,
     /// The shapes of the def's tensor parameters and results.
     shapes: HashMap<String, Vec<usize>>,
     /// For each root buffer, whether it is a parameter (bound by the
@@ -82,6 +84,18 @@ pub struct Executable {
     param: Vec<bool>,
     /// Where [`Executable::run`] runs the steps.
     placement: Placement,
+}
+
+/// Whether a step runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Skip {
+    Run,
+    /// A zero fill of a matmul's output that the matmul overwrites whole
+    /// instead of accumulating onto.
+    Fill,
+    /// A copy whose result is a view of its input (named): the two share
+    /// a slot.
+    View(String),
 }
 
 /// Where a run's steps execute.
@@ -179,7 +193,8 @@ pub fn build(
             e => BuildError::Environment(e.to_string()),
         })?;
     let kernel = Kernel::from_units(libs, &c).map_err(BuildError::Internal)?;
-    let plan = Plan::new(&c.buffers, &c.steps);
+    let views = views(&block, &c);
+    let plan = Plan::new(&c.buffers, &c.steps, &views);
     let mut step_flops = Vec::new();
     let mut step_bytes = Vec::new();
     for (s, info) in block.stmts.iter().zip(&c.steps) {
@@ -194,7 +209,7 @@ pub fn build(
     }
     let mut fresh = vec![Vec::new(); c.steps.len()];
     for (b, info) in c.buffers.iter().enumerate() {
-        if !info.temp || info.overwritten {
+        if !info.temp || info.overwritten || views[b].is_some() {
             continue;
         }
         if let Some(k) = c
@@ -213,7 +228,14 @@ pub fn build(
             _ => None,
         })
         .collect();
-    let mut skip = vec![false; block.stmts.len()];
+    let mut skip = vec![Skip::Run; block.stmts.len()];
+    for (k, info) in c.steps.iter().enumerate() {
+        if let Some(&y) = info.writes.first() {
+            if let Some(x) = views[y] {
+                skip[k] = Skip::View(c.buffers[x].name.clone());
+            }
+        }
+    }
     for k in 1..block.stmts.len() {
         let (Some(spec), StmtKind::Block(prev)) = (&library[k], &block.stmts[k - 1].kind) else {
             continue;
@@ -221,7 +243,7 @@ pub fn build(
         let c_len = c.buffers[spec.c.buffer].len as u64;
         let covers = spec.m * spec.n * spec.batch_points() == c_len;
         if covers && prev.tags.contains("fill") && zero_fill_of(prev, &block, spec.c.buffer) {
-            skip[k - 1] = true;
+            skip[k - 1] = Skip::Fill;
         }
     }
     let param = c
@@ -540,10 +562,15 @@ impl Executable {
             }
         }
         for (k, info) in self.c.steps.iter().enumerate() {
-            if self.skip[k] {
+            let why = match &self.skip[k] {
+                Skip::Run => None,
+                Skip::Fill => Some("the matmul overwrites it".to_string()),
+                Skip::View(x) => Some(format!("a view of `{x}`")),
+            };
+            if let Some(why) = why {
                 if let Some(p) = profile.as_deref_mut() {
                     p.push(StepProfile {
-                        block: format!("{} (skipped: the matmul overwrites it)", info.block),
+                        block: format!("{} (skipped: {why})", info.block),
                         comment: info.comment.clone(),
                         time: Duration::ZERO,
                         flops: 0,
@@ -580,7 +607,7 @@ impl Executable {
             let start = Instant::now();
             match &self.library[k] {
                 Some(spec) => {
-                    let accumulate = k == 0 || !self.skip[k - 1];
+                    let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
                     self.run_matmul(spec, state, accumulate, threads.is_some())?;
                 }
                 None => self
@@ -634,7 +661,16 @@ impl Executable {
 
     /// The number of zero fills skipped because a matmul overwrites them.
     pub fn skipped_steps(&self) -> usize {
-        self.skip.iter().filter(|s| **s).count()
+        self.skip.iter().filter(|s| **s == Skip::Fill).count()
+    }
+
+    /// The number of steps skipped because their result is a view of
+    /// their input.
+    pub fn view_steps(&self) -> usize {
+        self.skip
+            .iter()
+            .filter(|s| matches!(s, Skip::View(_)))
+            .count()
     }
 
     /// The number of steps the matmul library runs.
@@ -663,6 +699,35 @@ fn matmul_on<T: Element + matmul::Element>(
     let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
     let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
     matmul::run_with(spec, a, b, c, accumulate, parallel).map_err(|e| e.to_string())
+}
+
+/// For each root buffer, the buffer whose memory it shares: the result of
+/// a step the `view` pass tagged, if that step reads one buffer and
+/// writes only this temporary, no other step writes it, and no later step
+/// writes the input. Chains of views share the first one's memory.
+fn views(block: &Block, c: &CProgram) -> Vec<Option<usize>> {
+    let mut views: Vec<Option<usize>> = vec![None; c.buffers.len()];
+    for (k, (s, info)) in block.stmts.iter().zip(&c.steps).enumerate() {
+        let StmtKind::Block(b) = &s.kind else {
+            continue;
+        };
+        let ([x], [y]) = (info.reads.as_slice(), info.writes.as_slice()) else {
+            continue;
+        };
+        let written_elsewhere = c
+            .steps
+            .iter()
+            .enumerate()
+            .any(|(j, o)| (j != k && o.writes.contains(y)) || (j > k && o.writes.contains(x)));
+        if b.tags.contains(kernel::passes::view::TAG)
+            && x != y
+            && c.buffers[*y].temp
+            && !written_elsewhere
+        {
+            views[*y] = Some(views[*x].unwrap_or(*x));
+        }
+    }
+    views
 }
 
 /// Tags `library` and `fill` every zero fill of a library matmul's output

@@ -6,8 +6,13 @@
 //! over slots already freed, largest first), so a chain of layers needs the
 //! memory of the two largest live temporaries, not of all of them.
 //!
+//! A buffer that is a view of another (`views[b]`: a reshape the runtime
+//! does not copy) lives in that buffer's slot, which stays taken from the
+//! first step that touches either to the last.
+//!
 //! Guarantees: two buffers that some step both touches are in different
-//! slots; every slot is at least as large as every buffer in it.
+//! slots unless one is a view of the other; every slot is at least as
+//! large as every buffer in it.
 
 use codegen::emit::{BufferInfo, StepInfo};
 
@@ -21,15 +26,18 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Plans `buffers` for `steps`, run in order.
-    pub fn new(buffers: &[BufferInfo], steps: &[StepInfo]) -> Plan {
+    /// Plans `buffers` for `steps`, run in order; `views[b]` names the
+    /// buffer whose memory buffer `b` shares, itself no view.
+    pub fn new(buffers: &[BufferInfo], steps: &[StepInfo], views: &[Option<usize>]) -> Plan {
         let n = buffers.len();
         let mut first = vec![usize::MAX; n];
         let mut last = vec![0usize; n];
         for (k, s) in steps.iter().enumerate() {
             for &b in s.reads.iter().chain(&s.writes) {
-                first[b] = first[b].min(k);
-                last[b] = last[b].max(k);
+                // A view's uses keep the memory it shares alive.
+                let owner = views.get(b).copied().flatten().unwrap_or(b);
+                first[owner] = first[owner].min(k);
+                last[owner] = last[owner].max(k);
             }
         }
         let bytes = |b: &BufferInfo| b.bytes.max(1);
@@ -39,8 +47,9 @@ impl Plan {
         };
         // Temporaries by start of life, so a slot freed by an earlier one
         // can be taken by a later one.
+        let is_view = |b: usize| views.get(b).copied().flatten().is_some();
         let mut temps: Vec<usize> = (0..n)
-            .filter(|&b| buffers[b].temp && first[b] != usize::MAX)
+            .filter(|&b| buffers[b].temp && !is_view(b) && first[b] != usize::MAX)
             .collect();
         temps.sort_by_key(|&b| (first[b], std::cmp::Reverse(bytes(&buffers[b]))));
         // For each slot shared by temporaries: the last step of its current
@@ -63,9 +72,16 @@ impl Plan {
             plan.map[b] = s;
         }
         for (b, info) in buffers.iter().enumerate() {
-            if plan.map[b] == usize::MAX {
+            if plan.map[b] == usize::MAX && !is_view(b) {
                 plan.slot_bytes.push(bytes(info));
                 plan.map[b] = plan.slot_bytes.len() - 1;
+            }
+        }
+        for (b, info) in buffers.iter().enumerate() {
+            if let Some(owner) = views.get(b).copied().flatten() {
+                let s = plan.map[owner];
+                plan.slot_bytes[s] = plan.slot_bytes[s].max(bytes(info));
+                plan.map[b] = s;
             }
         }
         plan
@@ -124,7 +140,7 @@ mod tests {
             step(&[2], &[3]),
             step(&[3], &[4]),
         ];
-        let plan = Plan::new(&buffers, &steps);
+        let plan = Plan::new(&buffers, &steps, &[]);
         assert_eq!(plan.map[1], plan.map[3]);
         assert_ne!(plan.map[1], plan.map[2]);
         assert_eq!(plan.total_bytes(), 4 * (100 + 100 + 50 + 10));
@@ -146,7 +162,7 @@ mod tests {
     fn buffers_the_caller_sees_are_never_shared() {
         let buffers = [buf("x", 8, false), buf("y", 8, false)];
         let steps = [step(&[0], &[]), step(&[1], &[])];
-        let plan = Plan::new(&buffers, &steps);
+        let plan = Plan::new(&buffers, &steps, &[]);
         assert_ne!(plan.map[0], plan.map[1]);
     }
 }

@@ -396,6 +396,49 @@ fn temporaries_share_memory_and_start_at_zero() {
     }
 }
 
+/// Reshapes in row-major order are views: their steps are skipped and
+/// their results share their input's slot (a chain of them, and one of a
+/// parameter, too), while a copy that reorders elements runs; a step may
+/// read a buffer and its view at once.
+#[test]
+fn reshapes_are_views_of_their_input() {
+    let src = "def reshape_r2_r3(float(I0,I1) X, int32 O0, int32 O1, int32 O2) -> (Y) {
+  Y(y0, y1, y2) = X(t / I1, t % I1)
+    where y0 in 0:O0, y1 in 0:O1, y2 in 0:O2, t = (y0 * O1 + y1) * O2 + y2
+}
+def reshape_r3_r2(float(I0,I1,I2) X, int32 O0, int32 O1) -> (Y) {
+  Y(y0, y1) = X(t / I2 / I1, t / I2 % I1, t % I2)
+    where y0 in 0:O0, y1 in 0:O1, t = y0 * O1 + y1
+}
+def columns(float(I0,I1) X, int32 O0, int32 O1) -> (Y) {
+  Y(y0, y1) = X(t % I0, t / I0)
+    where y0 in 0:O0, y1 in 0:O1, t = y0 * O1 + y1
+}
+def f(float(N, M) A) -> (float(3, 2, 8) Z, float(6, 8) W, float(6, 8) C) {
+  T(i, j) = A(i, j) + 1.0
+  U = reshape_r2_r3(T, 3, 2, 8)
+  R = reshape_r2_r3(A, 3, 2, 8)
+  Z(i, j, k) = U(i, j, k) * R(i, j, k)
+  V = reshape_r3_r2(U, 6, 8)
+  W(i, j) = V(i, j) + T(i, j)
+  P = columns(T, 6, 8)
+  C(i, j) = P(i, j) - A(i, j)
+}
+";
+    let program = tc::check_source(src).unwrap().program;
+    let cache = cache("views");
+    let exe = check(&cache, &program, "f", &[("N", 6), ("M", 8)], &[]);
+    let slot_of = |name: &str| {
+        let k = exe.c.buffers.iter().position(|b| b.name == name).unwrap();
+        exe.plan.map[k]
+    };
+    assert_eq!(exe.view_steps(), 3);
+    assert_eq!(slot_of("U"), slot_of("T"));
+    assert_eq!(slot_of("V"), slot_of("T"));
+    assert_eq!(slot_of("R"), slot_of("A"));
+    assert_ne!(slot_of("P"), slot_of("T"));
+}
+
 /// Callers' tensors are bound without copies and results handed out over
 /// their slots; a result a caller still holds is not overwritten by the
 /// next run; an input never bound is an error naming it.

@@ -13,6 +13,7 @@ pub mod prune;
 pub mod scalarize;
 pub mod unroll;
 pub mod vectorize;
+pub mod view;
 
 use crate::Pass;
 
@@ -22,6 +23,7 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(inline::Inline),
         Box::new(prune::Prune),
         Box::new(overwrite::Overwrite),
+        Box::new(view::View),
         Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),

@@ -248,6 +248,35 @@ fn float_tests(tests: &mut Vec<Test>) {
     }
 }
 
+/// `exp` on float32 (the C prelude's own `tsr_expf`) on a sweep of 4096
+/// values from -106 to 90, through the subnormal results, the overflow
+/// threshold and the lane-wise vectorized code after the cpu pipeline:
+/// within one unit in the last place of the VM's (f64, rounded once).
+fn exp_tests(tests: &mut Vec<Test>) {
+    let n = 4096;
+    let mut a: Vec<Value> = (0..n)
+        .map(|k| Value::Float(f64::from((-106.0 + 196.0 * k as f64 / n as f64) as f32)))
+        .collect();
+    for (k, x) in [88.72283, 88.72284, -87.33655, -103.9721, -103.9720]
+        .into_iter()
+        .enumerate()
+    {
+        a[k] = Value::Float(f64::from(x as f32));
+    }
+    tests.push(Test {
+        name: "exp_sweep".to_string(),
+        block: elementwise(
+            "exp_sweep",
+            n,
+            &[("A", DType::F32)],
+            &[("exp.float32($A)".to_string(), DType::F32)],
+        ),
+        inputs: [("A".to_string(), a)].into(),
+        approx: [("O0".to_string(), 1)].into(),
+        fails: None,
+    });
+}
+
 fn bool_tests(tests: &mut Vec<Test>) {
     let n = 24;
     let t = DType::Bool;
@@ -539,6 +568,7 @@ fn the_c_computes_what_the_vm_computes() {
     let mut tests = Vec::new();
     integer_tests(&mut tests);
     float_tests(&mut tests);
+    exp_tests(&mut tests);
     bool_tests(&mut tests);
     aggregation_tests(&mut tests);
     structure_tests(&mut tests);

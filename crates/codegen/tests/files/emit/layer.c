@@ -64,10 +64,42 @@ static inline double tsr_fmod(double a, double b) {
   return ((r < 0) != (b < 0)) ? r + b : r;
 }
 
+/* exp on float32 as straight-line arithmetic that gcc vectorizes across
+   a vector block's lanes (the C library's expf is a call it vectorizes
+   only under -ffast-math): x = n ln2 + r with n = round(x / ln2) and ln2
+   in two parts, exp(r) by a degree-7 polynomial, 2^n as two powers of two
+   so that results down to the subnormals scale exactly. Within one unit in
+   the last place of the correctly rounded result (the semantics test
+   sweeps it); x above 88.72... is infinity, x below -104 gives 0, NaN
+   stays NaN. The ternaries compile to compares and blends. */
+static inline float tsr_expf(float x) {
+  float c = x < -104.0f ? -104.0f : x;
+  c = c > 89.0f ? 89.0f : c;
+  /* 1.5 * 2^23 added and taken away rounds to the nearest integer. */
+  float n = fmaf(c, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+  float r = fmaf(n, -0.693359375f, c);
+  r = fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p, r * r, r) + 1.0f;
+  int32_t e = (int32_t)n;
+  int32_t e1 = e >> 1;
+  union { int32_t i; float f; } s1, s2;
+  s1.i = (e1 + 127) << 23;
+  s2.i = (e - e1 + 127) << 23;
+  float y = p * s1.f * s2.f;
+  y = x > 88.72283935546875f ? INFINITY : y;
+  return x != x ? x : y;
+}
+
 /* rsqrt and sigmoid in the operand type. */
 static inline float tsr_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double tsr_rsqrt(double x) { return 1.0 / sqrt(x); }
-static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + tsr_expf(-x)); }
 static inline double tsr_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* The C library's functions that strict C11 does not declare. */

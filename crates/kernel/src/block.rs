@@ -212,6 +212,25 @@ impl Block {
     pub fn is_library(&self) -> bool {
         self.tags.contains("library")
     }
+
+    /// Whether the points of this block reach each element of `buffer`
+    /// exactly once through `view` (a refinement of it): no constraints,
+    /// a one-element view whose access is the block's own indices in
+    /// order, their ranges the buffer's sizes.
+    pub fn visits_each_element(&self, view: &Refinement, buffer: &Refinement) -> bool {
+        self.constraints.is_empty()
+            && view.shape.iter().all(|d| d.size == 1)
+            && self.idxs.len() == buffer.shape.len()
+            && view.access.len() == self.idxs.len()
+            && self
+                .idxs
+                .iter()
+                .zip(&view.access)
+                .zip(&buffer.shape)
+                .all(|((i, a), d)| {
+                    i.affine.is_none() && i.range == d.size && *a == Affine::index(&i.name)
+                })
+    }
 }
 
 /// Row-major strides for a buffer of `dtype` elements of shape `sizes`;

@@ -780,17 +780,7 @@ fn zero_fill_of(b: &Block, root: &Block, buffer: usize) -> bool {
         return false;
     };
     zero && from == x
-        && b.constraints.is_empty()
         && r.from.as_deref() == Some(target.into.as_str())
         && r.agg == kernel::Agg::Assign
-        && r.shape.iter().all(|d| d.size == 1)
-        && b.idxs.len() == target.shape.len()
-        && r.access.len() == b.idxs.len()
-        && b.idxs
-            .iter()
-            .zip(&r.access)
-            .zip(&target.shape)
-            .all(|((i, a), d)| {
-                i.affine.is_none() && i.range == d.size && *a == kernel::Affine::index(&i.name)
-            })
+        && b.visits_each_element(r, target)
 }

@@ -27,7 +27,7 @@
 //! read, by this kernel or by one the later passes make of it, since those
 //! preserve results whatever a temporary's memory holds once overwritten.
 
-use crate::{Affine, Agg, Block, Pass, RefDir, StmtKind, Target};
+use crate::{Agg, Block, Pass, RefDir, StmtKind, Target};
 
 #[derive(Debug)]
 pub struct Overwrite;
@@ -76,19 +76,8 @@ fn first_use_writes_all(root: &Block, name: &str) -> bool {
     let [view] = views.as_slice() else {
         return false;
     };
-    let whole = b.constraints.is_empty()
-        && view.dir == RefDir::Out
-        && view.agg == Agg::Assign
-        && view.shape.iter().all(|d| d.size == 1)
-        && b.idxs.len() == target.shape.len()
-        && view.access.len() == b.idxs.len()
-        && b.idxs
-            .iter()
-            .zip(&view.access)
-            .zip(&target.shape)
-            .all(|((i, a), d)| {
-                i.affine.is_none() && i.range == d.size && *a == Affine::index(&i.name)
-            });
+    let whole =
+        view.dir == RefDir::Out && view.agg == Agg::Assign && b.visits_each_element(view, target);
     let stmts_ok = b.stmts.iter().all(|s| match &s.kind {
         StmtKind::Block(c) => c.refs.iter().all(|r| r.from.as_ref() != Some(&view.into)),
         StmtKind::Load { from, .. } | StmtKind::Gather { from, .. } => *from != view.into,

@@ -77,26 +77,16 @@ fn copies_in_place(root: &Block, k: usize, b: &Block) -> bool {
         row_major(&r.shape.iter().map(|d| d.size).collect::<Vec<_>>(), r.dtype)
             .is_some_and(|dims| dims == r.shape)
     };
-    let plain = b.constraints.is_empty()
-        && out.dir == RefDir::Out
+    let plain = out.dir == RefDir::Out
         && input.dir == RefDir::In
         && out.agg == Agg::Assign
-        && out.shape.iter().all(|d| d.size == 1)
+        && b.visits_each_element(out, y)
         && y.tags.contains("temp")
         && y.into != x.into
         && y.dtype == x.dtype
         && len(y) == len(x)
         && row_major_buffer(y)
-        && row_major_buffer(x)
-        && b.idxs.len() == y.shape.len()
-        && out.access.len() == b.idxs.len()
-        && b.idxs
-            .iter()
-            .zip(&out.access)
-            .zip(&y.shape)
-            .all(|((i, a), d)| {
-                i.affine.is_none() && i.range == d.size && *a == Affine::index(&i.name)
-            });
+        && row_major_buffer(x);
     if !plain || !only_writer(root, k, &y.into) || written_after(root, k, &x.into) {
         return false;
     }

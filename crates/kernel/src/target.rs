@@ -16,6 +16,7 @@
 //! name = AMD EPYC
 //! cores = 2
 //! vector_bits = 256
+//! vector_registers = 16
 //! isa = avx avx2 fma
 //! cache = L1 size=49152 line=64 shared=1
 //! cache = L2 size=1048576 line=64 shared=1
@@ -23,7 +24,10 @@
 //!
 //! `name`, `cores` and `vector_bits` are required and appear once; `isa`
 //! (space-separated words, possibly none) appears at most once and defaults to
-//! none; `cache` lines repeat, innermost first. A cache line is `L<level>`
+//! none; `vector_registers` (at most once) is the number of architectural
+//! vector registers, the register model that sizes register-blocked tiles,
+//! and defaults to what the isa implies ([`registers_of`]: 32 with
+//! `avx512f` or `neon`, else 16); `cache` lines repeat, innermost first. A cache line is `L<level>`
 //! followed by `size=`, `line=` and `shared=`, each exactly once; sizes may
 //! carry a `K`, `M` or `G` suffix (powers of 1024). `peak_mflops` (at most
 //! once) is the measured float32 matmul peak of all cores, for reports of
@@ -61,6 +65,10 @@ pub struct Target {
     pub cores: u32,
     /// The widest vector registers, in bits (512 with AVX-512).
     pub vector_bits: u32,
+    /// How many vector registers the instruction set names (32 `zmm` with
+    /// AVX-512, 16 `ymm` with AVX2): the register model that bounds how
+    /// many accumulators a register-blocked kernel keeps.
+    pub vector_registers: u32,
     /// Instruction-set extensions (`avx2`, `avx512f`, `fma`, ...).
     pub isa: Vec<String>,
     /// Data caches, innermost first.
@@ -86,6 +94,7 @@ impl Target {
             name: "generic".to_string(),
             cores: 2,
             vector_bits: 256,
+            vector_registers: 16,
             isa: vec!["avx2".to_string(), "fma".to_string()],
             caches: generic_caches(),
             peak_mflops: None,
@@ -127,6 +136,7 @@ impl Target {
             name: probe_name(),
             cores,
             vector_bits,
+            vector_registers: registers_of(&isa),
             isa,
             caches,
             peak_mflops: None,
@@ -141,6 +151,7 @@ impl Target {
         out.push_str(&format!("name = {}\n", self.name));
         out.push_str(&format!("cores = {}\n", self.cores));
         out.push_str(&format!("vector_bits = {}\n", self.vector_bits));
+        out.push_str(&format!("vector_registers = {}\n", self.vector_registers));
         if self.isa.is_empty() {
             out.push_str("isa =\n");
         } else {
@@ -178,6 +189,7 @@ impl Target {
         let mut name: Option<(usize, String)> = None;
         let mut cores: Option<(usize, u32)> = None;
         let mut vector_bits: Option<(usize, u32)> = None;
+        let mut vector_registers: Option<(usize, u32)> = None;
         let mut isa: Option<(usize, Vec<String>)> = None;
         let mut caches: Vec<Cache> = Vec::new();
         let mut peak_mflops: Option<(usize, u64)> = None;
@@ -197,13 +209,14 @@ impl Target {
                 "name" => name.as_ref().map(|p| p.0),
                 "cores" => cores.as_ref().map(|p| p.0),
                 "vector_bits" => vector_bits.as_ref().map(|p| p.0),
+                "vector_registers" => vector_registers.as_ref().map(|p| p.0),
                 "isa" => isa.as_ref().map(|p| p.0),
                 "peak_mflops" => peak_mflops.as_ref().map(|p| p.0),
                 "bandwidth_mbps" => bandwidth_mbps.as_ref().map(|p| p.0),
                 "cache" => None,
                 _ => {
                     return Err(err(format!(
-                        "unknown key `{key}` (expected name, cores, vector_bits, isa, cache, peak_mflops or bandwidth_mbps)"
+                        "unknown key `{key}` (expected name, cores, vector_bits, vector_registers, isa, cache, peak_mflops or bandwidth_mbps)"
                     )))
                 }
             };
@@ -218,6 +231,10 @@ impl Target {
                 "cores" => cores = Some((n, positive(value, "cores").map_err(err)?)),
                 "vector_bits" => {
                     vector_bits = Some((n, positive(value, "vector_bits").map_err(err)?));
+                }
+                "vector_registers" => {
+                    let r = positive(value, "vector_registers").map_err(err)?;
+                    vector_registers = Some((n, r));
                 }
                 "isa" => isa = Some((n, value.split_whitespace().map(String::from).collect())),
                 "peak_mflops" => {
@@ -242,11 +259,13 @@ impl Target {
             }
         }
         let missing = |key: &str| format!("missing `{key}`");
+        let isa = isa.map(|p| p.1).unwrap_or_default();
         Ok(Target {
             name: name.ok_or_else(|| missing("name"))?.1,
             cores: cores.ok_or_else(|| missing("cores"))?.1,
             vector_bits: vector_bits.ok_or_else(|| missing("vector_bits"))?.1,
-            isa: isa.map(|p| p.1).unwrap_or_default(),
+            vector_registers: vector_registers.map_or_else(|| registers_of(&isa), |p| p.1),
+            isa,
             caches,
             peak_mflops: peak_mflops.map(|p| p.1),
             bandwidth_mbps: bandwidth_mbps.map(|p| p.1),
@@ -285,6 +304,17 @@ impl Target {
         let t = Target::probe()?;
         write_atomically(path, &t.to_text())?;
         Ok(t)
+    }
+}
+
+/// The vector registers an instruction set names: 32 with AVX-512
+/// (`zmm0`–`zmm31`) or NEON (`v0`–`v31`), else 16 (SSE's and AVX's
+/// `xmm`/`ymm0`–`15`).
+fn registers_of(isa: &[String]) -> u32 {
+    if isa.iter().any(|f| f == "avx512f" || f == "neon") {
+        32
+    } else {
+        16
     }
 }
 

@@ -1,5 +1,7 @@
 //! File tests of kernel passes: every `tests/files/pass/*.kernel` starts
-//! with `# pass: NAME[,NAME...]`, then a kernel in the text format, then
+//! with `# pass: NAME[,NAME...]`, then optional `# target: KEY = VALUE`
+//! lines that change the generic target the passes run for (its text
+//! form's keys), then a kernel in the text format, then
 //! `# expect:` and the kernel the passes must produce, each line prefixed by
 //! `# `. The harness parses the input, runs the passes (verifying after
 //! each), compares the printed result with the expectation, and runs the
@@ -40,6 +42,29 @@ fn inputs(b: &Block, seed: u64) -> kernel::vm::Buffers {
         .collect()
 }
 
+/// The generic target with the `key = value` lines of the input's
+/// `# target:` header lines in place of its own (a pass sized by the
+/// target's register model, for one, is tested on several register files).
+fn target(input: &str) -> Result<kernel::Target, String> {
+    let overrides: Vec<&str> = input
+        .lines()
+        .filter_map(|l| l.strip_prefix("# target:"))
+        .map(str::trim)
+        .collect();
+    let key = |l: &str| l.split('=').next().unwrap_or("").trim().to_string();
+    let keys: Vec<String> = overrides.iter().map(|l| key(l)).collect();
+    let mut text: String = kernel::Target::generic()
+        .to_text()
+        .lines()
+        .filter(|l| !keys.contains(&key(l)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for l in overrides {
+        text.push_str(&format!("{l}\n"));
+    }
+    kernel::Target::from_text(&text).map_err(|e| format!("`# target:` lines: {e}"))
+}
+
 fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let header = text.lines().next().unwrap_or("");
@@ -50,16 +75,17 @@ fn check(path: &Path) -> Result<(), String> {
         .map(|s| s.trim().to_string())
         .collect();
     let input = filetest::input(&text);
-    let body: String = input.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let target = target(input)?;
+    let body: String = input
+        .lines()
+        .skip(1)
+        .filter(|l| !l.starts_with("# target:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     let before = kernel::parse_block(&body).map_err(|e| format!("input: {e}"))?;
     kernel::verify_block(&before).map_err(|e| format!("input does not verify: {e:?}"))?;
     let mut after = before.clone();
-    kernel::run_pipeline(
-        &mut after,
-        &passes,
-        &kernel::Target::generic(),
-        &mut |_, _| {},
-    )?;
+    kernel::run_pipeline(&mut after, &passes, &target, &mut |_, _| {})?;
     let printed = kernel::print_block(&after);
     for seed in 0..3 {
         let a = kernel::vm::run(&before, inputs(&before, seed))

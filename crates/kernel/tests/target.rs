@@ -46,6 +46,7 @@ fn round_trip_several_caches() {
         name: "Big Box 9000 (16-core)".to_string(),
         cores: 16,
         vector_bits: 512,
+        vector_registers: 32,
         isa: ["avx", "avx2", "fma", "avx512f", "avx512bw"]
             .map(String::from)
             .to_vec(),
@@ -74,6 +75,7 @@ fn round_trip_empty_isa_and_no_caches() {
         name: "tiny".to_string(),
         cores: 1,
         vector_bits: 128,
+        vector_registers: 8,
         isa: Vec::new(),
         caches: Vec::new(),
         peak_mflops: None,
@@ -96,6 +98,7 @@ fn exact_format() {
                 name = generic\n\
                 cores = 2\n\
                 vector_bits = 256\n\
+                vector_registers = 16\n\
                 isa = avx2 fma\n\
                 cache = L1 size=32768 line=64 shared=1\n\
                 cache = L2 size=1048576 line=64 shared=1\n";
@@ -110,10 +113,34 @@ fn hand_written_file_with_comments_and_suffixes() {
     assert_eq!(t.name, "Some ARM");
     assert_eq!(t.cores, 8);
     assert!(t.isa.is_empty());
+    // Without the key, the register count is what the isa implies.
+    assert_eq!(t.vector_registers, 16);
     assert_eq!(
         t.caches,
         vec![cache(1, 64 << 10, 64, 1), cache(2, 4 << 20, 64, 4)]
     );
+}
+
+#[test]
+fn vector_registers_given_or_implied_by_the_isa() {
+    let base = "name = m\ncores = 1\nvector_bits = 512\n";
+    let implied = |isa: &str| {
+        Target::from_text(&format!("{base}isa = {isa}\n"))
+            .unwrap()
+            .vector_registers
+    };
+    assert_eq!(implied("avx2 fma avx512f"), 32);
+    assert_eq!(implied("neon"), 32);
+    assert_eq!(implied("avx2 fma"), 16);
+    assert_eq!(implied(""), 16);
+    let given = Target::from_text(&format!("{base}isa = avx512f\nvector_registers = 24\n"));
+    assert_eq!(given.unwrap().vector_registers, 24);
+    let e = error_of(&format!("{base}vector_registers = 0\n"));
+    assert!(e.starts_with("line 4: `vector_registers` must be"), "{e}");
+    let e = error_of(&format!(
+        "{base}vector_registers = 8\nvector_registers = 8\n"
+    ));
+    assert!(e.starts_with("line 5: duplicate `vector_registers`"), "{e}");
 }
 
 #[test]

@@ -122,6 +122,7 @@ pub fn targets() -> Vec<(&'static str, Target)> {
             Target {
                 name: "avx512".to_string(),
                 vector_bits: 512,
+                vector_registers: 32,
                 ..Target::generic()
             },
         ),

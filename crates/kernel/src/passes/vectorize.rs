@@ -22,7 +22,11 @@
 //! convolution. Only the reduction's reads (those in a nested block or
 //! depending on a reduction index) decide: a read outside it, such as a
 //! fused epilogue's residual, runs once per output point whatever it
-//! loads. `interchange` then keeps one accumulator row per jammed point,
+//! loads. The tile is sized by the target's register model: one vector
+//! register per jammed point's accumulator, one per vector the reduction
+//! loads once for all points, and one for the broadcast value, all within
+//! [`Target::vector_registers`] (up to 30 points on AVX-512's 32 `zmm`
+//! registers, 14 on AVX2's 16 `ymm`). `interchange` then keeps one accumulator row per jammed point,
 //! and the C backend emits the jammed loop inside the vector code,
 //! computing the shared vector once.
 //!
@@ -48,9 +52,9 @@ use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
 /// least this fraction of a vector (the rest of the lanes are masked off).
 const PARTIAL: u64 = 4;
 
-/// The most points jammed with the lanes: one accumulator register each,
-/// which leaves registers for the loaded vector and the broadcasts.
-const JAM: u64 = 16;
+/// The fewest points worth jamming: below it the vector loads saved do
+/// not pay for the jammed loop.
+const MIN_JAM: u64 = 4;
 
 #[derive(Debug)]
 pub struct Vectorize;
@@ -153,7 +157,7 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
     // points, and jamming makes the stores walk down columns, one row a
     // page apart (a bias broadcast ran twice as slow).
     let jam = if has_reduction(b) {
-        jam_index(b, k)
+        jam_index(b, k, u64::from(target.vector_registers))
     } else {
         None
     };
@@ -225,12 +229,14 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
 /// not depend on the lane index (those are broadcasts), and some read that
 /// depends on the lane index does not depend on it (that vector is loaded
 /// once for all jammed points), as a register-blocked matmul or
-/// convolution has it. Its tile is the largest divisor of its range from 4
-/// up to [`JAM`] (or, when there is none, the tile leaving the fewest
-/// points over); among several such indices, the innermost: its
-/// broadcasts are neighbours in memory (a blocked convolution's output
-/// column, not its batch index, whose images lie megabytes apart).
-fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
+/// convolution has it. Its tile is the largest divisor of its range from
+/// [`MIN_JAM`] up to the accumulators that fit in `registers` vector
+/// registers beside the shared vectors and a broadcast (or, when there is
+/// no such divisor, the tile leaving the fewest points over); among
+/// several such indices, the innermost: its broadcasts are neighbours in
+/// memory (a blocked convolution's output column, not its batch index,
+/// whose images lie megabytes apart).
+fn jam_index(b: &Block, lane: usize, registers: u64) -> Option<(usize, u64)> {
     // Reads outside the reduction (an epilogue's residual, a prologue's
     // bias) run once per output point, so a vector load per jammed point
     // costs them nothing: only the reduction's reads decide.
@@ -254,8 +260,12 @@ fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
         }
         let n = &ix.name;
         let broadcast = deps.iter().all(|d| !d.contains(n) || !d.contains(x));
-        let shared = deps.iter().any(|d| d.contains(x) && !d.contains(n));
-        let tiles = 4..=JAM.min(ix.range);
+        let shared = deps
+            .iter()
+            .filter(|d| d.contains(x) && !d.contains(n))
+            .count() as u64;
+        let accumulators = registers.saturating_sub(shared + 1);
+        let tiles = MIN_JAM..=accumulators.min(ix.range);
         let divisor = tiles.clone().rev().find(|t| ix.range % t == 0);
         // Without a divisor (a 38-wide row), the tile that leaves the
         // fewest points over, the larger on ties; `vectorized` runs those
@@ -264,7 +274,7 @@ fn jam_index(b: &Block, lane: usize) -> Option<(usize, u64)> {
         let Some(t) = divisor.or_else(least_left) else {
             continue;
         };
-        if broadcast && shared {
+        if broadcast && shared > 0 {
             best = Some((j, t));
         }
     }

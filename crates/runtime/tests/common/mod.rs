@@ -35,6 +35,7 @@ pub fn options(library: bool) -> runtime::Options {
             .unwrap(),
         target: kernel::Target {
             vector_bits: 512,
+            vector_registers: 32,
             ..kernel::Target::generic()
         },
         verify: kernel::Verify::AtEnd,

@@ -30,9 +30,11 @@ use super::vector::{Lanes, Vectors, LANES};
 use super::{Base, Func, Lin, View};
 
 /// The most jammed points unrolled with their accumulators in registers:
-/// AVX-512 has 32 vector registers, and the loaded vector and the
-/// broadcasts need some.
-pub(super) const MAX_POINTS: i64 = 28;
+/// AVX-512's 32 vector registers less one loaded vector and one broadcast,
+/// the fewest a register-blocked reduction needs. `vectorize` sizes jams
+/// by the target's register model, so this refuses only jams made for a
+/// larger register file than the one this code runs on.
+pub(super) const MAX_POINTS: i64 = 30;
 
 /// The accumulators of one vector block while its body is emitted.
 pub(super) struct Registers {

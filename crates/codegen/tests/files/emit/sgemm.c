@@ -7,7 +7,7 @@
  *   3: B float32[4096], in
  *   4: C float32[4096], inout
  * Steps, in the order they run, each a call with its buffers as args[0], args[1], ...:
- *   0: block s1_C_fused_vec calls sgemm_f1696875969f056b0(b, C, a, B, A)
+ *   0: block s1_C_fused_vec calls sgemm_f039a94b4bbfd808e(b, C, a, B, A)
  */
 #ifndef TSR_PRELUDE
 #define TSR_PRELUDE
@@ -243,15 +243,15 @@ static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
 #endif
 #endif
 
-const char sgemm_abi[] = "tessera-c 2; sgemm_f1696875969f056b0(float32[1], float32[4096] written, float32[1], float32[4096], float32[4096])";
+const char sgemm_abi[] = "tessera-c 2; sgemm_f039a94b4bbfd808e(float32[1], float32[4096] written, float32[1], float32[4096], float32[4096])";
 
 /* Step 0 of sgemm: block s1_C_fused_vec #fused #parallel
  * C(i, j) = b * C(i, j) where i in 0:N, j in 0:K; C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M
- * Runs lo <= i < hi of its parallel index (range 4).
+ * Runs lo <= i < hi of its parallel index (range 8).
  * In step 0, tsr_b0 is b, tsr_b1 is C, tsr_b2 is a, tsr_b3 is B, tsr_b4 is A.
  * Called by 1 step.
  */
-int32_t sgemm_f1696875969f056b0(void *const *args, int64_t lo, int64_t hi)
+int32_t sgemm_f039a94b4bbfd808e(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
   const float *restrict tsr_b0 = (const float *)args[0];
@@ -259,19 +259,19 @@ int32_t sgemm_f1696875969f056b0(void *const *args, int64_t lo, int64_t hi)
   const float *restrict tsr_b2 = (const float *)args[2];
   const float *restrict tsr_b3 = (const float *)args[3];
   const float *restrict tsr_b4 = (const float *)args[4];
-  for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 4); i++) {
+  for (int64_t i = tsr_max(lo, 0); i < tsr_min(hi, 8); i++) {
     for (int64_t j = 0; j < 8; j++) {
       /* block s1_C_fused_tile #interchanged */
       {
         /* tsr_l0: local buffer C_acc */
-        _Alignas(64) float tsr_l0[128] = {0};
+        _Alignas(64) float tsr_l0[64] = {0};
         /* block s1_C_fused_tile_pre #vector */
 #if defined(__AVX512F__)
         const __mmask16 lanes = tsr_lanes16(0, 8);
         if (lanes) {
           const __m512 t1 = _mm512_set1_ps(tsr_b0[0]);
-          for (int64_t i_2 = 0; i_2 < 16; i_2++) {
-            const __m512 init = _mm512_maskz_loadu_ps(lanes, &tsr_b1[1024*i + 8*j + 64*i_2]);
+          for (int64_t i_2 = 0; i_2 < 8; i_2++) {
+            const __m512 init = _mm512_maskz_loadu_ps(lanes, &tsr_b1[512*i + 8*j + 64*i_2]);
             _mm512_mask_storeu_ps(&tsr_l0[8*i_2], lanes, init);
             const __m512 t2 = _mm512_maskz_loadu_ps(lanes, &tsr_l0[8*i_2]);
             const __m512 t3 = _mm512_mul_ps(t1, t2);
@@ -279,10 +279,10 @@ int32_t sgemm_f1696875969f056b0(void *const *args, int64_t lo, int64_t hi)
           }
         }
 #else
-        for (int64_t i_2 = 0; i_2 < 16; i_2++) {
+        for (int64_t i_2 = 0; i_2 < 8; i_2++) {
         #pragma GCC ivdep
           for (int64_t j_2 = 0; j_2 < 8; j_2++) {
-            const float init_2 = tsr_b1[1024*i + 8*j + 64*i_2 + j_2];
+            const float init_2 = tsr_b1[512*i + 8*j + 64*i_2 + j_2];
             tsr_l0[8*i_2 + j_2] = init_2;
             const float t1_2 = tsr_b0[0];
             const float t2_2 = tsr_l0[8*i_2 + j_2];
@@ -298,19 +298,19 @@ int32_t sgemm_f1696875969f056b0(void *const *args, int64_t lo, int64_t hi)
           if (lanes_2) {
             const __m512 t1_3 = _mm512_set1_ps(tsr_b2[0]);
             const __m512 t4 = _mm512_maskz_loadu_ps(lanes_2, &tsr_b3[8*j + 64*k]);
-            for (int64_t i_lane = 0; i_lane < 16; i_lane++) {
-              const __m512 t2_3 = _mm512_set1_ps(tsr_b4[1024*i + k + 64*i_lane]);
+            for (int64_t i_lane = 0; i_lane < 8; i_lane++) {
+              const __m512 t2_3 = _mm512_set1_ps(tsr_b4[512*i + k + 64*i_lane]);
               const __m512 t3_3 = _mm512_mul_ps(t1_3, t2_3);
               const __m512 t5 = _mm512_mul_ps(t3_3, t4);
               _mm512_mask_storeu_ps(&tsr_l0[8*i_lane], lanes_2, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes_2, &tsr_l0[8*i_lane]), t5));
             }
           }
 #else
-          for (int64_t i_lane = 0; i_lane < 16; i_lane++) {
+          for (int64_t i_lane = 0; i_lane < 8; i_lane++) {
         #pragma GCC ivdep
             for (int64_t j_lane = 0; j_lane < 8; j_lane++) {
               const float t1_4 = tsr_b2[0];
-              const float t2_4 = tsr_b4[1024*i + k + 64*i_lane];
+              const float t2_4 = tsr_b4[512*i + k + 64*i_lane];
               const float t3_4 = t1_4 * t2_4;
               const float t4_2 = tsr_b3[8*j + 64*k + j_lane];
               const float t5_2 = t3_4 * t4_2;
@@ -323,17 +323,17 @@ int32_t sgemm_f1696875969f056b0(void *const *args, int64_t lo, int64_t hi)
 #if defined(__AVX512F__)
         const __mmask16 lanes_3 = tsr_lanes16(0, 8);
         if (lanes_3) {
-          for (int64_t i_3 = 0; i_3 < 16; i_3++) {
+          for (int64_t i_3 = 0; i_3 < 8; i_3++) {
             const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &tsr_l0[8*i_3]);
-            _mm512_mask_storeu_ps(&tsr_b1[1024*i + 8*j + 64*i_3], lanes_3, acc);
+            _mm512_mask_storeu_ps(&tsr_b1[512*i + 8*j + 64*i_3], lanes_3, acc);
           }
         }
 #else
-        for (int64_t i_3 = 0; i_3 < 16; i_3++) {
+        for (int64_t i_3 = 0; i_3 < 8; i_3++) {
         #pragma GCC ivdep
           for (int64_t j_3 = 0; j_3 < 8; j_3++) {
             const float acc_2 = tsr_l0[8*i_3 + j_3];
-            tsr_b1[1024*i + 8*j + 64*i_3 + j_3] = acc_2;
+            tsr_b1[512*i + 8*j + 64*i_3 + j_3] = acc_2;
           }
         }
 #endif

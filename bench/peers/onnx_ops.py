@@ -1,13 +1,15 @@
 """Single-operator ONNX workloads: tessera's import of the model beside ONNX
 Runtime, weights as initializers (Runtime's fastest configuration: it
-prepacks them and, for convolutions, picks its NCHWc kernels), 2 threads.
+prepacks them and, for convolutions, picks its NCHWc kernels), PyTorch
+eager and torch.compile with freezing (the same operators on the same
+weights, as module parameters), 2 threads each.
 
 Each model is built with onnx.helper (opset 17) into target/bench-onnx-ops/,
-run by Runtime and by `tessera run` on the same input (the script stops if
-tessera's output differs by more than 1e-4 of the largest magnitude), then
-timed in turns for --rounds rounds: Runtime's median of --runs runs, and
-`tessera bench --json`'s median. The table gives the medians of the round
-medians and tessera's time over Runtime's.
+run by Runtime, by PyTorch and by `tessera run` on the same input (the
+script stops if any output differs from Runtime's by more than 1e-4 of the
+largest magnitude), then timed in turns for --rounds rounds: each peer's
+median of --runs runs, and `tessera bench --json`'s median. The table gives
+the medians of the round medians and tessera's time over the best peer's.
 """
 import argparse
 import json
@@ -19,6 +21,8 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
+import torch
+import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -98,6 +102,56 @@ WORKLOADS = [
 ]
 
 
+class TorchGraph(torch.nn.Module):
+    """The operators of one of these small ONNX graphs in PyTorch: its
+    initializers become parameters (so torch.compile's freezing folds them),
+    its nodes run in order on a dictionary of values."""
+
+    def __init__(self, model):
+        super().__init__()
+        graph = model.graph
+        self.inputs = [i.name for i in graph.input]
+        self.output = graph.output[0].name
+        self.weights = torch.nn.ParameterDict({
+            t.name: torch.nn.Parameter(torch.from_numpy(numpy_helper.to_array(t).copy()), requires_grad=False)
+            for t in graph.initializer
+        })
+        self.nodes = [(n.op_type, list(n.input), n.output[0], {a.name: helper.get_attribute_value(a) for a in n.attribute})
+                      for n in graph.node]
+
+    def forward(self, *args):
+        env = dict(zip(self.inputs, args))
+        env.update(self.weights.items())
+        for op, ins, out, attrs in self.nodes:
+            x = [env[i] for i in ins]
+            env[out] = apply_node(op, x, attrs)
+        return env[self.output]
+
+
+def apply_node(op, x, attrs):
+    """One ONNX node of the workloads above in PyTorch (symmetric pads only)."""
+    def padding():
+        pads = attrs.get("pads", [0, 0, 0, 0])
+        assert pads[:2] == pads[2:], f"asymmetric pads {pads}"
+        return tuple(pads[:2])
+    if op == "Conv":
+        return F.conv2d(x[0], x[1], x[2], stride=tuple(attrs.get("strides", [1, 1])), padding=padding(),
+                        dilation=tuple(attrs.get("dilations", [1, 1])), groups=attrs.get("group", 1))
+    if op == "ConvTranspose":
+        return F.conv_transpose2d(x[0], x[1], x[2], stride=tuple(attrs.get("strides", [1, 1])), padding=padding(),
+                                  groups=attrs.get("group", 1))
+    if op == "Gemm":
+        assert attrs.get("transB") == 1 and "transA" not in attrs
+        return F.linear(x[0], x[1], x[2])
+    if op == "Relu":
+        return torch.relu(x[0])
+    if op == "Transpose":
+        return x[0].permute(*attrs["perm"])
+    if op == "MatMul":
+        return torch.matmul(x[0], x[1])
+    raise ValueError(f"no PyTorch form for {op}")
+
+
 def tessera_ms(path, feeds, runs):
     cmd = [TESSERA, "bench", path, "--runs", str(runs), "--json"]
     for k, v in feeds.items():
@@ -110,7 +164,9 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", action="append", help="workload name (repeatable)")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = ap.parse_args()
+    torch.set_num_threads(2)
     os.makedirs(OUT, exist_ok=True)
     rows = []
     for make in WORKLOADS:
@@ -136,17 +192,36 @@ def main():
         err = float(np.abs(got - ref).max() / np.abs(ref).max())
         if err > 1e-4:
             sys.exit(f"{name}: tessera's output differs from ONNX Runtime's by {err:.1e}")
-        ort_t, tess_t = [], []
-        for _ in range(args.rounds):
-            tess_t.append(tessera_ms(path, files, args.runs))
-            ort_t.append(median_ms(lambda: session.run(None, feeds), args.runs))
-        o, t = statistics.median(ort_t), statistics.median(tess_t)
-        rows.append((name, o, t, err))
-        print(f"{name}: ORT {o:.3f} ms, tessera {t:.3f} ms", flush=True)
-    print("\n| workload | ONNX Runtime (ms) | tessera (ms) | tessera / ORT | max rel. diff |")
-    print("|---|---|---|---|---|")
-    for name, o, t, err in rows:
-        print(f"| {name} | {o:.3f} | {t:.3f} | {t / o:.2f} | {err:.1e} |")
+        module = TorchGraph(model).eval()
+        args_t = tuple(torch.from_numpy(v) for v in feeds.values())
+        with torch.inference_mode():
+            runners = {"eager": module}
+            if not args.no_compile:
+                import torch._inductor.config as inductor
+                inductor.freezing = True
+                runners["compile"] = torch.compile(module)
+            for peer, run in runners.items():
+                out = run(*args_t).numpy()
+                perr = float(np.abs(out - ref).max() / np.abs(ref).max())
+                if perr > 1e-4:
+                    sys.exit(f"{name}: PyTorch {peer}'s output differs from ONNX Runtime's by {perr:.1e}")
+            times = {"ort": [], "eager": [], "compile": [], "tessera": []}
+            for _ in range(args.rounds):
+                times["tessera"].append(tessera_ms(path, files, args.runs))
+                times["ort"].append(median_ms(lambda: session.run(None, feeds), args.runs))
+                for peer, run in runners.items():
+                    times[peer].append(median_ms(lambda: run(*args_t), args.runs))
+        med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
+        best = min(v for k, v in med.items() if k != "tessera" and v == v)
+        rows.append((name, med, best, err))
+        print(f"{name}: ORT {med['ort']:.3f} ms, eager {med['eager']:.3f} ms, compile {med['compile']:.3f} ms, "
+              f"tessera {med['tessera']:.3f} ms", flush=True)
+    print("\n| workload | ONNX Runtime (ms) | PyTorch eager (ms) | torch.compile (ms) | tessera (ms) "
+          "| tessera / best peer | max rel. diff |")
+    print("|---|---|---|---|---|---|---|")
+    for name, med, best, err in rows:
+        print(f"| {name} | {med['ort']:.3f} | {med['eager']:.3f} | {med['compile']:.3f} | {med['tessera']:.3f} "
+              f"| {med['tessera'] / best:.2f} | {err:.1e} |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 //! parallel step runs only its partition; tensors convert to and from
 //! the VM's values exactly; `#pragma GCC ivdep` is written only on vector
 //! loops whose lanes are independent, and both kinds compute what the VM
-//! does. All programs share one compiled object, but for those that come
+//! does, but that a vector loop accumulating products by `+` rounds once
+//! (a fused multiply-add) where the VM rounds twice. All programs share one compiled object, but for those that come
 //! from the kernel cache: steps that compute the same thing on different
 //! buffers share one function, the distinct functions are split into
 //! units, and the units' objects load and run as the program (and are
@@ -41,6 +42,9 @@ const SHIFT: &str = "block shift []\n  inout new O float32(17):(1)\n{\n  block s
 /// A vector loop whose lanes are independent.
 const SCALE: &str = "block scale []\n  in new X float32(16):(1)\n  inout new O float32(16):(1)\n{\n  block s [i:16] #vector\n    in X[i] float32(1):(1)\n    inout O[i]:add float32(1):(1)\n  {\n    $x = load(X)\n    O = store($x)\n  }\n}\n";
 
+/// A vector loop accumulating the products `X * Y` into `O` by `+`.
+const MULADD: &str = "block muladd []\n  in new X float32(16):(1)\n  in new Y float32(16):(1)\n  inout new O float32(16):(1)\n{\n  block s [i:16] #vector\n    in X[i] float32(1):(1)\n    in Y[i] float32(1):(1)\n    inout O[i]:add float32(1):(1)\n  {\n    $x = load(X)\n    $y = load(Y)\n    $p = mul.float32($x, $y)\n    O = store($p)\n  }\n}\n";
+
 /// The programs of these tests, compiled once into one object and loaded
 /// (the object is removed once loaded), and what loading the object as
 /// other programs gave.
@@ -48,6 +52,7 @@ struct Fixture {
     double: (CProgram, Kernel),
     shift: (CProgram, Kernel),
     scale: (CProgram, Kernel),
+    muladd: (CProgram, Kernel),
     /// Loading as `double` at another size, under the same prefix.
     other_size: Result<Kernel, String>,
     /// Loading as a program whose symbols the object lacks.
@@ -62,13 +67,14 @@ fn fixture() -> &'static Fixture {
             emit(&double(10), "double"),
             emit(&parse(SHIFT), "shift"),
             emit(&parse(SCALE), "scale"),
+            emit(&parse(MULADD), "muladd"),
         ];
         let object = emit_common::scratch("api");
         let source: String = programs.iter().map(|p| p.source.as_str()).collect();
         Compiler::detect()
             .and_then(|c| c.compile(&source, &object))
             .unwrap_or_else(|e| panic!("{e}"));
-        let [double_p, shift, scale] = programs;
+        let [double_p, shift, scale, muladd] = programs;
         let load = |p: CProgram| {
             let k = Kernel::load(&object, &p).unwrap_or_else(|e| panic!("{e}"));
             (p, k)
@@ -79,6 +85,7 @@ fn fixture() -> &'static Fixture {
             double: load(double_p),
             shift: load(shift),
             scale: load(scale),
+            muladd: load(muladd),
         };
         let _ = std::fs::remove_file(&object);
         let _ = std::fs::remove_file(object.with_extension("c"));
@@ -88,6 +95,43 @@ fn fixture() -> &'static Fixture {
 
 fn floats(v: &[f32]) -> Tensor {
     Tensor::from_slice(DType::F32, &[v.len()], v)
+}
+
+#[test]
+fn a_vector_reduction_of_products_rounds_once_with_avx512() {
+    // x * x = 1 + 2^-11 + 2^-24 exactly; rounded to float32 it is 1 + 2^-11
+    // (the 2^-24 is half a unit in the last place, a tie to even). Added
+    // to -(1 + 2^-11), the rounded product leaves 0 and the exact one
+    // 2^-24.
+    let x = 1.0 + 2f32.powi(-12);
+    let o = -(1.0 + 2f32.powi(-11));
+    let (program, k) = &fixture().muladd;
+    assert!(program.source.contains("fmadd_ps"), "{}", program.source);
+    let inputs: kernel::vm::Buffers = [
+        ("X".to_string(), vec![Value::Float(f64::from(x)); 16]),
+        ("Y".to_string(), vec![Value::Float(f64::from(x)); 16]),
+        ("O".to_string(), vec![Value::Float(f64::from(o)); 16]),
+    ]
+    .into();
+    let vm = kernel::vm::run(&parse(MULADD), inputs.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(vm["O"], vec![Value::Float(0.0); 16]);
+    let got = run_serial(k, program, inputs).unwrap_or_else(|e| panic!("{e}"));
+    // The C is compiled for this machine: the AVX-512 branch runs where it
+    // has AVX-512, the scalar loop (two roundings, as the VM) elsewhere.
+    let fused = cfg!(target_arch = "x86_64") && avx512();
+    let want = if fused { 2f64.powi(-24) } else { 0.0 };
+    assert_eq!(got["O"], vec![Value::Float(want); 16]);
+}
+
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 #[test]

@@ -178,6 +178,9 @@ pub(crate) struct Func<'a> {
     pub(crate) avx512: bool,
     depth: usize,
     vectors: Vec<VectorLoop>,
+    /// The vector products emitted so far, by C name: their two factors,
+    /// so that a `+` reduction of one becomes a fused multiply-add.
+    products: HashMap<String, (String, String)>,
 }
 
 /// The C name of a step function's argument `j`. Names never hands out
@@ -204,6 +207,7 @@ impl<'a> Func<'a> {
             avx512: false,
             depth: 1,
             vectors: Vec::new(),
+            products: HashMap::new(),
         }
     }
 
@@ -596,6 +600,14 @@ impl<'a> Func<'a> {
             if !hi_exact {
                 hi_terms.push(range.to_string());
             }
+            // The points inside the bounds whatever the other loops' values:
+            // from the largest the lower bound gets to below the smallest
+            // the upper bound gets to.
+            let always_lo = lows.iter().map(|e| self.bound_range(e).1).fold(0, i64::max);
+            let always_hi = highs
+                .iter()
+                .map(|e| self.bound_range(e).0)
+                .fold(range, i64::min);
             self.vars[v].lo = lo;
             self.vars[v].hi = hi;
             let bound_vars: Vec<usize> = lows
@@ -608,6 +620,7 @@ impl<'a> Func<'a> {
                 fold("tsr_max", &lo_terms),
                 fold("tsr_min", &hi_terms),
                 bound_vars,
+                (always_lo, always_hi),
             ));
         }
 
@@ -642,7 +655,7 @@ impl<'a> Func<'a> {
         // jammed index: the statements that do not depend on it are then
         // computed once for all its points).
         let mut explicit = None;
-        if let (true, Some((v, lo, hi, deps))) = (vector, headers.last()) {
+        if let (true, Some((v, lo, hi, deps, _))) = (vector, headers.last()) {
             let range = loops.iter().find(|l| l.0 == *v).map_or(0, |l| l.1);
             let jam = headers
                 .len()
@@ -655,6 +668,7 @@ impl<'a> Func<'a> {
                     lo: lo.clone(),
                     hi: hi.clone(),
                     jam: jam.map(|j| (j.0, j.1.clone(), j.2.clone())),
+                    jam_always: jam.map_or((0, 0), |j| j.4),
                 };
                 let at = headers.len() - 1 - usize::from(jam.is_some());
                 explicit = Some((at, lanes));
@@ -667,7 +681,7 @@ impl<'a> Func<'a> {
         // block's loops.
         let (loops_mark, loops_depth) = (self.lines.len(), self.depth);
         let mut rows = Vec::new();
-        for (k, (v, lo, hi, _)) in headers.into_iter().enumerate() {
+        for (k, (v, lo, hi, _, _)) in headers.into_iter().enumerate() {
             if let Some((at, lanes)) = explicit.as_ref().filter(|(at, _)| *at == k) {
                 let mark = self.lines.len();
                 self.directive("#if defined(__AVX512F__)");

@@ -154,8 +154,10 @@ impl Func<'_> {
             if let Some((j, lo, hi)) = &lanes.jam {
                 let n = self.vars[*j].name.clone();
                 self.line(format!("const int64_t {n} = {point};"));
-                let inside = lo.parse::<i64>().is_ok_and(|lo| lo <= point)
-                    && hi.parse::<i64>().is_ok_and(|hi| point < hi);
+                let (always_lo, always_hi) = lanes.jam_always;
+                let inside = (always_lo <= point && point < always_hi)
+                    || (lo.parse::<i64>().is_ok_and(|lo| lo <= point)
+                        && hi.parse::<i64>().is_ok_and(|hi| point < hi));
                 if !inside {
                     self.line(format!("if ({lo} <= {n} && {n} < {hi}) {{"));
                     self.depth += 1;

@@ -8,7 +8,7 @@
  *   4: Y float32[105], inout, temporary
  *   5: P float32[18], out
  * Steps, in the order they run, each a call with its buffers as args[0], args[1], ...:
- *   0: block s1_X_init_fused_vec calls layer_f90f62438850a7adb(I, Wt, X)
+ *   0: block s1_X_init_fused_vec calls layer_fee17ff823bf6a0e9(I, Wt, X)
  *   1: block s2_Y_vec calls layer_f17d18d661fe0606a(X, B, Y)
  *   2: block s3_P_init_fused_vec calls layer_f9345873785cde198(Y, P)
  */
@@ -246,7 +246,7 @@ static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
 #endif
 #endif
 
-const char layer_abi[] = "tessera-c 2; layer_f90f62438850a7adb(float32[70], float32[54], float32[105] written); layer_f17d18d661fe0606a(float32[105], float32[3], float32[105] written); layer_f9345873785cde198(float32[105], float32[18] written)";
+const char layer_abi[] = "tessera-c 2; layer_fee17ff823bf6a0e9(float32[70], float32[54], float32[105] written); layer_f17d18d661fe0606a(float32[105], float32[3], float32[105] written); layer_f9345873785cde198(float32[105], float32[18] written)";
 
 /* Step 0 of layer: block s1_X_init_fused_vec #fused #parallel
  * X(n, f, h, w) +=! I(n, c, h + r - 1, w + s - 1) * Wt(f, c, r, s) where n in 0:N, f in 0:F, h in 0:H, w in 0:W, c in 0:C, r in 0:KH, s in 0:KW
@@ -254,7 +254,7 @@ const char layer_abi[] = "tessera-c 2; layer_f90f62438850a7adb(float32[70], floa
  * In step 0, tsr_b0 is I, tsr_b1 is Wt, tsr_b2 is X.
  * Called by 1 step.
  */
-int32_t layer_f90f62438850a7adb(void *const *args, int64_t lo, int64_t hi)
+int32_t layer_fee17ff823bf6a0e9(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
   const float *restrict tsr_b0 = (const float *)args[0];
@@ -290,7 +290,7 @@ int32_t layer_f90f62438850a7adb(void *const *args, int64_t lo, int64_t hi)
                 const __m512 t1 = _mm512_maskz_loadu_ps(lanes_2, &tsr_b0[7*h + 35*c + 7*r + s - 8]);
                 const __m512 t2 = _mm512_set1_ps(tsr_b1[18*f + 9*c + 3*r + s]);
                 const __m512 t3 = _mm512_mul_ps(t1, t2);
-                _mm512_mask_storeu_ps(&tsr_l0[0], lanes_2, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes_2, &tsr_l0[0]), t3));
+                _mm512_mask_storeu_ps(&tsr_l0[0], lanes_2, _mm512_fmadd_ps(t1, t2, _mm512_maskz_loadu_ps(lanes_2, &tsr_l0[0])));
               }
 #else
         #pragma GCC ivdep

@@ -7,7 +7,7 @@
  *   3: B float32[4096], in
  *   4: C float32[4096], inout
  * Steps, in the order they run, each a call with its buffers as args[0], args[1], ...:
- *   0: block s1_C_fused_vec calls sgemm_f039a94b4bbfd808e(b, C, a, B, A)
+ *   0: block s1_C_fused_vec calls sgemm_f7b225bab4296891b(b, C, a, B, A)
  */
 #ifndef TSR_PRELUDE
 #define TSR_PRELUDE
@@ -243,7 +243,7 @@ static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
 #endif
 #endif
 
-const char sgemm_abi[] = "tessera-c 2; sgemm_f039a94b4bbfd808e(float32[1], float32[4096] written, float32[1], float32[4096], float32[4096])";
+const char sgemm_abi[] = "tessera-c 2; sgemm_f7b225bab4296891b(float32[1], float32[4096] written, float32[1], float32[4096], float32[4096])";
 
 /* Step 0 of sgemm: block s1_C_fused_vec #fused #parallel
  * C(i, j) = b * C(i, j) where i in 0:N, j in 0:K; C(i, j) += a * A(i, k) * B(k, j) where i in 0:N, j in 0:K, k in 0:M
@@ -251,7 +251,7 @@ const char sgemm_abi[] = "tessera-c 2; sgemm_f039a94b4bbfd808e(float32[1], float
  * In step 0, tsr_b0 is b, tsr_b1 is C, tsr_b2 is a, tsr_b3 is B, tsr_b4 is A.
  * Called by 1 step.
  */
-int32_t sgemm_f039a94b4bbfd808e(void *const *args, int64_t lo, int64_t hi)
+int32_t sgemm_f7b225bab4296891b(void *const *args, int64_t lo, int64_t hi)
 {
   int32_t tsr_err = 0;
   const float *restrict tsr_b0 = (const float *)args[0];
@@ -302,7 +302,7 @@ int32_t sgemm_f039a94b4bbfd808e(void *const *args, int64_t lo, int64_t hi)
               const __m512 t2_3 = _mm512_set1_ps(tsr_b4[512*i + k + 64*i_lane]);
               const __m512 t3_3 = _mm512_mul_ps(t1_3, t2_3);
               const __m512 t5 = _mm512_mul_ps(t3_3, t4);
-              _mm512_mask_storeu_ps(&tsr_l0[8*i_lane], lanes_2, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes_2, &tsr_l0[8*i_lane]), t5));
+              _mm512_mask_storeu_ps(&tsr_l0[8*i_lane], lanes_2, _mm512_fmadd_ps(t3_3, t4, _mm512_maskz_loadu_ps(lanes_2, &tsr_l0[8*i_lane])));
             }
           }
 #else

@@ -255,6 +255,14 @@ def more_fixtures():
     single("conv_transpose_s2_p1", "ConvTranspose", [[1, 3, 4, 4]], [[3, 2, 4, 4], [2]], strides=[2, 2], pads=[1, 1, 1, 1])
     single("conv_transpose_outpad_grouped", "ConvTranspose", [[1, 4, 3, 3]], [[4, 1, 3, 3]], strides=[2, 2], pads=[1, 0, 1, 0], output_padding=[1, 1], group=2)
     single("conv_transpose_dilated", "ConvTranspose", [[2, 2, 3, 4]], [[2, 3, 2, 2]], dilations=[2, 2])
+    # Stride 2 with whole blocks of output channels: the output phases computed apart, on a blocked input,
+    # on a plain one (3 channels) and with a 3x3 kernel whose phases have 2 and 1 rows.
+    single("conv_transpose_phases", "ConvTranspose", [[2, 16, 3, 3]], [[16, 16, 4, 4], [16]], strides=[2, 2],
+           pads=[1, 1, 1, 1])
+    single("conv_transpose_phases_plain_in", "ConvTranspose", [[1, 3, 4, 5]], [[3, 32, 4, 4], [32]],
+           strides=[2, 2], pads=[1, 1, 1, 1])
+    single("conv_transpose_phases_k3", "ConvTranspose", [[1, 16, 3, 4]], [[16, 16, 3, 3], [16]], strides=[2, 2],
+           pads=[1, 1, 1, 1], output_padding=[1, 1])
     # Activations with parameters.
     single("leaky_relu", "LeakyRelu", [[2, 3, 4]], alpha=0.2)
     single("clip_inputs", "Clip", [[3, 5]], consts=[np.array(-0.5, dtype=np.float32), np.array(0.7, dtype=np.float32)])

@@ -179,6 +179,7 @@ pub(crate) fn conv(
 }
 
 /// A convolution's input: held blocked, or plain.
+#[derive(Clone)]
 pub(crate) enum Input {
     Blocked(Var),
     Plain(Var),
@@ -283,6 +284,17 @@ fn call_packed(
         conv: None,
     };
     Ok((blocked, call))
+}
+
+/// Plain `x` as the input of several blocked convolutions: in channel
+/// blocks, made once, when its channels are whole blocks; else plain, as
+/// [`conv_packed`] reads such an input.
+pub(crate) fn shared_input(im: &mut Importer, x: &Var) -> Input {
+    if x.shape[1].is_multiple_of(BLOCK) {
+        Input::Blocked(blocked_input(im, x))
+    } else {
+        Input::Plain(x.clone())
+    }
 }
 
 /// Plain N x C x H x W `x` in channel blocks (`nchwc`).

@@ -1,7 +1,9 @@
 //! File tests of the emitted C: a few kernels of `examples/`, lowered and
 //! run through the cpu pipeline for the generic target, must emit exactly
 //! the C in `tests/files/emit/NAME.c` (sgemm, a padded convolution layer
-//! with bias, ReLU and max pooling, and a gather). `BLESS=1 cargo test -p
+//! with bias, ReLU and max pooling, the prelude's channel-blocked
+//! convolution, whose register-blocked reduction prefetches the next
+//! output block's weights, and a gather). `BLESS=1 cargo test -p
 //! codegen --test emit_text` rewrites the files from what the emitter
 //! writes; review the diff before committing. The expected files are
 //! complete C programs, so they also show what the backend writes.
@@ -66,6 +68,32 @@ fn emitted_c_matches_the_expected_files() {
                 ("KW", 3),
             ],
             &[],
+        ),
+        check(
+            "conv_nchwc",
+            "ops/prelude.tc",
+            "conv2d_nchwc",
+            &[
+                ("N", 1),
+                ("CB", 2),
+                ("H", 4),
+                ("W", 8),
+                ("L", 8),
+                ("FB", 2),
+                ("KH", 3),
+                ("KW", 3),
+                ("M", 8),
+            ],
+            &[
+                ("sh", Value::Int(1)),
+                ("sw", Value::Int(1)),
+                ("ph0", Value::Int(1)),
+                ("pw0", Value::Int(1)),
+                ("ph1", Value::Int(1)),
+                ("pw1", Value::Int(1)),
+                ("dh", Value::Int(1)),
+                ("dw", Value::Int(1)),
+            ],
         ),
         check(
             "gather",

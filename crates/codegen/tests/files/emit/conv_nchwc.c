@@ -1,0 +1,345 @@
+/* tessera: kernel conv2d_nchwc as C (symbols conv_nchwc_*): 1 step calling 1 distinct
+ * function.
+ * Buffers:
+ *   0: sh int32[1], in
+ *   1: sw int32[1], in
+ *   2: ph0 int32[1], in
+ *   3: pw0 int32[1], in
+ *   4: ph1 int32[1], in
+ *   5: pw1 int32[1], in
+ *   6: dh int32[1], in
+ *   7: dw int32[1], in
+ *   8: X float32[512], in
+ *   9: Wt float32[2304], in
+ *   10: B float32[16], in
+ *   11: Y float32[512], inout
+ * Steps, in the order they run, each a call with its buffers as args[0], args[1], ...:
+ *   0: block s1_Y_fused_vec calls conv_nchwc_f803d716c0a4ae163(B, Wt, X, Y)
+ */
+#ifndef TSR_PRELUDE
+#define TSR_PRELUDE
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a step returns when it fails, as the kernel VM does. */
+#define TSR_ERR_GATHER 1   /* a gather position is out of bounds */
+#define TSR_ERR_DIV_ZERO 2 /* an integer division or modulo by zero */
+
+/* fmax and fmin as C defines them (a NaN operand is ignored), written as
+   comparisons so that gcc vectorizes them instead of calling libm. */
+static inline float tsr_fmaxf(float x, float y) { return (x >= y || y != y) ? x : y; }
+static inline float tsr_fminf(float x, float y) { return (x <= y || y != y) ? x : y; }
+static inline double tsr_fmax(double x, double y) { return (x >= y || y != y) ? x : y; }
+static inline double tsr_fmin(double x, double y) { return (x <= y || y != y) ? x : y; }
+/* TC's max and min (IEEE 754-2019 maximum and minimum): NaN when either
+   operand is NaN, else the larger (smaller), the first of equal ones. */
+static inline float tsr_maximumf(float x, float y) { return (x >= y || x != x) ? x : y; }
+static inline float tsr_minimumf(float x, float y) { return (x <= y || x != x) ? x : y; }
+static inline double tsr_maximum(double x, double y) { return (x >= y || x != x) ? x : y; }
+static inline double tsr_minimum(double x, double y) { return (x <= y || x != x) ? x : y; }
+static inline int64_t tsr_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tsr_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Floor division and modulo (Python's // and %) for b != 0. b == -1 is
+   handled apart: INT64_MIN / -1 overflows, and its true quotient 2^63
+   wraps to INT64_MIN. */
+static inline int64_t tsr_floordiv(int64_t a, int64_t b) {
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  int64_t q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t tsr_floormod(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* Float modulo with the sign of the divisor: the exact fmod, moved into
+   the divisor's sign by adding the divisor once. */
+static inline float tsr_fmodf(float a, float b) {
+  float r = fmodf(a, b);
+  if (r == 0) return copysignf(0.0f, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+static inline double tsr_fmod(double a, double b) {
+  double r = fmod(a, b);
+  if (r == 0) return copysign(0.0, b);
+  return ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+/* exp on float32 as straight-line arithmetic that gcc vectorizes across
+   a vector block's lanes (the C library's expf is a call it vectorizes
+   only under -ffast-math): x = n ln2 + r with n = round(x / ln2) and ln2
+   in two parts, exp(r) by a degree-7 polynomial, 2^n as two powers of two
+   so that results down to the subnormals scale exactly. Within one unit in
+   the last place of the correctly rounded result (the semantics test
+   sweeps it); x above 88.72... is infinity, x below -104 gives 0, NaN
+   stays NaN. The ternaries compile to compares and blends. */
+static inline float tsr_expf(float x) {
+  float c = x < -104.0f ? -104.0f : x;
+  c = c > 89.0f ? 89.0f : c;
+  /* 1.5 * 2^23 added and taken away rounds to the nearest integer. */
+  float n = fmaf(c, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+  float r = fmaf(n, -0.693359375f, c);
+  r = fmaf(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fmaf(p, r * r, r) + 1.0f;
+  int32_t e = (int32_t)n;
+  int32_t e1 = e >> 1;
+  union { int32_t i; float f; } s1, s2;
+  s1.i = (e1 + 127) << 23;
+  s2.i = (e - e1 + 127) << 23;
+  float y = p * s1.f * s2.f;
+  y = x > 88.72283935546875f ? INFINITY : y;
+  return x != x ? x : y;
+}
+
+/* rsqrt and sigmoid in the operand type. */
+static inline float tsr_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double tsr_rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + tsr_expf(-x)); }
+static inline double tsr_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* The C library's functions that strict C11 does not declare. */
+double j0(double);
+double j1(double);
+double y0(double);
+double y1(double);
+double lgamma_r(double, int *);
+
+/* TC's CUDA functions that C lacks, in double, each repeating ir's
+   special.rs (and arith.rs) operation for operation. The constants are
+   the doubles nearest pi, 1/sqrt(2) and sqrt(2), as Rust's. */
+#define TSR_PI 3.141592653589793
+#define TSR_FRAC_1_SQRT_2 0.7071067811865476
+#define TSR_SQRT_2 1.4142135623730951
+static inline double tsr_fdivide(double x, double y) { return x / y; }
+static inline double tsr_exp10(double x) { return pow(10.0, x); }
+static inline double tsr_rcbrt(double x) { return 1.0 / cbrt(x); }
+static inline double tsr_rhypot(double x, double y) { return 1.0 / hypot(x, y); }
+/* lgamma_r rather than lgamma, which writes the global signgam. */
+static inline double tsr_lgamma(double x) { int sign; return lgamma_r(x, &sign); }
+static inline double tsr_norm3d(double a, double b, double c) {
+  return sqrt(0.0 + a * a + b * b + c * c);
+}
+static inline double tsr_norm4d(double a, double b, double c, double d) {
+  return sqrt(0.0 + a * a + b * b + c * c + d * d);
+}
+static inline double tsr_rnorm3d(double a, double b, double c) { return 1.0 / tsr_norm3d(a, b, c); }
+static inline double tsr_rnorm4d(double a, double b, double c, double d) {
+  return 1.0 / tsr_norm4d(a, b, c, d);
+}
+static inline double tsr_cospi(double x) {
+  double r = fabs(fmod(x, 2.0));
+  if (r > 1.0) r = 2.0 - r;
+  return sin(TSR_PI * (0.5 - r));
+}
+static inline double tsr_sinpi(double x) {
+  double s = fmod(x, 2.0);
+  if (s > 1.0) s -= 2.0;
+  else if (s < -1.0) s += 2.0;
+  if (s > 0.5) s = 1.0 - s;
+  else if (s < -0.5) s = -1.0 - s;
+  return sin(TSR_PI * s);
+}
+static double tsr_bessel_i(double n, double x) {
+  if (x != x) return x;
+  double q = (x / 2.0) * (x / 2.0);
+  double term = n == 0.0 ? 1.0 : x / 2.0;
+  double sum = term;
+  for (double k = 1.0; k <= 1000.0; k += 1.0) {
+    term *= q / (k * (k + n));
+    double next = sum + term;
+    if (next == sum) break;
+    sum = next;
+  }
+  return sum;
+}
+static inline double tsr_bessel_i0(double x) { return tsr_bessel_i(0.0, x); }
+static inline double tsr_bessel_i1(double x) { return tsr_bessel_i(1.0, x); }
+static inline double tsr_erfcx(double x) {
+  if (x < 26.0) return exp(x * x) * erfc(x);
+  double v = 1.0 / (x * x);
+  double series = 1.0 - v * (0.5 - v * (0.75 - v * 1.875));
+  return series / (x * sqrt(TSR_PI));
+}
+static double tsr_solve_erf(double y, bool use_erfc) {
+  double lo = 0.0, hi = 28.0;
+  double x = use_erfc ? sqrt(fmax(-log(y), 0.0)) : y * sqrt(TSR_PI) / 2.0;
+  x = x < lo ? lo : (x > hi ? hi : x);
+  for (int i = 0; i < 100; i++) {
+    double f = use_erfc ? erfc(x) - y : erf(x) - y;
+    if (f == 0.0) return x;
+    if ((f < 0.0) != use_erfc) lo = x;
+    else hi = x;
+    double slope = 2.0 / sqrt(TSR_PI) * exp(-x * x);
+    double next = use_erfc ? x + f / slope : x - f / slope;
+    if (!(next > lo && next < hi)) next = (lo + hi) / 2.0;
+    if (next == x) return x;
+    x = next;
+  }
+  return x;
+}
+static double tsr_erfinv(double y) {
+  double a = fabs(y);
+  if (y != y || a > 1.0) return NAN;
+  if (a == 1.0) return copysign(INFINITY, y);
+  if (a == 0.0) return y;
+  double x = a <= 0.5 ? tsr_solve_erf(a, false) : tsr_solve_erf(1.0 - a, true);
+  return copysign(x, y);
+}
+static double tsr_erfcinv(double y) {
+  if (y != y || y < 0.0 || y > 2.0) return NAN;
+  if (y == 0.0) return INFINITY;
+  if (y == 2.0) return -INFINITY;
+  if (y == 1.0) return 0.0;
+  if (y > 1.0) return -tsr_erfcinv(2.0 - y);
+  return y >= 0.5 ? tsr_solve_erf(1.0 - y, false) : tsr_solve_erf(y, true);
+}
+static inline double tsr_normcdf(double x) { return 0.5 * erfc(-x * TSR_FRAC_1_SQRT_2); }
+static inline double tsr_normcdfinv(double p) { return -TSR_SQRT_2 * tsr_erfcinv(2.0 * p); }
+
+/* Float to integer: truncation toward zero, saturating at the ends of
+   int64 (uint64 for tsr_f2u), NaN to 0. */
+static inline int64_t tsr_f2i(double x) {
+  if (x != x) return 0;
+  if (x >= 9223372036854775808.0) return INT64_MAX;
+  if (x <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)x;
+}
+static inline uint64_t tsr_f2u(double x) {
+  if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+  return (uint64_t)tsr_f2i(x);
+}
+#endif
+#ifndef TSR_PRELUDE_AVX512
+#define TSR_PRELUDE_AVX512
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* The mask of lanes lo <= v < hi of a 16-lane vector (0 <= lo, hi <= 16). */
+static inline __mmask16 tsr_lanes16(int64_t lo, int64_t hi) {
+  if (hi <= lo) return 0;
+  return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+/* tsr_fmaxf and tsr_fminf lane by lane: x where the comparison holds or y
+   is NaN, else y. */
+static inline __m512 tsr_fmax16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_fmin16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+/* tsr_maximumf and tsr_minimumf lane by lane: x where the comparison holds
+   or x is NaN, else y. (_mm512_max_ps would give y when either is NaN.) */
+static inline __m512 tsr_maximum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_GE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+static inline __m512 tsr_minimum16(__m512 x, __m512 y) {
+  __mmask16 k = _mm512_cmp_ps_mask(x, y, _CMP_LE_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_blend_ps(k, y, x);
+}
+#endif
+#endif
+
+const char conv_nchwc_abi[] = "tessera-c 2; conv_nchwc_f803d716c0a4ae163(float32[16], float32[2304], float32[512], float32[512] written)";
+
+/* Step 0 of conv2d_nchwc: block s1_Y_fused_vec #fused #parallel
+ * Y(n, fb, oh, ow, m) = B(fb, m) where n in 0:N, fb in 0:FB, oh in 0:(H+dh+ph0+ph1-KH*dh-1)/sh+1, ow in 0:(W+dw+pw0+pw1-KW*dw-1)/sw+1, m in 0:M; Y(n, fb, oh, ow, m) += X(n, cb, oh * int64(sh) + kh * int64(dh) - int64(ph0), ow * int64(sw) + kw * int64(dw) - int64(pw0), l) * Wt(fb, cb, kh, kw, l, m) where n in 0:N, fb in 0:FB, oh in 0:(H+dh+ph0+ph1-KH*dh-1)/sh+1, ow in 0:(W+dw+pw0+pw1-KW*dw-1)/sw+1, m in 0:M, cb in 0:CB, kh in 0:KH, kw in 0:KW, l in 0:L
+ * Runs lo <= fb < hi of its parallel index (range 2).
+ * In step 0, tsr_b0 is B, tsr_b1 is Wt, tsr_b2 is X, tsr_b3 is Y.
+ * Called by 1 step.
+ */
+int32_t conv_nchwc_f803d716c0a4ae163(void *const *args, int64_t lo, int64_t hi)
+{
+  int32_t tsr_err = 0;
+  const float *restrict tsr_b0 = (const float *)args[0];
+  const float *restrict tsr_b1 = (const float *)args[1];
+  const float *restrict tsr_b2 = (const float *)args[2];
+  float *restrict tsr_b3 = (float *)args[3];
+  for (int64_t fb = tsr_max(lo, 0); fb < tsr_min(hi, 2); fb++) {
+    for (int64_t oh = 0; oh < 4; oh++) {
+      /* block s1_Y_fused_tile #interchanged */
+      {
+        /* tsr_l0: local buffer Y_acc */
+        _Alignas(64) float tsr_l0[64] = {0};
+        /* block s1_Y_fused_tile_pre #vector */
+#if defined(__AVX512F__)
+        const __mmask16 lanes = tsr_lanes16(0, 8);
+        if (lanes) {
+          const __m512 t1 = _mm512_maskz_loadu_ps(lanes, &tsr_b0[8*fb]);
+          for (int64_t ow = 0; ow < 8; ow++) {
+            _mm512_mask_storeu_ps(&tsr_l0[8*ow], lanes, t1);
+          }
+        }
+#else
+        for (int64_t ow = 0; ow < 8; ow++) {
+        #pragma GCC ivdep
+          for (int64_t m = 0; m < 8; m++) {
+            const float t1_2 = tsr_b0[8*fb + m];
+            tsr_l0[8*ow + m] = t1_2;
+          }
+        }
+#endif
+        /* block s2_Y #vector: Y(n, fb, oh, ow, m) += X(n, cb, oh * int64(sh) + kh * int64(dh) - int64(ph0), ow * int64(sw) + kw * int64(dw) - int64(pw0), l) * Wt(fb, cb, kh, kw, l, m) where n in 0:N, fb in 0:FB, oh in 0:(H+dh+ph0+ph1-KH*dh-1)/sh+1, ow in 0:(W+dw+pw0+pw1-KW*dw-1)/sw+1, m in 0:M, cb in 0:CB, kh in 0:KH, kw in 0:KW, l in 0:L */
+        for (int64_t cb = 0; cb < 2; cb++) {
+          for (int64_t kh = tsr_max(-oh + 1, 0); kh < tsr_min(-oh + 5, 3); kh++) {
+            for (int64_t kw = 0; kw < 3; kw++) {
+              for (int64_t l = 0; l < 8; l++) {
+#if defined(__AVX512F__)
+                const __mmask16 lanes_2 = tsr_lanes16(0, 8);
+                if (lanes_2) {
+                  const __m512 t2 = _mm512_maskz_loadu_ps(lanes_2, &tsr_b1[1152*fb + 576*cb + 192*kh + 64*kw + 8*l]);
+                  _mm_prefetch((const char *)&tsr_b1[tsr_min(1152*fb + 576*cb + 192*kh + 64*kw + 8*l + 1152, 2303)], _MM_HINT_T1);
+                  for (int64_t ow_lane = tsr_max(-kw + 1, 0); ow_lane < tsr_min(-kw + 9, 8); ow_lane++) {
+                    const __m512 t1_3 = _mm512_set1_ps(tsr_b2[64*oh + 256*cb + 64*kh + 8*kw + l + 8*ow_lane - 72]);
+                    const __m512 t3 = _mm512_mul_ps(t1_3, t2);
+                    _mm512_mask_storeu_ps(&tsr_l0[8*ow_lane], lanes_2, _mm512_fmadd_ps(t1_3, t2, _mm512_maskz_loadu_ps(lanes_2, &tsr_l0[8*ow_lane])));
+                  }
+                }
+#else
+                for (int64_t ow_lane = tsr_max(-kw + 1, 0); ow_lane < tsr_min(-kw + 9, 8); ow_lane++) {
+        #pragma GCC ivdep
+                  for (int64_t m_lane = 0; m_lane < 8; m_lane++) {
+                    const float t1_4 = tsr_b2[64*oh + 256*cb + 64*kh + 8*kw + l + 8*ow_lane - 72];
+                    const float t2_2 = tsr_b1[1152*fb + 576*cb + 192*kh + 64*kw + 8*l + m_lane];
+                    const float t3_2 = t1_4 * t2_2;
+                    tsr_l0[8*ow_lane + m_lane] = tsr_l0[8*ow_lane + m_lane] + t3_2;
+                  }
+                }
+#endif
+              }
+            }
+          }
+        }
+        /* block s1_Y_fused_tile_post #vector */
+#if defined(__AVX512F__)
+        const __mmask16 lanes_3 = tsr_lanes16(0, 8);
+        if (lanes_3) {
+          for (int64_t ow_2 = 0; ow_2 < 8; ow_2++) {
+            const __m512 acc = _mm512_maskz_loadu_ps(lanes_3, &tsr_l0[8*ow_2]);
+            _mm512_mask_storeu_ps(&tsr_b3[256*fb + 64*oh + 8*ow_2], lanes_3, acc);
+          }
+        }
+#else
+        for (int64_t ow_2 = 0; ow_2 < 8; ow_2++) {
+        #pragma GCC ivdep
+          for (int64_t m_2 = 0; m_2 < 8; m_2++) {
+            const float acc_2 = tsr_l0[8*ow_2 + m_2];
+            tsr_b3[256*fb + 64*oh + 8*ow_2 + m_2] = acc_2;
+          }
+        }
+#endif
+      }
+    }
+  }
+  return tsr_err ? TSR_ERR_GATHER : 0;
+}

@@ -17,6 +17,8 @@
 //! cores = 2
 //! vector_bits = 256
 //! vector_registers = 16
+//! fma_latency = 4
+//! fma_pipes = 2
 //! isa = avx avx2 fma
 //! cache = L1 size=49152 line=64 shared=1
 //! cache = L2 size=1048576 line=64 shared=1
@@ -27,7 +29,9 @@
 //! none; `vector_registers` (at most once) is the number of architectural
 //! vector registers, the register model that sizes register-blocked tiles,
 //! and defaults to what the isa implies ([`registers_of`]: 32 with
-//! `avx512f` or `neon`, else 16); `cache` lines repeat, innermost first. A cache line is `L<level>`
+//! `avx512f` or `neon`, else 16); `fma_latency` (cycles) and `fma_pipes`
+//! (vector multiply-adds issued per cycle), at most once each, default to
+//! 4 and 2, what current x86 and Arm cores have; `cache` lines repeat, innermost first. A cache line is `L<level>`
 //! followed by `size=`, `line=` and `shared=`, each exactly once; sizes may
 //! carry a `K`, `M` or `G` suffix (powers of 1024). `peak_mflops` (at most
 //! once) is the measured float32 matmul peak of all cores, for reports of
@@ -69,6 +73,12 @@ pub struct Target {
     /// AVX-512, 16 `ymm` with AVX2): the register model that bounds how
     /// many accumulators a register-blocked kernel keeps.
     pub vector_registers: u32,
+    /// Cycles from a vector multiply-add's issue to its result.
+    pub fma_latency: u32,
+    /// Vector multiply-adds the core issues per cycle. A reduction keeps
+    /// the units busy with `fma_latency * fma_pipes` independent
+    /// accumulators in flight.
+    pub fma_pipes: u32,
     /// Instruction-set extensions (`avx2`, `avx512f`, `fma`, ...).
     pub isa: Vec<String>,
     /// Data caches, innermost first.
@@ -79,6 +89,11 @@ pub struct Target {
     /// Measured read bandwidth of all cores, MB/s.
     pub bandwidth_mbps: Option<u64>,
 }
+
+/// The multiply-add latency and issue width of current x86 (Zen 4,
+/// Skylake-X and later) and Arm cores, where the text does not say.
+const FMA_LATENCY: u32 = 4;
+const FMA_PIPES: u32 = 2;
 
 /// The file name of the cached target inside the cache directory.
 const CACHE_FILE: &str = "target.txt";
@@ -95,6 +110,8 @@ impl Target {
             cores: 2,
             vector_bits: 256,
             vector_registers: 16,
+            fma_latency: FMA_LATENCY,
+            fma_pipes: FMA_PIPES,
             isa: vec!["avx2".to_string(), "fma".to_string()],
             caches: generic_caches(),
             peak_mflops: None,
@@ -137,6 +154,8 @@ impl Target {
             cores,
             vector_bits,
             vector_registers: registers_of(&isa),
+            fma_latency: FMA_LATENCY,
+            fma_pipes: FMA_PIPES,
             isa,
             caches,
             peak_mflops: None,
@@ -152,6 +171,8 @@ impl Target {
         out.push_str(&format!("cores = {}\n", self.cores));
         out.push_str(&format!("vector_bits = {}\n", self.vector_bits));
         out.push_str(&format!("vector_registers = {}\n", self.vector_registers));
+        out.push_str(&format!("fma_latency = {}\n", self.fma_latency));
+        out.push_str(&format!("fma_pipes = {}\n", self.fma_pipes));
         if self.isa.is_empty() {
             out.push_str("isa =\n");
         } else {
@@ -190,6 +211,8 @@ impl Target {
         let mut cores: Option<(usize, u32)> = None;
         let mut vector_bits: Option<(usize, u32)> = None;
         let mut vector_registers: Option<(usize, u32)> = None;
+        let mut fma_latency: Option<(usize, u32)> = None;
+        let mut fma_pipes: Option<(usize, u32)> = None;
         let mut isa: Option<(usize, Vec<String>)> = None;
         let mut caches: Vec<Cache> = Vec::new();
         let mut peak_mflops: Option<(usize, u64)> = None;
@@ -210,13 +233,15 @@ impl Target {
                 "cores" => cores.as_ref().map(|p| p.0),
                 "vector_bits" => vector_bits.as_ref().map(|p| p.0),
                 "vector_registers" => vector_registers.as_ref().map(|p| p.0),
+                "fma_latency" => fma_latency.as_ref().map(|p| p.0),
+                "fma_pipes" => fma_pipes.as_ref().map(|p| p.0),
                 "isa" => isa.as_ref().map(|p| p.0),
                 "peak_mflops" => peak_mflops.as_ref().map(|p| p.0),
                 "bandwidth_mbps" => bandwidth_mbps.as_ref().map(|p| p.0),
                 "cache" => None,
                 _ => {
                     return Err(err(format!(
-                        "unknown key `{key}` (expected name, cores, vector_bits, vector_registers, isa, cache, peak_mflops or bandwidth_mbps)"
+                        "unknown key `{key}` (expected name, cores, vector_bits, vector_registers, fma_latency, fma_pipes, isa, cache, peak_mflops or bandwidth_mbps)"
                     )))
                 }
             };
@@ -236,6 +261,10 @@ impl Target {
                     let r = positive(value, "vector_registers").map_err(err)?;
                     vector_registers = Some((n, r));
                 }
+                "fma_latency" => {
+                    fma_latency = Some((n, positive(value, "fma_latency").map_err(err)?))
+                }
+                "fma_pipes" => fma_pipes = Some((n, positive(value, "fma_pipes").map_err(err)?)),
                 "isa" => isa = Some((n, value.split_whitespace().map(String::from).collect())),
                 "peak_mflops" => {
                     let p = positive(value, "peak_mflops").map_err(err)?;
@@ -265,6 +294,8 @@ impl Target {
             cores: cores.ok_or_else(|| missing("cores"))?.1,
             vector_bits: vector_bits.ok_or_else(|| missing("vector_bits"))?.1,
             vector_registers: vector_registers.map_or_else(|| registers_of(&isa), |p| p.1),
+            fma_latency: fma_latency.map_or(FMA_LATENCY, |p| p.1),
+            fma_pipes: fma_pipes.map_or(FMA_PIPES, |p| p.1),
             isa,
             caches,
             peak_mflops: peak_mflops.map(|p| p.1),

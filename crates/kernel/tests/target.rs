@@ -47,6 +47,8 @@ fn round_trip_several_caches() {
         cores: 16,
         vector_bits: 512,
         vector_registers: 32,
+        fma_latency: 5,
+        fma_pipes: 1,
         isa: ["avx", "avx2", "fma", "avx512f", "avx512bw"]
             .map(String::from)
             .to_vec(),
@@ -76,6 +78,8 @@ fn round_trip_empty_isa_and_no_caches() {
         cores: 1,
         vector_bits: 128,
         vector_registers: 8,
+        fma_latency: 4,
+        fma_pipes: 2,
         isa: Vec::new(),
         caches: Vec::new(),
         peak_mflops: None,
@@ -99,6 +103,8 @@ fn exact_format() {
                 cores = 2\n\
                 vector_bits = 256\n\
                 vector_registers = 16\n\
+                fma_latency = 4\n\
+                fma_pipes = 2\n\
                 isa = avx2 fma\n\
                 cache = L1 size=32768 line=64 shared=1\n\
                 cache = L2 size=1048576 line=64 shared=1\n";

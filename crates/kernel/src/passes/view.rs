@@ -1,6 +1,7 @@
 //! `view`: tags `#view #library` every root step that copies one root
 //! buffer into a temporary element for element in row-major order — a
-//! reshape, flatten, squeeze or unsqueeze — so that the runtime gives the
+//! reshape, flatten, squeeze or unsqueeze, or a transpose that moves only
+//! axes of size 1 — so that the runtime gives the
 //! temporary the source's memory and skips the step.
 //!
 //! The step must write its result `Y`, a root temporary that no other root
@@ -24,7 +25,7 @@
 //! at the same row-major position, so `Y` may share `X`'s memory for as
 //! long as both live; `#library` keeps the later passes from rewriting it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ir::{BinOp, DType, Value};
 
@@ -90,12 +91,21 @@ fn copies_in_place(root: &Block, k: usize, b: &Block) -> bool {
     if !plain || !only_writer(root, k, &y.into) || written_after(root, k, &x.into) {
         return false;
     }
+    // An index of range 1 is always 0, so a transpose that moves only
+    // axes of size 1 copies in place too.
+    let unit: HashSet<&str> = b
+        .idxs
+        .iter()
+        .filter(|i| i.range == 1 && i.affine.is_none())
+        .map(|i| i.name.as_str())
+        .collect();
     // The flat position written, in elements.
     let mut written = Form::default();
     for (a, d) in out.access.iter().zip(&y.shape) {
-        written = written.plus(&Form::affine(a).times(d.stride));
+        written = written.plus(&Form::affine(a, &unit).times(d.stride));
     }
-    read_offset(b, out, input, x).is_some_and(|read| read.normalized() == written.normalized())
+    read_offset(b, out, input, x, &unit)
+        .is_some_and(|read| read.normalized() == written.normalized())
 }
 
 /// The root buffer that view `r` of a root step refines.
@@ -130,19 +140,25 @@ fn writes(kind: &StmtKind, name: &str) -> bool {
 /// The flat position in `x` that the value stored into `out` is read
 /// from, if the block's statements are only that read, the integer
 /// arithmetic of its subscripts, and the store.
-fn read_offset(b: &Block, out: &Refinement, input: &Refinement, x: &Refinement) -> Option<Form> {
+fn read_offset(
+    b: &Block,
+    out: &Refinement,
+    input: &Refinement,
+    x: &Refinement,
+    unit: &HashSet<&str>,
+) -> Option<Form> {
     let mut ints: HashMap<&str, Form> = HashMap::new();
     let mut read: HashMap<&str, Form> = HashMap::new();
     let mut stored = None;
     // The view's own offset in `x`, then its element strides.
     let mut base = Form::default();
     for (a, d) in input.access.iter().zip(&x.shape) {
-        base = base.plus(&Form::affine(a).times(d.stride));
+        base = base.plus(&Form::affine(a, unit).times(d.stride));
     }
     for s in &b.stmts {
         match &s.kind {
             StmtKind::LoadIndex { from, into } => {
-                ints.insert(into, Form::affine(from));
+                ints.insert(into, Form::affine(from, unit));
             }
             StmtKind::Constant {
                 into,
@@ -247,9 +263,10 @@ impl Form {
         f
     }
 
-    fn affine(a: &Affine) -> Form {
+    /// `a` with the indices of `unit` (range 1, so always 0) left out.
+    fn affine(a: &Affine, unit: &HashSet<&str>) -> Form {
         let mut f = Form::constant(a.constant);
-        for (n, &c) in &a.terms {
+        for (n, &c) in a.terms.iter().filter(|(n, _)| !unit.contains(n.as_str())) {
             f.add(Atom::Index(n.clone()), c);
         }
         f

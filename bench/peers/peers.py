@@ -1,12 +1,15 @@
-"""Side-by-side benchmark of tessera against ONNX Runtime and numpy.
+"""Side-by-side benchmark of tessera against ONNX Runtime, numpy, PyTorch
+eager and torch.compile.
 
 For every workload this script builds the ONNX model in memory with
 `onnx.helper`, runs it on ONNX Runtime (2 intra-op threads, 1 inter-op
-thread, all graph optimizations) and runs the numpy equivalent on the same
-random float32 inputs, checks that the two agree, and then runs
-`tessera bench` on the workload's TC file (bench/workloads/) with the same
-sizes. It prints one table (median times, rates and the tessera/peer
-ratios) and can write every number as JSON.
+thread, all graph optimizations), runs the numpy equivalent and the PyTorch
+one (2 threads; the weights as frozen parameters of a module, eager and
+under torch.compile with freezing) on the same random float32 inputs,
+checks that they agree, and then runs `tessera bench` on the workload's TC
+file (bench/workloads/) with the same sizes. It prints one table (median
+times, rates and the tessera/peer ratios) and can write every number as
+JSON.
 
 Run it through bench/peers/run.sh, which sets up the virtual environment and
 builds tessera first.
@@ -29,6 +32,8 @@ from typing import Callable
 import numpy as np
 import onnx
 import onnxruntime as ort
+import torch
+import torch.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 from onnx import TensorProto, helper, numpy_helper
 
@@ -50,9 +55,10 @@ class Workload:
 
     `inputs` makes the inputs (keyed by ONNX graph input name, in ONNX
     layouts); `onnx_graph` builds the graph (given the names of the inputs
-    to embed as initializers) and `numpy_fn` computes the outputs, in the
-    graph's output order. `weights` names the inputs that
-    `--ort-initializers` embeds in the ONNX model. Exactly one of `flops`
+    to embed as initializers), and `numpy_fn` and `torch_fn` (on tensors
+    keyed the same way) compute the outputs, in the graph's output order. `weights` names the inputs that are embedded in
+    the ONNX model as initializers (unless `--ort-weights-as-inputs`) and
+    that the PyTorch module holds as frozen parameters. Exactly one of `flops`
     (rate in GFLOP/s) and `bytes_read` (the bytes that must be read; rate in
     GB/s, with a bandwidth bound) is set.
     """
@@ -65,6 +71,7 @@ class Workload:
     inputs: Callable[[np.random.Generator], dict[str, np.ndarray]]
     onnx_graph: Callable[[dict[str, np.ndarray], set[str]], onnx.GraphProto]
     numpy_fn: Callable[[dict[str, np.ndarray]], list[np.ndarray]]
+    torch_fn: Callable[[dict[str, torch.Tensor]], list[torch.Tensor]]
     weights: tuple[str, ...] = ()
     # Inputs tessera must get as they are (written as .npy, integers as
     # int32) rather than its own seeded random values: lookup indices, whose
@@ -192,6 +199,7 @@ def tmm() -> Workload:
             emb,
         ),
         numpy_fn=lambda t: [t["A"] @ t["B"].T],
+        torch_fn=lambda t: [t["A"] @ t["B"].T],
         weights=("B",),
         flops=2.0 * m * n * k,
     )
@@ -219,6 +227,7 @@ def tbmm() -> Workload:
             emb,
         ),
         numpy_fn=lambda t: [t["X"] @ t["Y"].transpose(0, 2, 1)],
+        torch_fn=lambda t: [t["X"] @ t["Y"].transpose(1, 2)],
         flops=2.0 * b * n * k * m,
     )
 
@@ -256,6 +265,13 @@ def mlp3() -> Workload:
             x = relu(x @ t[weight].T + t[bias])
         return [x]
 
+    def torch_forward(t: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        """relu(linear(x)) per layer."""
+        x = t["I"]
+        for weight, bias, _, _ in layers:
+            x = torch.relu(F.linear(x, t[weight], t[bias]))
+        return [x]
+
     return Workload(
         name="MLP3",
         tc_file="mlp3.tc",
@@ -265,6 +281,7 @@ def mlp3() -> Workload:
         inputs=inputs,
         onnx_graph=graph,
         numpy_fn=forward,
+        torch_fn=torch_forward,
         weights=("W2", "B2", "W3", "B3", "W4", "B4"),
         flops=2.0 * batch * (n * o + o * p + p * q),
     )
@@ -315,6 +332,7 @@ def _conv(
             emb,
         ),
         numpy_fn=lambda t: [conv2d_same(t["X"], t["Wt"], groups)],
+        torch_fn=lambda t: [F.conv2d(t["X"], t["Wt"], padding=pad, groups=groups)],
         weights=("Wt",),
         flops=2.0 * n * f * hw * hw * cg * k * k,
     )
@@ -368,6 +386,7 @@ def two_lut() -> Workload:
         inputs=inputs,
         onnx_graph=graph,
         numpy_fn=lambda t: [t[lut][t[idx]].sum(axis=1) for lut, idx, _ in tables],
+        torch_fn=lambda t: [F.embedding_bag(t[idx], t[lut], mode="sum") for lut, idx, _ in tables],
         weights=("LUT1", "LUT2"),
         tessera_inputs=("I1", "I2"),
         bytes_read=float(len(tables) * b * lookups * (INDEX_BYTES + d * FLOAT32_BYTES)),
@@ -431,6 +450,25 @@ def ort_session(
     )
     session_feeds = {k: v for k, v in feeds.items() if k not in embedded}
     return session, session_feeds
+
+
+class TorchWorkload(torch.nn.Module):
+    """A workload's PyTorch form: its weights as parameters (so that
+    torch.compile's freezing folds them, as with frozen model weights), the
+    other inputs as arguments."""
+
+    def __init__(self, w: Workload, feeds: dict[str, np.ndarray]):
+        super().__init__()
+        self.fn = w.torch_fn
+        self.args = [k for k in feeds if k not in w.weights]
+        self.params = torch.nn.ParameterDict({
+            k: torch.nn.Parameter(torch.from_numpy(feeds[k]), requires_grad=False) for k in w.weights
+        })
+
+    def forward(self, *args: torch.Tensor) -> list[torch.Tensor]:
+        t = dict(zip(self.args, args))
+        t.update(self.params.items())
+        return self.fn(t)
 
 
 def compare(ort_out: list[np.ndarray], np_out: list[np.ndarray]) -> tuple[bool, float]:
@@ -504,26 +542,27 @@ def ratio(num: Timing | None, den: Timing | None) -> float | None:
 def print_table(rows: list[dict]) -> None:
     """Print the results as one aligned table."""
     header = [
-        "workload", "shape", "ORT ms", "numpy ms", "tessera ms", "unit",
-        "ORT rate", "numpy rate", "tessera rate", "tess/ORT", "tess/numpy",
+        "workload", "shape", "ORT ms", "numpy ms", "eager ms", "compile ms", "tessera ms", "unit",
+        "ORT rate", "tessera rate", "tess/ORT", "tess/best",
     ]
     lines = []
     for r in rows:
         lines.append([
-            r["workload"] + ("" if r["agree"] else " (ORT!=numpy)"),
+            r["workload"] + ("" if r["agree"] else " (peers disagree)"),
             r["shape"],
             fmt(r["ort"]["median_ms"]),
             fmt(r["numpy"]["median_ms"]),
+            fmt(r["eager"].get("median_ms")),
+            fmt(r["compile"].get("median_ms")),
             fmt(r["tessera"].get("median_ms")),
             r["unit"],
             fmt(r["ort"]["rate"], ".1f"),
-            fmt(r["numpy"]["rate"], ".1f"),
             fmt(r["tessera"].get("rate"), ".1f"),
             fmt(r["tessera_over_ort"], ".2f"),
-            fmt(r["tessera_over_numpy"], ".2f"),
+            fmt(r["tessera_over_best"], ".2f"),
         ])
     widths = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(header)]
-    left = {0, 1, 5}
+    left = {0, 1, 7}
 
     def render(cells: list[str]) -> str:
         """One row, text columns left-aligned and numbers right-aligned."""
@@ -543,7 +582,7 @@ def print_table(rows: list[dict]) -> None:
         if "error" in r["tessera"]:
             print(f"tessera {r['workload']}: n/a: {r['tessera']['error']}")
         if not r["agree"]:
-            print(f"{r['workload']}: ORT and numpy disagree "
+            print(f"{r['workload']}: the peers disagree "
                   f"(largest relative difference {r['max_rel_diff']:.3g})")
         if "bandwidth_bound" in r:
             bound = r["bandwidth_bound"]
@@ -569,7 +608,15 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
     tess_rounds: list[TesseraResult] = []
     ort_rounds: list[Timing] = []
     np_rounds: list[Timing] = []
+    torch_rounds: dict[str, list[Timing]] = {"eager": [], "compile": []}
     agree, max_rel = True, 0.0
+    module = TorchWorkload(w, feeds).eval()
+    torch_args = tuple(torch.from_numpy(feeds[k]) for k in module.args)
+    runners: dict[str, Callable] = {"eager": module}
+    if not args.no_compile:
+        import torch._inductor.config as inductor
+        inductor.freezing = True
+        runners["compile"] = torch.compile(module)
     with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
         files = {}
         for name in w.tessera_inputs:
@@ -588,6 +635,11 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
                 ort_out = session.run(None, session_feeds)
                 np_out = w.numpy_fn(feeds)
                 agree, max_rel = compare(ort_out, np_out)
+                with torch.inference_mode():
+                    for run in runners.values():
+                        out = [t.numpy() for t in run(*torch_args)]
+                        ok, rel = compare(out, np_out)
+                        agree, max_rel = agree and ok, max(max_rel, rel)
                 del ort_out, np_out
             print(f"[{w.name}] round {r + 1}/{args.rounds}: ORT", file=sys.stderr, flush=True)
             ort_rounds.append(
@@ -595,11 +647,20 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
             )
             print(f"[{w.name}] round {r + 1}/{args.rounds}: numpy", file=sys.stderr, flush=True)
             np_rounds.append(measure(lambda: w.numpy_fn(feeds), args.runs, args.warmup))
+            for peer, run in runners.items():
+                print(f"[{w.name}] round {r + 1}/{args.rounds}: PyTorch {peer}", file=sys.stderr,
+                      flush=True)
+                with torch.inference_mode():
+                    torch_rounds[peer].append(
+                        measure(lambda: run(*torch_args), args.runs, args.warmup))
             del session, session_feeds
     del feeds
     tess = combine_tessera(tess_rounds)
     ort_t = combine(ort_rounds)
     np_t = combine(np_rounds)
+    torch_t = {peer: combine(rounds) if rounds else None for peer, rounds in torch_rounds.items()}
+    peers = [t for t in (ort_t, np_t, *torch_t.values()) if t is not None]
+    best = min(peers, key=lambda t: t.median_ms)
 
     def entry(t: Timing | None, rounds: list[Timing]) -> dict:
         """Times and rate of one runner, and its median in each round."""
@@ -626,13 +687,16 @@ def run_workload(w: Workload, args: argparse.Namespace) -> dict:
         "max_rel_diff": max_rel,
         "ort": entry(ort_t, ort_rounds),
         "numpy": entry(np_t, np_rounds),
+        "eager": entry(torch_t["eager"], torch_rounds["eager"]),
+        "compile": entry(torch_t["compile"], torch_rounds["compile"]),
         "tessera": tess_entry,
         "tessera_over_ort": ratio(tess.timing, ort_t),
         "tessera_over_numpy": ratio(tess.timing, np_t),
+        "tessera_over_best": ratio(tess.timing, best),
     }
     if w.bytes_read is not None:
         bound_ms = w.bytes_read / (BANDWIDTH_GBPS * 1e9) * 1e3
-        timings = {"ORT": ort_t, "numpy": np_t, "tessera": tess.timing}
+        timings = {"ORT": ort_t, "numpy": np_t, **torch_t, "tessera": tess.timing}
         row["bandwidth_bound"] = {
             "bytes": w.bytes_read,
             "gbps": BANDWIDTH_GBPS,
@@ -660,10 +724,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="the tessera binary (default target/release/tessera)")
     p.add_argument("--tessera-timeout", type=float, default=600.0,
                    help="seconds allowed for each tessera bench command (default 600)")
-    p.add_argument("--ort-initializers", action="store_true",
-                   help="embed weights and tables in the ONNX model as initializers "
-                        "(lets ORT prepack them) instead of feeding them as inputs")
+    p.add_argument("--ort-weights-as-inputs", action="store_true",
+                   help="feed weights and tables to ORT as inputs instead of embedding them "
+                        "in the model as initializers (its fastest configuration: it prepacks "
+                        "them)")
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = p.parse_args(argv)
+    args.ort_initializers = not args.ort_weights_as_inputs
     if args.runs < 1 or args.warmup < 0 or args.rounds < 1:
         p.error("--runs and --rounds must be at least 1 and --warmup at least 0")
     return args
@@ -672,6 +739,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     """Run the selected workloads, print the table, write the JSON."""
     args = parse_args(argv)
+    torch.set_num_threads(2)
     workloads = [make() for make in WORKLOADS]
     if args.only:
         workloads = [w for w in workloads if w.name == args.only]
@@ -681,7 +749,8 @@ def main(argv: list[str]) -> int:
         report = {
             "machine": {"platform": platform.platform(), "processor": platform.processor()},
             "versions": {"numpy": np.__version__, "onnx": onnx.__version__,
-                         "onnxruntime": ort.__version__, "python": platform.python_version()},
+                         "onnxruntime": ort.__version__, "torch": torch.__version__,
+                         "python": platform.python_version()},
             "settings": {"runs": args.runs, "warmup": args.warmup, "rounds": args.rounds,
                          "seed": args.seed,
                          "ort_intra_op_threads": 2, "ort_inter_op_threads": 1,

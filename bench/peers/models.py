@@ -50,6 +50,23 @@ def median_ms(fn, runs):
     return statistics.median(times) * 1e3
 
 
+def summarize(times):
+    """The medians of each runner's round medians, and the best peer's."""
+    med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
+    best = min(v for k, v in med.items() if k != "tessera" and v == v)
+    return med, best
+
+
+def print_table(title, rows, digits):
+    """The markdown table of `rows` ((name, medians, best peer, max rel. diff))."""
+    print(f"\n| {title} | ONNX Runtime (ms) | PyTorch eager (ms) | torch.compile (ms) | tessera (ms) "
+          "| tessera / best peer | max rel. diff |")
+    print("|---|---|---|---|---|---|---|")
+    for name, med, best, err in rows:
+        cells = " | ".join(f"{med[k]:.{digits}f}" for k in ("ort", "eager", "compile", "tessera"))
+        print(f"| {name} | {cells} | {med['tessera'] / best:.2f} | {err:.1e} |")
+
+
 def tessera_ms(path, inputs, runs):
     cmd = [TESSERA, "bench", path, "--runs", str(runs), "--json"]
     for k, v in inputs.items():
@@ -111,17 +128,11 @@ def main():
                 if compiled is not None:
                     times["compile"].append(median_ms(lambda: compiled(*args_t), args.runs))
                 times["tessera"].append(tessera_ms(path, files, args.runs))
-        med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
-        best = min(v for k, v in med.items() if k != "tessera" and v == v)
+        med, best = summarize(times)
         rows.append((name, med, best, err))
         print(f"{name}: ORT {med['ort']:.2f} ms, eager {med['eager']:.2f} ms, compile {med['compile']:.2f} ms, "
               f"tessera {med['tessera']:.2f} ms (max relative difference {err:.1e})", flush=True)
-    print("\n| model | ONNX Runtime (ms) | PyTorch eager (ms) | torch.compile (ms) | tessera (ms) "
-          "| tessera / best peer | max rel. diff |")
-    print("|---|---|---|---|---|---|---|")
-    for name, med, best, err in rows:
-        print(f"| {name} | {med['ort']:.2f} | {med['eager']:.2f} | {med['compile']:.2f} | {med['tessera']:.2f} "
-              f"| {med['tessera'] / best:.2f} | {err:.1e} |")
+    print_table("model", rows, 2)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ the medians of the round medians and tessera's time over the best peer's.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 
@@ -26,7 +25,7 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(__file__))
-from models import median_ms  # noqa: E402
+from models import median_ms, print_table, summarize  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "target", "bench-onnx-ops")
@@ -211,17 +210,11 @@ def main():
                 times["ort"].append(median_ms(lambda: session.run(None, feeds), args.runs))
                 for peer, run in runners.items():
                     times[peer].append(median_ms(lambda: run(*args_t), args.runs))
-        med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
-        best = min(v for k, v in med.items() if k != "tessera" and v == v)
+        med, best = summarize(times)
         rows.append((name, med, best, err))
         print(f"{name}: ORT {med['ort']:.3f} ms, eager {med['eager']:.3f} ms, compile {med['compile']:.3f} ms, "
               f"tessera {med['tessera']:.3f} ms", flush=True)
-    print("\n| workload | ONNX Runtime (ms) | PyTorch eager (ms) | torch.compile (ms) | tessera (ms) "
-          "| tessera / best peer | max rel. diff |")
-    print("|---|---|---|---|---|---|---|")
-    for name, med, best, err in rows:
-        print(f"| {name} | {med['ort']:.3f} | {med['eager']:.3f} | {med['compile']:.3f} | {med['tessera']:.3f} "
-              f"| {med['tessera'] / best:.2f} | {err:.1e} |")
+    print_table("workload", rows, 3)
 
 
 if __name__ == "__main__":

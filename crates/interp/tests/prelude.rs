@@ -138,6 +138,7 @@ const SINGLE_DEFS: &[&str] = &[
     "space_to_depth2d",
     "nchwc",
     "nchw",
+    "interleave2d_nchwc",
     "conv2d_nchwc",
     "conv2d_nchwc_relu",
     "conv2d_nchwc_add",
@@ -607,6 +608,25 @@ fn packed(w: &Nd, l: Option<usize>, m: usize) -> Nd {
             }
         }),
     }
+}
+
+#[test]
+fn interleaved_phases() {
+    // Four phases of 5 channels in blocks of 4 (the lanes past 5 hold 9s,
+    // which must not show), 2 x 3 points each, put in place: the output
+    // point (oh, ow) is phase (oh % 2, ow % 2)'s point (oh / 2, ow / 2).
+    let (c, l) = (5, 4);
+    let phases: Vec<Nd> = (0..4).map(|k| rand(&[2, c, 2, 3], 1700 + k)).collect();
+    let want = r::tabulate(&[2, c, 4, 6], |i| {
+        phases[2 * (i[2] % 2) + i[3] % 2].at(&[i[0], i[1], i[2] / 2, i[3] / 2])
+    });
+    let mut args: Vec<_> = ["Z00", "Z01", "Z10", "Z11"]
+        .into_iter()
+        .zip(&phases)
+        .map(|(name, p)| t(name, &blocked(p, l, 9.0)))
+        .collect();
+    args.push(int("C", c));
+    check("interleave2d_nchwc", args, &[&want]);
 }
 
 #[test]

@@ -183,6 +183,19 @@ pub(crate) struct Func<'a> {
     products: HashMap<String, (String, String)>,
 }
 
+/// One loop of a block as the C opens it: its variable, its bounds as C
+/// expressions, the variables those bounds read, and the points inside
+/// the bounds whatever the loops around it hold (`always.0..always.1`),
+/// which need no guard when the loop is unrolled.
+#[derive(Clone, Debug)]
+pub(super) struct Header {
+    pub(super) var: usize,
+    pub(super) lo: String,
+    pub(super) hi: String,
+    deps: Vec<usize>,
+    pub(super) always: (i64, i64),
+}
+
 /// The C name of a step function's argument `j`. Names never hands out
 /// `tsr_` names, so no kernel name can capture it.
 pub(crate) fn arg_name(j: usize) -> String {
@@ -610,18 +623,18 @@ impl<'a> Func<'a> {
                 .fold(range, i64::min);
             self.vars[v].lo = lo;
             self.vars[v].hi = hi;
-            let bound_vars: Vec<usize> = lows
+            let deps: Vec<usize> = lows
                 .iter()
                 .chain(&highs)
                 .flat_map(|e| e.lin.terms.keys().copied())
                 .collect();
-            headers.push((
-                v,
-                fold("tsr_max", &lo_terms),
-                fold("tsr_min", &hi_terms),
-                bound_vars,
-                (always_lo, always_hi),
-            ));
+            headers.push(Header {
+                var: v,
+                lo: fold("tsr_max", &lo_terms),
+                hi: fold("tsr_min", &hi_terms),
+                deps,
+                always: (always_lo, always_hi),
+            });
         }
 
         if nested {
@@ -649,26 +662,25 @@ impl<'a> Func<'a> {
             opened += 1;
         }
         let vector = b.tags.contains("vector");
-        let innermost = headers.last().map(|h| h.0);
+        let innermost = headers.last().map(|h| h.var);
         // The vector loop as AVX-512 statements: the innermost loop, with
         // the loop around it when the lanes' bounds do not depend on it (a
         // jammed index: the statements that do not depend on it are then
         // computed once for all its points).
         let mut explicit = None;
-        if let (true, Some((v, lo, hi, deps, _))) = (vector, headers.last()) {
-            let range = loops.iter().find(|l| l.0 == *v).map_or(0, |l| l.1);
+        if let (true, Some(last)) = (vector, headers.last()) {
+            let range = loops.iter().find(|l| l.0 == last.var).map_or(0, |l| l.1);
             let jam = headers
                 .len()
                 .checked_sub(2)
                 .map(|k| &headers[k])
-                .filter(|j| !deps.contains(&j.0) && parallel_var != Some(j.0));
+                .filter(|j| !last.deps.contains(&j.var) && parallel_var != Some(j.var));
             if Self::vector_candidate(b, range) {
                 let lanes = vector::Lanes {
-                    var: *v,
-                    lo: lo.clone(),
-                    hi: hi.clone(),
-                    jam: jam.map(|j| (j.0, j.1.clone(), j.2.clone())),
-                    jam_always: jam.map_or((0, 0), |j| j.4),
+                    var: last.var,
+                    lo: last.lo.clone(),
+                    hi: last.hi.clone(),
+                    jam: jam.cloned(),
                 };
                 let at = headers.len() - 1 - usize::from(jam.is_some());
                 explicit = Some((at, lanes));
@@ -681,7 +693,7 @@ impl<'a> Func<'a> {
         // block's loops.
         let (loops_mark, loops_depth) = (self.lines.len(), self.depth);
         let mut rows = Vec::new();
-        for (k, (v, lo, hi, _, _)) in headers.into_iter().enumerate() {
+        for (k, Header { var: v, lo, hi, .. }) in headers.into_iter().enumerate() {
             if let Some((at, lanes)) = explicit.as_ref().filter(|(at, _)| *at == k) {
                 let mark = self.lines.len();
                 self.directive("#if defined(__AVX512F__)");

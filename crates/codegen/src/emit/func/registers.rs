@@ -57,7 +57,7 @@ impl Func<'_> {
         views: &HashMap<String, View>,
         lanes: &Lanes,
     ) -> Option<Vec<i64>> {
-        let jam = lanes.jam.as_ref().map(|j| j.0);
+        let jam = lanes.jam.as_ref().map(|j| j.var);
         let mut accumulators = Vec::new();
         for s in &b.stmts {
             if let StmtKind::Store { into, .. } = &s.kind {
@@ -142,7 +142,7 @@ impl Func<'_> {
         points: Vec<i64>,
     ) -> Option<Vec<(String, String)>> {
         let mut regs = Registers {
-            jam: lanes.jam.as_ref().map(|j| j.0),
+            jam: lanes.jam.as_ref().map(|j| j.var),
             point: 0,
             rows: BTreeMap::new(),
         };
@@ -151,15 +151,13 @@ impl Func<'_> {
             self.line("{");
             self.depth += 1;
             let mut opened = 1;
-            if let Some((j, lo, hi)) = &lanes.jam {
-                let n = self.vars[*j].name.clone();
+            if let Some(j) = &lanes.jam {
+                let n = self.vars[j.var].name.clone();
                 self.line(format!("const int64_t {n} = {point};"));
-                let (always_lo, always_hi) = lanes.jam_always;
-                let inside = (always_lo <= point && point < always_hi)
-                    || (lo.parse::<i64>().is_ok_and(|lo| lo <= point)
-                        && hi.parse::<i64>().is_ok_and(|hi| point < hi));
-                if !inside {
-                    self.line(format!("if ({lo} <= {n} && {n} < {hi}) {{"));
+                // Points inside the bounds for every value of the loops
+                // around need no guard (constant bounds included).
+                if !(j.always.0 <= point && point < j.always.1) {
+                    self.line(format!("if ({} <= {n} && {n} < {}) {{", j.lo, j.hi));
                     self.depth += 1;
                     opened += 1;
                 }

@@ -41,7 +41,7 @@ use ir::{BinOp, Builtin, DType};
 use kernel::{Agg, Block, Op, StmtKind};
 
 use super::registers::Registers;
-use super::{Base, Func, Lin, VectorLoop, View};
+use super::{Base, Func, Header, Lin, VectorLoop, View};
 
 /// The lanes of one `float32` vector register.
 pub(super) const LANES: i64 = 16;
@@ -55,12 +55,9 @@ pub(super) struct Lanes {
     pub(super) var: usize,
     pub(super) lo: String,
     pub(super) hi: String,
-    /// The jammed loop around the lanes, if any: its variable and bounds.
-    /// The lanes' bounds do not depend on it.
-    pub(super) jam: Option<(usize, String, String)>,
-    /// The jammed points inside its bounds whatever the values of the
-    /// loops around it, `lo..hi`: they need no guard.
-    pub(super) jam_always: (i64, i64),
+    /// The jammed loop around the lanes, if any. The lanes' bounds do not
+    /// depend on it.
+    pub(super) jam: Option<Header>,
 }
 
 impl Func<'_> {
@@ -141,7 +138,7 @@ impl Func<'_> {
         self.depth += 1;
         let mut vectors: Vectors = HashMap::new();
         let hoisted = match &lanes.jam {
-            Some((j, _, _)) => invariant(b, &views, *j),
+            Some(j) => invariant(b, &views, j.var),
             None => vec![false; b.stmts.len()],
         };
         // A reduction's shared loads are the ones a register block reuses
@@ -172,9 +169,12 @@ impl Func<'_> {
                 self.register_blocked(&views, &vectors, &varying, lanes, &mask, points)?
             }
             None => {
-                if let Some((j, lo, hi)) = &lanes.jam {
-                    let n = self.vars[*j].name.clone();
-                    self.line(format!("for (int64_t {n} = {lo}; {n} < {hi}; {n}++) {{"));
+                if let Some(j) = &lanes.jam {
+                    let n = self.vars[j.var].name.clone();
+                    self.line(format!(
+                        "for (int64_t {n} = {}; {n} < {}; {n}++) {{",
+                        j.lo, j.hi
+                    ));
                     self.depth += 1;
                 }
                 for kind in &varying {
@@ -209,6 +209,8 @@ impl Func<'_> {
         let Base::Root(k) = view.base else {
             return;
         };
+        // Variables are numbered as their loops open, so 0 is the step's
+        // outermost loop.
         let outer = 0;
         let step = view.origin.coef(outer);
         if outer == lane || step <= 0 || view.origin.coef(lane) != 1 {

@@ -562,26 +562,11 @@ fn phases_apart(
         }
     }
     let (ah, aw) = (kh.div_ceil(2), kw.div_ceil(2));
-    let src = wt.contiguous();
-    let src = src.as_slice::<f32>().unwrap_or_default();
     // The input in channel blocks once, for all four phases.
     let input = blocked::shared_input(im, x);
     let mut phases = Vec::new();
     for (rh, rw, (kph, top, bottom), (kpw, left, right)) in windows {
-        let mut k = vec![0.0f32; f * c * ah * aw];
-        for fo in 0..f {
-            for ci in 0..c {
-                for a in 0..ah {
-                    for b in 0..aw {
-                        let (i, j) = (2 * (ah - 1 - a) + kph, 2 * (aw - 1 - b) + kpw);
-                        if i < kh && j < kw {
-                            k[((fo * c + ci) * ah + a) * aw + b] =
-                                src[((ci * f + fo) * kh + i) * kw + j];
-                        }
-                    }
-                }
-            }
-        }
+        let k = phase_kernel(wt, 1, (2, 2), (kph, kpw));
         let t = Tensor::from_slice(DType::F32, &[f, c, ah, aw], &k);
         let window = Window {
             strides: vec![1, 1],
@@ -603,6 +588,36 @@ fn phases_apart(
         DType::F32,
         shape.to_vec(),
     )))
+}
+
+/// The kernel of phase `phase` = (rh, rw) of a transposed convolution by
+/// `wt` (C x F/G x KH x KW, `groups` groups) with strides `s`: for every
+/// output channel f and input channel of its group, the kernel points
+/// (sh (A_h - 1 - a) + rh, sw (A_w - 1 - b) + rw), turned around, with
+/// A = ceil(K / s) and zeros past the kernel, as F x C/G x A_h x A_w. The
+/// points are moved as float32 (callers check the type), never widened.
+fn phase_kernel(wt: &Tensor, groups: usize, s: (usize, usize), phase: (usize, usize)) -> Vec<f32> {
+    let (c, fg, kh, kw) = (wt.shape()[0], wt.shape()[1], wt.shape()[2], wt.shape()[3]);
+    let (cg, f) = (c / groups, fg * groups);
+    let (ah, aw) = (kh.div_ceil(s.0), kw.div_ceil(s.1));
+    let src = wt.contiguous();
+    let src = src.as_slice::<f32>().unwrap_or_default();
+    let mut k = vec![0.0f32; f * cg * ah * aw];
+    for fo_all in 0..f {
+        let (g, fo) = (fo_all / fg, fo_all % fg);
+        for ci in 0..cg {
+            for a in 0..ah {
+                for b in 0..aw {
+                    let (i, j) = (s.0 * (ah - 1 - a) + phase.0, s.1 * (aw - 1 - b) + phase.1);
+                    if i < kh && j < kw {
+                        k[((fo_all * cg + ci) * ah + a) * aw + b] =
+                            src[(((g * cg + ci) * fg + fo) * kh + i) * kw + j];
+                    }
+                }
+            }
+        }
+    }
+    k
 }
 
 /// A transposed convolution (stride s, no dilation, constant weights) in
@@ -637,27 +652,15 @@ fn sub_pixel(
     let (h, w) = (x.shape[2], x.shape[3]);
     let (end_h, end_w) = (rows.saturating_sub(h), cols.saturating_sub(w));
     let f = fg * groups;
-    // The kernel's points are moved as float32 (the caller checked the
-    // type), never widened.
-    let src = wt.contiguous();
-    let src = src.as_slice::<f32>().unwrap_or_default();
-    let mut v = vec![0.0f32; f * sh * sw * cg * ah * aw];
-    for fo_all in 0..f {
-        let (g, fo) = (fo_all / fg, fo_all % fg);
-        for rh in 0..sh {
-            for rw in 0..sw {
-                for ci in 0..cg {
-                    for bh in 0..ah {
-                        for bw in 0..aw {
-                            let (i, j) = (sh * (ah - 1 - bh) + rh, sw * (aw - 1 - bw) + rw);
-                            if i < kh && j < kw {
-                                let o = (fo_all * sh + rh) * sw + rw;
-                                let to = ((o * cg + ci) * ah + bh) * aw + bw;
-                                v[to] = src[(((g * cg + ci) * fg + fo) * kh + i) * kw + j];
-                            }
-                        }
-                    }
-                }
+    // Output channel f's phase (rh, rw) is channel (f sh + rh) sw + rw.
+    let slab = cg * ah * aw;
+    let mut v = vec![0.0f32; f * sh * sw * slab];
+    for rh in 0..sh {
+        for rw in 0..sw {
+            let k = phase_kernel(wt, groups, (sh, sw), (rh, rw));
+            for (fo_all, from) in k.chunks_exact(slab).enumerate() {
+                let o = (fo_all * sh + rh) * sw + rw;
+                v[o * slab..(o + 1) * slab].copy_from_slice(from);
             }
         }
     }

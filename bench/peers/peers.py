@@ -77,6 +77,10 @@ class Workload:
     # int32) rather than its own seeded random values: lookup indices, whose
     # spread decides how much memory a run touches.
     tessera_inputs: tuple[str, ...] = ()
+    # The TC def's parameters that are the weights, declared constant to
+    # tessera (`--constant`), as the peers get theirs frozen: what depends
+    # on them alone, such as packing, runs once before the timed runs.
+    tc_constants: tuple[str, ...] = ()
     flops: float | None = None
     bytes_read: float | None = None
 
@@ -201,6 +205,7 @@ def tmm() -> Workload:
         numpy_fn=lambda t: [t["A"] @ t["B"].T],
         torch_fn=lambda t: [t["A"] @ t["B"].T],
         weights=("B",),
+        tc_constants=("B",),
         flops=2.0 * m * n * k,
     )
 
@@ -283,6 +288,7 @@ def mlp3() -> Workload:
         numpy_fn=forward,
         torch_fn=torch_forward,
         weights=("W2", "B2", "W3", "B3", "W4", "B4"),
+        tc_constants=("W2", "B2", "W3", "B3", "W4", "B4"),
         flops=2.0 * batch * (n * o + o * p + p * q),
     )
 
@@ -334,6 +340,7 @@ def _conv(
         numpy_fn=lambda t: [conv2d_same(t["X"], t["Wt"], groups)],
         torch_fn=lambda t: [F.conv2d(t["X"], t["Wt"], padding=pad, groups=groups)],
         weights=("Wt",),
+        tc_constants=("W1",),
         flops=2.0 * n * f * hw * hw * cg * k * k,
     )
 
@@ -388,6 +395,7 @@ def two_lut() -> Workload:
         numpy_fn=lambda t: [t[lut][t[idx]].sum(axis=1) for lut, idx, _ in tables],
         torch_fn=lambda t: [F.embedding_bag(t[idx], t[lut], mode="sum") for lut, idx, _ in tables],
         weights=("LUT1", "LUT2"),
+        tc_constants=("LUT1", "LUT2"),
         tessera_inputs=("I1", "I2"),
         bytes_read=float(len(tables) * b * lookups * (INDEX_BYTES + d * FLOAT32_BYTES)),
     )
@@ -502,6 +510,8 @@ def run_tessera(
         cmd += ["--size", f"{sym}={value}"]
     for name, path in inputs.items():
         cmd += ["--input", f"{name}={path}"]
+    for name in w.tc_constants:
+        cmd += ["--constant", name]
     cmd += ["--runs", str(runs), "--json"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

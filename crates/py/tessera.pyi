@@ -140,7 +140,8 @@ class Function:
         """The def's name."""
     @property
     def inputs(self) -> list[str]:
-        """The def's parameters, in order."""
+        """The def's parameters a call takes (those not declared constant),
+        in order."""
     @property
     def outputs(self) -> list[str]:
         """The def's outputs, in order."""
@@ -153,12 +154,17 @@ def compile(
     entry: Optional[str] = None,
     sizes: Optional[Mapping[str, int]] = None,
     threads: Optional[int] = None,
+    constants: Optional[Mapping[str, Union[ArrayLike, float, int, bool]]] = None,
 ) -> Function:
     """Compiles def ``entry`` (the source's only def when ``None``) of TC
     source (text, or a path to a ``.tc`` file) into a callable. ``sizes``
     binds size symbols for every call; the others are read off the
-    arguments' shapes. Raises ``ParseError`` with the located diagnostics
-    for source with errors."""
+    arguments' shapes. ``constants`` gives arguments (weights) that are the
+    same on every call: they are copied now, calls leave them out, and what
+    depends on them alone (packing them into a kernel's layout) runs once
+    per set of sizes. Raises ``ParseError`` with the located diagnostics
+    for source with errors, ``InputError`` for a constant the def does not
+    take or that does not fit it."""
 
 class Region:
     """A region of one output where two defs differ."""

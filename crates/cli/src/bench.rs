@@ -24,6 +24,12 @@ pub struct BenchArgs {
     /// not given are seeded random values).
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
+    /// A TC input whose value is the same on every run (weights,
+    /// repeatable): what depends on it alone, such as packing it into a
+    /// kernel's layout, runs once, before the runs (a model's weights are
+    /// constant already).
+    #[arg(long = "constant", value_name = "NAME")]
+    pub constants: Vec<String>,
     /// Timed runs (after the warm-up).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
@@ -57,10 +63,33 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
         eprintln!("{n}");
     }
     let options = a.compile.options();
+    if source.model.is_some() && !a.constants.is_empty() {
+        return Err(engine::Error::Usage(
+            "`--constant` is for TC inputs: a model's initializers are its constants".to_string(),
+        ));
+    }
+    let mut args = bound.args.clone();
+    let mut constants = std::collections::HashMap::new();
+    for name in &a.constants {
+        engine::bind::param(def, name)?;
+        let arg = args.remove(name).ok_or_else(|| engine::Error::Input {
+            name: name.clone(),
+            message: format!("`--constant {name}` is given twice"),
+        })?;
+        constants.insert(name.clone(), arg);
+    }
     let started = Instant::now();
-    let compiled = engine::compile::compile(source.program(), def, &bound.sizes, &options)?;
+    let built = engine::constants::compile_constants(
+        source.program(),
+        def,
+        &bound.sizes,
+        &options,
+        constants,
+    )?;
     let build_secs = started.elapsed().as_secs_f64();
-    let mut state = compiled.prepare(&bound.args)?;
+    let compiled = built.compiled;
+    args.extend(built.fixed);
+    let mut state = compiled.prepare(&args)?;
     let timing =
         engine::cost::timing::time_runs(&compiled, &mut state, a.runs, a.warmup, a.profile)?;
     let (median, min) = (timing.median(), timing.min());
@@ -115,7 +144,10 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             "  build (lower, passes, compile or cache) {:.3} s",
             build_secs
         );
-        let packing = source.model.as_ref().map(|m| m.packing);
+        let packing = source
+            .model
+            .as_ref()
+            .map_or(Some(built.packing), |m| Some(m.packing));
         if let Some(p) = packing.filter(|p| a.profile && p.tensors > 0) {
             let _ = writeln!(
                 out,

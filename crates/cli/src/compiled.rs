@@ -22,6 +22,11 @@ pub struct CompileArgs {
     /// library.
     #[arg(long)]
     pub no_library: bool,
+    /// Keep convolutions in the layouts the program writes instead of
+    /// rewriting them (and the chains reading them) into channel-blocked
+    /// ones.
+    #[arg(long)]
+    pub no_layout: bool,
 }
 
 impl CompileArgs {
@@ -32,6 +37,7 @@ impl CompileArgs {
             target: self.target.clone(),
             verify_passes: self.verify_passes,
             library: !self.no_library,
+            layout: !self.no_layout,
         }
     }
 }

@@ -265,7 +265,7 @@ fn parse_scalar(name: &str, v: &str, dtype: DType) -> Result<Value, Error> {
 
 /// Parameter `name` of `def`, or an input error naming the parameters it
 /// has.
-pub(crate) fn param<'d>(def: &'d Def, name: &str) -> Result<&'d Param, Error> {
+pub fn param<'d>(def: &'d Def, name: &str) -> Result<&'d Param, Error> {
     def.params.iter().find(|p| p.name() == name).ok_or_else(|| {
         let names: Vec<String> = def
             .params

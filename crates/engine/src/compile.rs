@@ -31,6 +31,9 @@ pub struct Options {
     pub verify_passes: bool,
     /// Run matmuls with the matmul library instead of generated code.
     pub library: bool,
+    /// Rewrite convolutions and the chains reading them into
+    /// channel-blocked layouts first (`opt::layout`).
+    pub layout: bool,
 }
 
 impl Default for Options {
@@ -40,6 +43,7 @@ impl Default for Options {
             target: None,
             verify_passes: false,
             library: true,
+            layout: true,
         }
     }
 }
@@ -89,16 +93,33 @@ pub struct Compiled {
     pub(crate) outputs: Vec<String>,
 }
 
-/// Compiles `def` of `program` for `sizes` with the per-user kernel cache.
+/// Compiles `def` of `program` for `sizes` with the per-user kernel cache
+/// (in channel-blocked layouts first, with [`Options::layout`]).
 pub fn compile(
     program: &Program,
     def: &Def,
     sizes: &Sizes,
     options: &Options,
 ) -> Result<Compiled, Error> {
-    let options = options.resolve()?;
-    let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
-    compile_with(program, def, sizes, &options, &cache)
+    crate::constants::compile_constants(program, def, sizes, options, HashMap::new())
+        .map(|built| built.compiled)
+}
+
+/// `program` with `def` rewritten into channel-blocked layouts of the
+/// target's float32 vector width, for `sizes` (`opt::layout`); `None` when
+/// nothing is rewritten.
+pub fn layout(
+    program: &Program,
+    def: &Def,
+    sizes: &Sizes,
+    target: &kernel::Target,
+) -> Option<Program> {
+    let lanes = i64::from(target.vector_bits / 32);
+    let blocked = opt::layout::block_channels(def, lanes, sizes)?;
+    let mut out = program.clone();
+    let slot = out.defs.iter_mut().find(|d| d.name == def.name)?;
+    *slot = blocked;
+    Some(out)
 }
 
 /// [`compile`] with resolved options and a given kernel cache.

@@ -23,6 +23,9 @@ pub struct Function {
     source: Source,
     def: String,
     given: Sizes,
+    /// Arguments declared constant, bound once per specialization: what
+    /// depends on them alone runs once, when it is built.
+    constants: HashMap<String, Arg>,
     setup: Setup,
     instances: Specializations<Vec<(String, i64)>, Specialized>,
 }
@@ -59,9 +62,40 @@ impl Function {
             def: def.name.clone(),
             source,
             given,
+            constants: HashMap::new(),
             setup,
             instances: Specializations::default(),
         })
+    }
+
+    /// Declares `constants` (arguments by parameter name) the same on
+    /// every call: calls leave them out, and what depends on them alone
+    /// (weights packed into a kernel's layout) runs once per set of sizes.
+    /// Each is copied now, so a later change to the caller's memory does
+    /// not reach it.
+    pub fn with_constants(mut self, constants: HashMap<String, Arg>) -> Result<Function, Error> {
+        let def = self.def();
+        for (name, a) in &constants {
+            check_arg(def, name, a)?;
+        }
+        self.constants = constants
+            .into_iter()
+            .map(|(name, a)| match a {
+                Arg::Tensor(mut t) => {
+                    // Access for writing makes the tensor the sole owner
+                    // of memory of its own (a caller's memory is copied).
+                    t.buffer_mut().as_bytes_mut();
+                    (name, Arg::Tensor(t))
+                }
+                scalar => (name, scalar),
+            })
+            .collect();
+        Ok(self)
+    }
+
+    /// The parameters declared constant.
+    pub fn constants(&self) -> impl Iterator<Item = &str> {
+        self.constants.keys().map(String::as_str)
     }
 
     pub fn def(&self) -> &Def {
@@ -89,12 +123,20 @@ impl Function {
     ) -> Result<Vec<(String, Tensor)>, Error> {
         let def = self.def();
         for (name, a) in &args {
+            if self.constants.contains_key(name) {
+                return Err(Error::Input {
+                    name: name.clone(),
+                    message: format!(
+                        "argument `{name}` was declared constant when the def was compiled; a call leaves it out"
+                    ),
+                });
+            }
             check_arg(def, name, a)?;
         }
         let missing: Vec<String> = def
             .params
             .iter()
-            .filter(|p| !args.contains_key(p.name()))
+            .filter(|p| !args.contains_key(p.name()) && !self.constants.contains_key(p.name()))
             .map(|p| format!("`{}`", p.name()))
             .collect();
         if let Some(first) = missing.first() {
@@ -107,8 +149,10 @@ impl Function {
                 ),
             });
         }
+        let mut all = self.constants.clone();
+        all.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
         let sizes =
-            interp::bind_sizes(def, &args, &self.given).map_err(|e| Error::Sizes(e.message))?;
+            interp::bind_sizes(def, &all, &self.given).map_err(|e| Error::Sizes(e.message))?;
         let mut key: Vec<(String, i64)> = sizes.iter().map(|(k, v)| (k.clone(), *v)).collect();
         key.sort();
         let spec = self.instances.get_or_build(key, || {
@@ -116,7 +160,7 @@ impl Function {
                 &self.source,
                 def,
                 &sizes,
-                HashMap::new(),
+                self.constants.clone(),
                 &self.setup,
                 Some((&args, &self.given)),
                 notes,

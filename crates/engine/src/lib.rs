@@ -17,6 +17,7 @@
 
 pub mod bind;
 pub mod compile;
+pub mod constants;
 pub mod cost;
 pub mod error;
 pub mod function;

@@ -25,7 +25,7 @@ use ir::Def;
 use runtime::State;
 
 use crate::bind::{Bound, Sizes};
-use crate::{compile, session, transfer, Error, Note, Source};
+use crate::{compile, constants, session, transfer, Error, Note, Source};
 
 /// A def ready to run for one set of sizes.
 #[derive(Debug)]
@@ -77,11 +77,21 @@ impl Specialized {
                 pool: setup.pool.clone(),
             });
         };
-        let exec = match compile::compile(source.program(), def, sizes, options) {
-            Ok(compiled) => Exec::Compiled {
-                compiled: Box::new(compiled),
-                states: Mutex::new(Vec::new()),
-            },
+        let mut fixed = fixed;
+        let exec = match constants::compile_constants(
+            source.program(),
+            def,
+            sizes,
+            options,
+            fixed.clone(),
+        ) {
+            Ok(built) => {
+                fixed = built.fixed;
+                Exec::Compiled {
+                    compiled: Box::new(built.compiled),
+                    states: Mutex::new(Vec::new()),
+                }
+            }
             Err(Error::NotLowered { def, reason }) => {
                 notes.push(Note::NotCompiled { def, reason });
                 Exec::Interpreted
@@ -92,7 +102,7 @@ impl Specialized {
                 let Some((args, given)) = first else {
                     return Err(Error::Build(b));
                 };
-                let bound = merged(&fixed, args, given);
+                let bound = merged(def, &fixed, args, given);
                 return Err(session::rerun(
                     source,
                     def,
@@ -125,7 +135,7 @@ impl Specialized {
         given: &Sizes,
     ) -> Result<Vec<(String, Tensor)>, Error> {
         let Exec::Compiled { compiled, states } = &self.exec else {
-            let bound = merged(&self.fixed, args, given);
+            let bound = merged(def, &self.fixed, args, given);
             return self
                 .on_pool(|| session::interpret(source, def, &bound, &interp::Reporter::default()));
         };
@@ -158,7 +168,7 @@ impl Specialized {
         }
         match outputs {
             Err(Error::Compiled(why)) => {
-                let bound = merged(&self.fixed, args, given);
+                let bound = merged(def, &self.fixed, args, given);
                 Err(session::rerun(
                     source,
                     def,
@@ -180,8 +190,19 @@ impl Specialized {
 }
 
 /// The fixed arguments and `args` as one binding, for the interpreter.
-fn merged(fixed: &HashMap<String, Arg>, args: &HashMap<String, Arg>, given: &Sizes) -> Bound {
-    let mut all = fixed.clone();
+/// The def's arguments: `fixed` (those of its parameters: the load step's
+/// results are not) and `args`.
+fn merged(
+    def: &Def,
+    fixed: &HashMap<String, Arg>,
+    args: &HashMap<String, Arg>,
+    given: &Sizes,
+) -> Bound {
+    let mut all: HashMap<String, Arg> = fixed
+        .iter()
+        .filter(|(n, _)| def.params.iter().any(|p| p.name() == n.as_str()))
+        .map(|(n, a)| (n.clone(), a.clone()))
+        .collect();
     all.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
     Bound {
         args: all,

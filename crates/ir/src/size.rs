@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
+use crate::{BinOp, Builtin, Expr};
+
 /// A non-polynomial factor of a monomial.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Atom {
@@ -292,6 +294,44 @@ impl SizeExpr {
         match (m.as_slice(), c) {
             ([Atom::Sym(s)], 1) => Some(s),
             _ => None,
+        }
+    }
+}
+
+impl SizeExpr {
+    /// The size as an `int64` expression (floor division and modulo as
+    /// `/` and `%`, minimum and maximum as the `min` and `max` builtins).
+    pub fn to_expr(&self) -> Expr {
+        let mut acc: Option<Expr> = None;
+        for (m, c) in self.terms() {
+            let mut term = Expr::int(c);
+            let mut only_const = true;
+            for a in m {
+                let f = a.to_expr();
+                term = if only_const && c == 1 {
+                    f
+                } else {
+                    Expr::binary(BinOp::Mul, term, f)
+                };
+                only_const = false;
+            }
+            acc = Some(match acc {
+                None => term,
+                Some(prev) => Expr::binary(BinOp::Add, prev, term),
+            });
+        }
+        acc.unwrap_or_else(|| Expr::int(0))
+    }
+}
+
+impl Atom {
+    fn to_expr(&self) -> Expr {
+        match self {
+            Atom::Sym(s) => Expr::Sym(s.clone()),
+            Atom::Div(x, y) => Expr::binary(BinOp::Div, x.to_expr(), y.to_expr()),
+            Atom::Mod(x, y) => Expr::binary(BinOp::Mod, x.to_expr(), y.to_expr()),
+            Atom::Min(x, y) => Expr::Call(Builtin::Min, vec![x.to_expr(), y.to_expr()]),
+            Atom::Max(x, y) => Expr::Call(Builtin::Max, vec![x.to_expr(), y.to_expr()]),
         }
     }
 }

@@ -5,6 +5,8 @@
 //! through.
 
 pub mod cost;
+pub mod hoist;
+pub mod layout;
 pub mod linearity;
 pub mod split;
 pub mod verify;

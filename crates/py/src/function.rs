@@ -31,17 +31,18 @@ impl Function {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let def = self.function.def();
-        if args.len() > def.params.len() {
+        let params = self.inputs();
+        if args.len() > params.len() {
             return Err(errors::input(format!(
                 "def `{}` takes {} arguments, got {}",
                 def.name,
-                def.params.len(),
+                params.len(),
                 args.len()
             )));
         }
         let mut given: HashMap<String, Arg> = HashMap::new();
-        for (p, a) in def.params.iter().zip(args.iter()) {
-            given.insert(p.name().to_string(), argument(def, p.name(), &a)?);
+        for (p, a) in params.iter().zip(args.iter()) {
+            given.insert(p.clone(), argument(def, p, &a)?);
         }
         for (k, v) in kwargs.into_iter().flatten() {
             let name: String = k.extract()?;
@@ -74,11 +75,17 @@ impl Function {
         self.function.def().name.clone()
     }
 
-    /// The def's parameters, in order.
+    /// The def's parameters a call takes (those not declared constant),
+    /// in order.
     #[getter]
     fn inputs(&self) -> Vec<String> {
+        let constants: Vec<&str> = self.function.constants().collect();
         let def = self.function.def();
-        def.params.iter().map(|p| p.name().to_string()).collect()
+        def.params
+            .iter()
+            .map(|p| p.name().to_string())
+            .filter(|p| !constants.contains(&p.as_str()))
+            .collect()
     }
 
     /// The def's outputs, in order.
@@ -139,19 +146,32 @@ fn argument(def: &ir::Def, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Arg> 
 /// Compiles def `entry` of the TC source `tc_source` (text, or a
 /// `pathlib.Path` to a `.tc` file) into a callable. `sizes` binds size
 /// symbols for every call (others are read off the arguments' shapes);
-/// `threads` is the number of threads a call uses (default: all cores).
+/// `threads` is the number of threads a call uses (default: all cores);
+/// `constants` gives arguments (weights) that are the same on every call,
+/// which calls then leave out: they are copied now, and what depends on
+/// them alone (their packing into a kernel's layout) runs once.
 #[pyfunction]
-#[pyo3(signature = (tc_source, entry=None, sizes=None, threads=None))]
+#[pyo3(signature = (tc_source, entry=None, sizes=None, threads=None, constants=None))]
 fn compile(
     tc_source: &Bound<'_, PyAny>,
     entry: Option<String>,
     sizes: Option<HashMap<String, i64>>,
     threads: Option<usize>,
+    constants: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Function> {
     let source = source_from(tc_source)?;
     let sizes = sizes.unwrap_or_default();
-    let function = engine::Function::new(source, entry.as_deref(), sizes, setup(threads)?)
+    let mut function = engine::Function::new(source, entry.as_deref(), sizes, setup(threads)?)
         .map_err(errors::to_py)?;
+    if let Some(constants) = constants {
+        let def = function.def().clone();
+        let mut given = HashMap::new();
+        for (k, v) in constants {
+            let name: String = k.extract()?;
+            given.insert(name.clone(), argument(&def, &name, &v)?);
+        }
+        function = function.with_constants(given).map_err(errors::to_py)?;
+    }
     Ok(Function { function })
 }
 

@@ -78,3 +78,50 @@ def test_the_quickstart_layer_matches_numpy():
     pooled = act.reshape(n, f, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
     assert got.shape == pooled.shape
     np.testing.assert_allclose(got, pooled, rtol=1e-4, atol=1e-4)
+
+
+CONV = """
+def conv(float(N,C,H,W) I, float(F,C,3,3) Wt, float(F) B) -> (O) {
+  Z(n,f,h,w) +=! I(n,c,h+kh-1,w+kw-1) * Wt(f,c,kh,kw) where h in 0:H, w in 0:W
+  O(n,f,h,w) = fmax(Z(n,f,h,w) + B(f), 0.0)
+}
+"""
+
+
+def conv_reference(x, wt, b):
+    """3x3 convolution, padding 1, bias and ReLU, in NumPy."""
+    n, _, h, w = x.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, wt.shape[0], h, w), np.float64)
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,fc->nfhw", padded[:, :, i:i + h, j:j + w], wt[:, :, i, j])
+    return np.maximum(out + b[None, :, None, None], 0.0)
+
+
+def test_constant_weights_are_left_out_of_calls_and_copied():
+    rng = np.random.default_rng(3)
+    wt = rng.standard_normal((32, 32, 3, 3), dtype=np.float32) / 10
+    b = rng.standard_normal(32, dtype=np.float32)
+    f = tessera.compile(CONV, constants={"Wt": wt, "B": b})
+    assert f.inputs == ["I"]
+    x = rng.standard_normal((2, 32, 6, 5), dtype=np.float32)
+    expected = conv_reference(x, wt, b)
+    np.testing.assert_allclose(f(x), expected, rtol=1e-4, atol=1e-4)
+    # The constants were copied when compiled: changing the caller's array
+    # changes nothing, in this specialization or a new one.
+    original = wt.copy()
+    wt[:] = 0
+    np.testing.assert_allclose(f(x), expected, rtol=1e-4, atol=1e-4)
+    x2 = rng.standard_normal((1, 32, 4, 4), dtype=np.float32)
+    np.testing.assert_allclose(f(I=x2), conv_reference(x2, original, b), rtol=1e-4, atol=1e-4)
+    assert f.specializations == 2
+    with pytest.raises(tessera.InputError, match="declared constant"):
+        f(x, Wt=wt)
+
+
+def test_constant_the_def_does_not_take_is_an_input_error():
+    with pytest.raises(tessera.InputError, match="no parameter `V`"):
+        tessera.compile(CONV, constants={"V": np.zeros(3, np.float32)})
+    with pytest.raises(tessera.ShapeError, match="rank"):
+        tessera.compile(CONV, constants={"B": np.zeros((2, 2), np.float32)})

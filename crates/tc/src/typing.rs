@@ -186,7 +186,7 @@ impl Scope<'_> {
                 let s = self.dim(t, *d)?;
                 // Integer scalars used as sizes keep their own type in
                 // expressions; sizes are int64.
-                let e = size_to_expr(&s).map(&mut |x| match x {
+                let e = s.to_expr().map(&mut |x| match x {
                     Expr::Sym(n) if self.scalars.get(&n).is_some_and(|t| *t != DType::I64) => {
                         Expr::Cast(DType::I64, Box::new(Expr::Sym(n)))
                     }
@@ -630,39 +630,6 @@ fn floor_div(x: i64, y: i64) -> i64 {
         q - 1
     } else {
         q
-    }
-}
-
-/// A size as an `int64` expression.
-pub fn size_to_expr(s: &SizeExpr) -> Expr {
-    let mut acc: Option<Expr> = None;
-    for (m, c) in s.terms() {
-        let mut term = Expr::int(c);
-        let mut only_const = true;
-        for a in m {
-            let f = atom_to_expr(a);
-            term = if only_const && c == 1 {
-                f
-            } else {
-                Expr::binary(BinOp::Mul, term, f)
-            };
-            only_const = false;
-        }
-        acc = Some(match acc {
-            None => term,
-            Some(prev) => Expr::binary(BinOp::Add, prev, term),
-        });
-    }
-    acc.unwrap_or_else(|| Expr::int(0))
-}
-
-fn atom_to_expr(a: &ir::Atom) -> Expr {
-    match a {
-        ir::Atom::Sym(s) => Expr::Sym(s.clone()),
-        ir::Atom::Div(x, y) => Expr::binary(BinOp::Div, size_to_expr(x), size_to_expr(y)),
-        ir::Atom::Mod(x, y) => Expr::binary(BinOp::Mod, size_to_expr(x), size_to_expr(y)),
-        ir::Atom::Min(x, y) => Expr::Call(Builtin::Min, vec![size_to_expr(x), size_to_expr(y)]),
-        ir::Atom::Max(x, y) => Expr::Call(Builtin::Max, vec![size_to_expr(x), size_to_expr(y)]),
     }
 }
 

@@ -1,0 +1,139 @@
+//! Inputs declared constant: compiling a def whose constant inputs (a TC
+//! def's weights the caller names, a model's weights) are known when it is
+//! built, so that what depends on them alone — the packing of weights into
+//! a kernel's layout above all — runs once, at load, not on every run.
+//!
+//! The def is rewritten into blocked layouts (`opt::layout`, with
+//! [`Options::layout`]), then split at its load-time statements
+//! (`opt::hoist`); the load def runs once on the constants (compiled, or on
+//! the interpreter when lowering does not handle it), timed, and its
+//! results join the constants as the arguments every run binds.
+//!
+//! Requires sizes binding every size symbol of the def. Guarantees: the
+//! compiled def's runs on the other arguments and [`Built::fixed`] compute
+//! what the def computes on all of them.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use interp::Arg;
+use ir::{Def, Program};
+
+use crate::bind::Sizes;
+use crate::compile::{self, Compiled, Options};
+use crate::Error;
+
+/// A def compiled with its constants bound.
+#[derive(Debug)]
+pub struct Built {
+    pub compiled: Compiled,
+    /// The arguments of every run besides the caller's: the constants and
+    /// what the load step computed from them.
+    pub fixed: HashMap<String, Arg>,
+    /// What the load step packed, and how long it took.
+    pub packing: onnx::Packing,
+}
+
+/// Compiles `def` of `program` for `sizes` with `constants` (arguments by
+/// parameter name) known now.
+pub fn compile_constants(
+    program: &Program,
+    def: &Def,
+    sizes: &Sizes,
+    options: &Options,
+    constants: HashMap<String, Arg>,
+) -> Result<Built, Error> {
+    let resolved = options.resolve()?;
+    let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
+    let blocked = options
+        .layout
+        .then(|| compile::layout(program, def, sizes, &resolved.target))
+        .flatten();
+    let program = blocked.as_ref().unwrap_or(program);
+    let def = program.def(&def.name).unwrap_or(def);
+    let names: HashSet<String> = constants
+        .iter()
+        .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
+        .map(|(n, _)| n.clone())
+        .collect();
+    let load_name = fresh_def_name(program, &format!("{}_load", def.name));
+    let hoisted = (!names.is_empty())
+        .then(|| opt::hoist::hoist_constants(def, &names, &load_name))
+        .flatten();
+    let Some(hoisted) = hoisted else {
+        let compiled = compile::compile_with(program, def, sizes, &resolved, &cache)?;
+        return Ok(Built {
+            compiled,
+            fixed: constants,
+            packing: onnx::Packing::default(),
+        });
+    };
+    let mut split = program.clone();
+    if let Some(slot) = split.defs.iter_mut().find(|d| d.name == def.name) {
+        *slot = hoisted.run.clone();
+    }
+    split.defs.push(hoisted.load.clone());
+
+    let load_args: HashMap<String, Arg> = hoisted
+        .load
+        .params
+        .iter()
+        .filter_map(|p| {
+            constants
+                .get(p.name())
+                .map(|a| (p.name().to_string(), a.clone()))
+        })
+        .collect();
+    let mut started = Instant::now();
+    let packed = match compile::compile_with(&split, &hoisted.load, sizes, &resolved, &cache) {
+        Ok(load) => {
+            // The packing is the load def's run; compiling it is the build's.
+            started = Instant::now();
+            let mut state = load.prepare(&load_args)?;
+            load.run_state(&mut state, None).map_err(Error::Compiled)?;
+            load.outputs(&state)?
+        }
+        Err(Error::NotLowered { .. }) => {
+            interp::run(&split, &load_name, &load_args, sizes, interp::Mode::Real).map_err(|e| {
+                Error::Run {
+                    def: e.def,
+                    message: e.message,
+                    rendered: None,
+                }
+            })?
+        }
+        Err(e) => return Err(e),
+    };
+    let mut packing = onnx::Packing::default();
+    let seconds = started.elapsed().as_secs_f64();
+    for (_, t) in &packed {
+        packing.add(t, seconds / packed.len() as f64);
+    }
+
+    let mut run_sizes = sizes.clone();
+    for (sym, value) in &hoisted.sizes {
+        let v = value
+            .eval_map(sizes)
+            .map_err(|e| Error::Internal(format!("internal error: a packed size: {e:?}")))?;
+        run_sizes.insert(sym.clone(), v);
+    }
+    let compiled = compile::compile_with(&split, &hoisted.run, &run_sizes, &resolved, &cache)?;
+    let mut fixed = constants;
+    fixed.extend(packed.into_iter().map(|(n, t)| (n, Arg::Tensor(t))));
+    Ok(Built {
+        compiled,
+        fixed,
+        packing,
+    })
+}
+
+/// `base`, or `base` with a number, whichever no def of `program` has.
+fn fresh_def_name(program: &Program, base: &str) -> String {
+    let mut name = base.to_string();
+    let mut k = 1;
+    while program.def(&name).is_some() {
+        name = format!("{base}{k}");
+        k += 1;
+    }
+    name
+}

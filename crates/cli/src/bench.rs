@@ -59,9 +59,6 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     let (source, bound) =
         crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0)?;
     let def = source.pick_def(a.def.as_deref())?;
-    for n in &bound.notes {
-        eprintln!("{n}");
-    }
     let options = a.compile.options();
     if source.model.is_some() && !a.constants.is_empty() {
         return Err(engine::Error::Usage(
@@ -77,6 +74,9 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             message: format!("`--constant {name}` is given twice"),
         })?;
         constants.insert(name.clone(), arg);
+    }
+    for n in &bound.notes {
+        eprintln!("{n}");
     }
     let started = Instant::now();
     let built = engine::constants::compile_constants(

@@ -9,7 +9,8 @@
 //! file each: [`conv`] rewrites a 2-D convolution into a blocked one over
 //! packed weights (`OIHW[i][o]`), [`channelwise`] keeps the statements that
 //! read a blocked tensor channel by channel (bias, activations, residual
-//! adds, batch norm, pooling) in the blocked layout. Every other statement
+//! adds, batch norm, pooling) in the blocked layout, and [`concat`] a
+//! concatenation of channels at a whole block. Every other statement
 //! is kept as written, and a blocked tensor it reads is first made plain
 //! again (`T(n, c, h, w) = Tb(n, c / L, h, w, c % L)`), once, so layouts
 //! change only at the ends of blocked chains; so is every output.
@@ -24,6 +25,7 @@
 //! finite inputs; only blocked convolutions read them, by zero weights.
 
 mod channelwise;
+mod concat;
 mod conv;
 
 use std::collections::{HashMap, HashSet};
@@ -40,6 +42,7 @@ type Rule = fn(&mut Blocking, &Comprehension) -> Option<Vec<Stmt>>;
 const RULES: &[(&str, Rule)] = &[
     ("conv2d", conv::rewrite),
     ("channelwise", channelwise::rewrite),
+    ("concat", concat::rewrite),
 ];
 
 /// `def` with its convolutions and the chains reading them in blocks of

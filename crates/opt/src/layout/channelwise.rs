@@ -17,9 +17,9 @@
 //! [`super::Blocking::candidate`] checks; guarantees `Tb`'s first `C` lanes
 //! are `T`, element for element, computed by the same operations.
 
-use ir::{Comprehension, DType, Expr, Reduction, SizeExpr, Stmt};
+use ir::{Comprehension, DType, Expr, Reduction, Stmt};
 
-use super::{fresh_iters, iter, occurrences, range, reads_any, Blocking};
+use super::{fresh_iters, iter, occurrences, reads_any, Blocking};
 
 pub(super) fn rewrite(b: &mut Blocking, c: &Comprehension) -> Option<Vec<Stmt>> {
     let ch = c.indices[1].clone();
@@ -87,37 +87,15 @@ pub(super) fn rewrite(b: &mut Blocking, c: &Comprehension) -> Option<Vec<Stmt>> 
     });
     let body = b.guarded(&[(lane, &extent)], body);
 
-    let lanes = SizeExpr::constant(b.lanes);
-    let cbs = b.blocks(&extent);
-    let [n, h, w] = [0, 2, 3].map(|k| c.range(&c.indices[k]).cloned());
-    let (n, h, w) = (n?, h?, w?);
-    let out_shape = vec![
-        n.hi.clone(),
-        cbs.clone(),
-        h.hi.clone(),
-        w.hi.clone(),
-        lanes.clone(),
-    ];
-    let out = b.temp(&format!("{}_nchwc", c.tensor), out_shape);
-    let indices = vec![
-        n.name.clone(),
-        names[0].clone(),
-        h.name.clone(),
-        w.name.clone(),
-        names[1].clone(),
-    ];
-    let mut ranges = vec![n, range(&names[0], &cbs), h, w, range(&names[1], &lanes)];
-    ranges.extend(c.reduction_iters().cloned());
-    stmts.push(Stmt::Comp(Comprehension {
-        tensor: out.clone(),
-        indices,
-        op: c.op,
-        init: c.init,
-        body,
-        ranges,
-        lets: Vec::new(),
-        exists: Vec::new(),
-    }));
-    b.computed_blocked(&c.tensor, out);
+    let blocks = b.blocks(&extent);
+    let reductions = |_: &[String], _: &Expr| Some(c.reduction_iters().cloned().collect());
+    let stmt = b.blocked_statement(
+        c,
+        (&names[0], blocks),
+        &names[1],
+        (c.op, c.init, body),
+        reductions,
+    )?;
+    stmts.push(stmt);
     Some(stmts)
 }

@@ -14,7 +14,7 @@
 
 use ir::{BinOp, Comprehension, Expr, SizeExpr, Stmt};
 
-use super::{fresh_iters, iter, occurrences, range, reads_any, Blocking};
+use super::{fresh_iters, iter, occurrences, reads_any, Blocking};
 
 pub(super) fn rewrite(b: &mut Blocking, c: &Comprehension) -> Option<Vec<Stmt>> {
     let ch = c.indices[1].clone();
@@ -75,28 +75,15 @@ pub(super) fn rewrite(b: &mut Blocking, c: &Comprehension) -> Option<Vec<Stmt>> 
         Box::new(read(ab, sa, cb.clone())),
         Box::new(read(bb, sb, Expr::binary(BinOp::Sub, cb, kb))),
     );
-    let lanes = SizeExpr::constant(b.lanes);
-    let cbs = b.blocks(&extent);
-    let [n, h, w] = [0, 2, 3].map(|k| c.range(&c.indices[k]).cloned());
-    let (n, h, w) = (n?, h?, w?);
-    let out_shape = vec![
-        n.hi.clone(),
-        cbs.clone(),
-        h.hi.clone(),
-        w.hi.clone(),
-        lanes.clone(),
-    ];
-    let out = b.temp(&format!("{}_nchwc", c.tensor), out_shape);
-    let indices = vec![
-        n.name.clone(),
-        names[0].clone(),
-        h.name.clone(),
-        w.name.clone(),
-        names[1].clone(),
-    ];
-    let ranges = vec![n, range(&names[0], &cbs), h, w, range(&names[1], &lanes)];
-    stmts.push(super::assign(&out, &indices, body, ranges));
-    b.computed_blocked(&c.tensor, out);
+    let blocks = b.blocks(&extent);
+    let stmt = b.blocked_statement(
+        c,
+        (&names[0], blocks),
+        &names[1],
+        (ir::Reduction::Assign, false, body),
+        |_, _| Some(Vec::new()),
+    )?;
+    stmts.push(stmt);
     Some(stmts)
 }
 

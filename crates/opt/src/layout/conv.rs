@@ -93,54 +93,38 @@ pub(super) fn rewrite(b: &mut Blocking, c: &Comprehension) -> Option<Vec<Stmt>> 
 
     let lanes = SizeExpr::constant(b.lanes);
     let fbs = b.blocks(&f_extent);
-    let [n, h, w] = [0, 2, 3].map(|k| c.range(&c.indices[k]).cloned());
-    let (n, h, w) = (n?, h?, w?);
-    let out_shape = vec![
-        n.hi.clone(),
-        fbs.clone(),
-        h.hi.clone(),
-        w.hi.clone(),
-        lanes.clone(),
-    ];
-    let out = b.temp(&format!("{}_nchwc", c.tensor), out_shape);
-    let indices = vec![
-        n.name.clone(),
-        names[0].clone(),
-        h.name.clone(),
-        w.name.clone(),
-        names[3].clone(),
-    ];
-    let mut ranges = vec![n, range(&names[0], &fbs), h, w, range(&names[3], &lanes)];
+    let cbs = b.blocks(&x_decl.shape[1]);
     // Reduction iterators in order of first appearance, as the IR keeps them.
-    let mut order: Vec<String> = Vec::new();
-    body.walk(&mut |e| {
-        if let Expr::Iter(i) = e {
-            if !indices.contains(i) && !order.contains(i) {
-                order.push(i.clone());
+    let reductions = |indices: &[String], body: &Expr| {
+        let mut order: Vec<String> = Vec::new();
+        body.walk(&mut |e| {
+            if let Expr::Iter(i) = e {
+                if !indices.contains(i) && !order.contains(i) {
+                    order.push(i.clone());
+                }
             }
-        }
-    });
-    for i in order {
-        let r = if i == names[1] {
-            range(&i, &b.blocks(&x_decl.shape[1]))
-        } else if i == names[2] {
-            range(&i, &lanes)
-        } else {
-            c.range(&i)?.clone()
-        };
-        ranges.push(r);
-    }
-    stmts.push(Stmt::Comp(Comprehension {
-        tensor: out.clone(),
-        indices,
-        op: Reduction::Add,
-        init: true,
-        body,
-        ranges,
-        lets: Vec::new(),
-        exists: Vec::new(),
-    }));
-    b.computed_blocked(&c.tensor, out);
+        });
+        order
+            .into_iter()
+            .map(|i| {
+                if i == names[1] {
+                    Some(range(&i, &cbs))
+                } else if i == names[2] {
+                    Some(range(&i, &lanes))
+                } else {
+                    c.range(&i).cloned()
+                }
+            })
+            .collect()
+    };
+    let stmt = b.blocked_statement(
+        c,
+        (&names[0], fbs),
+        &names[3],
+        (Reduction::Add, true, body),
+        reductions,
+    )?;
+    stmts.push(stmt);
     Some(stmts)
 }
 

@@ -246,11 +246,6 @@ impl<'d> Blocking<'d> {
         name
     }
 
-    /// Records that `t`'s value is computed blocked, as `blocked`.
-    fn computed_blocked(&mut self, t: &str, blocked: String) {
-        self.blocked.insert(t.to_string(), blocked);
-    }
-
     /// Makes plain tensor `t` available in its plain layout at this point of
     /// the new def, if only its blocked twin is.
     fn make_plain(&mut self, t: &str) {
@@ -280,6 +275,52 @@ impl<'d> Blocking<'d> {
         );
         let ranges = names.iter().zip(&shape).map(|(i, s)| range(i, s)).collect();
         self.out.push(assign(t, &names, read, ranges));
+    }
+
+    /// The blocked statement replacing `c`: `T_nchwc(n, block, h, w, lane)
+    /// op body` over `c`'s batch and spatial ranges, `blocks` blocks of
+    /// channels and the lanes, then `reductions`; records that `c`'s
+    /// tensor is computed blocked. `None` when `c` lacks a range.
+    fn blocked_statement(
+        &mut self,
+        c: &Comprehension,
+        (block, blocks): (&str, SizeExpr),
+        lane: &str,
+        (op, init, body): (Reduction, bool, Expr),
+        reductions: impl FnOnce(&[String], &Expr) -> Option<Vec<IterRange>>,
+    ) -> Option<Stmt> {
+        let [n, h, w] = [0, 2, 3].map(|k| c.range(&c.indices[k]).cloned());
+        let (n, h, w) = (n?, h?, w?);
+        let lanes = SizeExpr::constant(self.lanes);
+        let indices = vec![
+            n.name.clone(),
+            block.to_string(),
+            h.name.clone(),
+            w.name.clone(),
+            lane.to_string(),
+        ];
+        let more = reductions(&indices, &body)?;
+        let shape = vec![
+            n.hi.clone(),
+            blocks.clone(),
+            h.hi.clone(),
+            w.hi.clone(),
+            lanes.clone(),
+        ];
+        let out = self.temp(&format!("{}_nchwc", c.tensor), shape);
+        let mut ranges = vec![n, range(block, &blocks), h, w, range(lane, &lanes)];
+        ranges.extend(more);
+        self.blocked.insert(c.tensor.clone(), out.clone());
+        Some(Stmt::Comp(Comprehension {
+            tensor: out,
+            indices,
+            op,
+            init,
+            body,
+            ranges,
+            lets: Vec::new(),
+            exists: Vec::new(),
+        }))
     }
 
     /// `L * block + lane`: the channel of a lane of a block.

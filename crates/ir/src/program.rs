@@ -160,6 +160,36 @@ pub enum Stmt {
     Call(CallStmt),
 }
 
+impl Stmt {
+    /// The tensors the statement writes.
+    pub fn written(&self) -> Vec<&str> {
+        match self {
+            Stmt::Comp(c) => vec![c.tensor.as_str()],
+            Stmt::Call(call) => call.results.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The tensors the statement reads: a comprehension's in its body, its
+    /// lets and its `exists` clauses; a call's tensor arguments.
+    pub fn reads(&self) -> Vec<&str> {
+        match self {
+            Stmt::Comp(c) => std::iter::once(&c.body)
+                .chain(c.lets.iter().map(|(_, e)| e))
+                .chain(&c.exists)
+                .flat_map(|e| e.reads().into_iter().map(|(t, _)| t))
+                .collect(),
+            Stmt::Call(call) => call
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    CallArg::Tensor(t) => Some(t.as_str()),
+                    CallArg::Scalar(_) => None,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// How a comprehension combines values into its output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reduction {

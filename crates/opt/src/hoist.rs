@@ -39,7 +39,7 @@ pub struct Hoisted {
 pub fn hoist_constants(def: &Def, constants: &HashSet<String>, load_name: &str) -> Option<Hoisted> {
     let mut writers: HashMap<&str, usize> = HashMap::new();
     for s in &def.stmts {
-        for t in written(s) {
+        for t in s.written() {
             *writers.entry(t).or_insert(0) += 1;
         }
     }
@@ -62,8 +62,9 @@ pub fn hoist_constants(def: &Def, constants: &HashSet<String>, load_name: &str) 
     let mut hoisted: HashSet<String> = HashSet::new();
     let (mut load, mut run) = (Vec::new(), Vec::new());
     for s in &def.stmts {
-        let outs = written(s);
-        let reads_ok = reads(s)
+        let outs = s.written();
+        let reads_ok = s
+            .reads()
             .iter()
             .all(|t| constants.contains(*t) || hoisted.contains(*t));
         let syms_ok = symbols(s).iter().all(|n| {
@@ -93,14 +94,14 @@ pub fn hoist_constants(def: &Def, constants: &HashSet<String>, load_name: &str) 
         return None;
     }
     // The hoisted tensors the rest reads, in the order they are computed.
-    let later: HashSet<&str> = run.iter().flat_map(reads).collect();
+    let later: HashSet<&str> = run.iter().flat_map(Stmt::reads).collect();
     let results: Vec<String> = load
         .iter()
-        .flat_map(written)
+        .flat_map(Stmt::written)
         .filter(|t| later.contains(t))
         .map(str::to_string)
         .collect();
-    let load_reads: HashSet<&str> = load.iter().flat_map(reads).collect();
+    let load_reads: HashSet<&str> = load.iter().flat_map(Stmt::reads).collect();
     let load_syms: HashSet<String> = load.iter().flat_map(symbols).collect();
     let load_params: Vec<Param> = def
         .params
@@ -189,35 +190,6 @@ pub fn hoist_constants(def: &Def, constants: &HashSet<String>, load_name: &str) 
         run: run_def,
         sizes,
     })
-}
-
-/// The tensors statement `s` writes.
-fn written(s: &Stmt) -> Vec<&str> {
-    match s {
-        Stmt::Comp(c) => vec![c.tensor.as_str()],
-        Stmt::Call(call) => call.results.iter().map(String::as_str).collect(),
-    }
-}
-
-/// The tensors statement `s` reads.
-fn reads(s: &Stmt) -> Vec<&str> {
-    match s {
-        Stmt::Comp(c) => {
-            let mut out: Vec<&str> = c.body.reads().into_iter().map(|(t, _)| t).collect();
-            for (_, e) in &c.lets {
-                out.extend(e.reads().into_iter().map(|(t, _)| t));
-            }
-            out
-        }
-        Stmt::Call(call) => call
-            .args
-            .iter()
-            .filter_map(|a| match a {
-                CallArg::Tensor(t) => Some(t.as_str()),
-                CallArg::Scalar(_) => None,
-            })
-            .collect(),
-    }
 }
 
 /// The size symbols and scalars statement `s` mentions: in its ranges,

@@ -65,17 +65,7 @@ pub fn block_channels(def: &Def, lanes: i64, sizes: &HashMap<String, i64>) -> Op
                 }
             }
         }
-        let read: Vec<String> = match stmt {
-            Stmt::Comp(c) => c.body.reads().iter().map(|(t, _)| t.to_string()).collect(),
-            Stmt::Call(call) => call
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    ir::CallArg::Tensor(t) => Some(t.clone()),
-                    ir::CallArg::Scalar(_) => None,
-                })
-                .collect(),
-        };
+        let read: Vec<String> = stmt.reads().into_iter().map(str::to_string).collect();
         for t in read {
             b.make_plain(&t);
         }
@@ -118,12 +108,8 @@ impl<'d> Blocking<'d> {
         taken.extend(def.size_symbols());
         let mut writers = HashMap::new();
         for s in &def.stmts {
-            let written: Vec<&String> = match s {
-                Stmt::Comp(c) => vec![&c.tensor],
-                Stmt::Call(call) => call.results.iter().collect(),
-            };
-            for w in written {
-                *writers.entry(w.clone()).or_insert(0) += 1;
+            for w in s.written() {
+                *writers.entry(w.to_string()).or_insert(0) += 1;
             }
         }
         Blocking {
@@ -353,14 +339,7 @@ impl<'d> Blocking<'d> {
     /// The new def: the original with the new statements and temporaries,
     /// less the temporaries no statement computes any more.
     fn finish(self) -> Def {
-        let written: HashSet<&str> = self
-            .out
-            .iter()
-            .flat_map(|s| match s {
-                Stmt::Comp(c) => vec![c.tensor.as_str()],
-                Stmt::Call(call) => call.results.iter().map(String::as_str).collect(),
-            })
-            .collect();
+        let written: HashSet<&str> = self.out.iter().flat_map(Stmt::written).collect();
         let mut tensors: Vec<TensorDecl> = self
             .def
             .tensors

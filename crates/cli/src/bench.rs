@@ -144,11 +144,8 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             "  build (lower, passes, compile or cache) {:.3} s",
             build_secs
         );
-        let packing = source
-            .model
-            .as_ref()
-            .map_or(Some(built.packing), |m| Some(m.packing));
-        if let Some(p) = packing.filter(|p| a.profile && p.tensors > 0) {
+        let p = source.model.as_ref().map_or(built.packing, |m| m.packing);
+        if a.profile && p.tensors > 0 {
             let _ = writeln!(
                 out,
                 "  weights packed into kernel layouts once, at load: {} tensor{}, {:.1} MiB, {:.1} ms",

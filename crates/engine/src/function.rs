@@ -8,6 +8,7 @@
 //! a tensor for a scalar is [`Error::Input`], a wrong rank [`Error::Shape`],
 //! sizes that disagree [`Error::Sizes`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use interp::{Arg, Tensor};
@@ -149,8 +150,15 @@ impl Function {
                 ),
             });
         }
-        let mut all = self.constants.clone();
-        all.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // The constants' shapes bind sizes too; a call without constants
+        // copies nothing.
+        let all = if self.constants.is_empty() {
+            Cow::Borrowed(&args)
+        } else {
+            let mut all = self.constants.clone();
+            all.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Cow::Owned(all)
+        };
         let sizes =
             interp::bind_sizes(def, &all, &self.given).map_err(|e| Error::Sizes(e.message))?;
         let mut key: Vec<(String, i64)> = sizes.iter().map(|(k, v)| (k.clone(), *v)).collect();

@@ -189,9 +189,9 @@ impl Specialized {
     }
 }
 
-/// The fixed arguments and `args` as one binding, for the interpreter.
-/// The def's arguments: `fixed` (those of its parameters: the load step's
-/// results are not) and `args`.
+/// The def's arguments, as one binding for the interpreter: those of
+/// `fixed` that are its parameters (the load step's results are not), and
+/// `args`.
 fn merged(
     def: &Def,
     fixed: &HashMap<String, Arg>,

@@ -39,11 +39,7 @@ use ir::{TensorDecl, TensorRole, Value};
 type Rule = fn(&mut Blocking, &Comprehension) -> Option<Vec<Stmt>>;
 
 /// The rules, tried in this order.
-const RULES: &[(&str, Rule)] = &[
-    ("conv2d", conv::rewrite),
-    ("channelwise", channelwise::rewrite),
-    ("concat", concat::rewrite),
-];
+const RULES: &[Rule] = &[conv::rewrite, channelwise::rewrite, concat::rewrite];
 
 /// `def` with its convolutions and the chains reading them in blocks of
 /// `lanes` channels, for `sizes`; `None` when no rule applies.
@@ -56,7 +52,7 @@ pub fn block_channels(def: &Def, lanes: i64, sizes: &HashMap<String, i64>) -> Op
     'stmts: for stmt in &def.stmts {
         if let Stmt::Comp(c) = stmt {
             if b.candidate(c) {
-                for (_, rule) in RULES {
+                for rule in RULES {
                     if let Some(stmts) = rule(&mut b, c) {
                         b.out.extend(stmts);
                         changed = true;

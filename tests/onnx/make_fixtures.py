@@ -239,6 +239,33 @@ def fixtures():
     y = m.node("Add", [conv_bn(y, "b"), x])
     m.output(m.node("Relu", [y]))
     save("resnet_basic_block", m)
+    # Batch norms of channel-blocked values that do not fold into a convolution's weights: after a residual
+    # add (20 channels: the last block partly padding), and of a convolution whose result has a second reader.
+    m = Model(22)
+    x = m.input("x", [1, 16, 6, 5])
+
+    def stats(name, c):
+        s = [m.weight(f"{name}_{p}", [c]) for p in ["scale", "bias", "mean"]]
+        m.inits.append(numpy_helper.from_array((m.rng.random(c) + 0.5).astype(np.float32), f"{name}_var"))
+        return s + [f"{name}_var"]
+
+    a = m.node("Conv", [x, m.weight("a_w", [20, 16, 3, 3], 0.3)], pads=[1, 1, 1, 1])
+    b = m.node("Conv", [x, m.weight("b_w", [20, 16, 1, 1], 0.3), m.weight("b_b", [20])])
+    y = m.node("Relu", [m.node("BatchNormalization", [m.node("Add", [a, b])] + stats("p", 20), epsilon=1e-3)])
+    c = m.node("Conv", [y, m.weight("c_w", [20, 20, 3, 3], 0.3)], pads=[1, 1, 1, 1])
+    z = m.node("BatchNormalization", [c] + stats("q", 20))
+    m.output(m.node("Conv", [m.node("Add", [z, c]), m.weight("d_w", [8, 20, 1, 1], 0.3)]))
+    save("batchnorm_blocked_unfolded", m)
+    # Channel concatenations of blocked values: at a whole block (16 + 20 channels), read by a convolution;
+    # and after a partly padded block (20 + 16), which is not blocked.
+    m = Model(23)
+    x = m.input("x", [1, 16, 5, 6])
+    a = m.node("Conv", [x, m.weight("a_w", [16, 16, 3, 3], 0.3)], pads=[1, 1, 1, 1])
+    b = m.node("Relu", [m.node("Conv", [x, m.weight("b_w", [20, 16, 1, 1], 0.3)])])
+    joined = m.node("Concat", [a, b], axis=1)
+    m.output(m.node("Conv", [joined, m.weight("c_w", [8, 36, 3, 3], 0.3)], pads=[1, 1, 1, 1]))
+    m.output(m.node("Concat", [b, a], axis=-3))
+    save("concat_blocked", m)
     # A classifier head: global pooling, flatten, Gemm, softmax.
     m = Model(31)
     x = m.input("x", [2, 8, 3, 3])

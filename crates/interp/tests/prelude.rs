@@ -147,6 +147,7 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_nchw_nchwc_relu",
     "conv2d_nchwc_grouped",
     "maxpool2d_nchwc",
+    "scale_shift_nchwc",
     "maxpool2d",
     "avgpool2d",
     "avgpool2d_incpad",
@@ -758,6 +759,32 @@ fn channel_blocked_grouped_conv() {
     let mut args = vec![t("X", &blocked(&x, l, 0.0)), t("Wt", &packed), t("B", &b)];
     args.extend(window_args("hw", &w));
     check("conv2d_nchwc_grouped", args, &[&want]);
+}
+
+#[test]
+fn channel_blocked_batchnorm() {
+    // 5 channels in blocks of 4: an inference batch norm as the blocked
+    // per-channel scale and shift the importer packs from its statistics.
+    let (c, l, eps) = (5, 4, 1e-3);
+    let x = rand_with(&[2, c, 3, 4], 1700, |v| 3.0 * v);
+    let (scale, bias, mean) = (rand(&[c], 1701), rand(&[c], 1702), rand(&[c], 1703));
+    let var = rand_with(&[c], 1704, |v| v.abs() + 0.1);
+    let want = r::batchnorm(&x, &scale, &bias, &mean, &var, eps);
+    let factor = |k: usize| scale.at(&[k]) / (var.at(&[k]) + eps).sqrt();
+    let per_lane = |f: &dyn Fn(usize) -> f64| {
+        r::tabulate(&[c.div_ceil(l), l], |i| {
+            let k = i[0] * l + i[1];
+            if k < c {
+                f(k)
+            } else {
+                0.0
+            }
+        })
+    };
+    let s = per_lane(&factor);
+    let shift = per_lane(&|k| bias.at(&[k]) - mean.at(&[k]) * factor(k));
+    let args = vec![t("X", &blocked(&x, l, 0.0)), t("S", &s), t("T", &shift)];
+    check("scale_shift_nchwc", args, &[&blocked(&want, l, 0.0)]);
 }
 
 #[test]

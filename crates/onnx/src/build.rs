@@ -91,6 +91,13 @@ impl Packing {
         self.bytes += t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8);
         self.seconds += seconds;
     }
+
+    /// Uncounts `t`, packed but no longer a parameter (folded into
+    /// another); its packing time stays spent.
+    pub fn remove(&mut self, t: &Tensor) {
+        self.tensors -= 1;
+        self.bytes -= t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8);
+    }
 }
 
 /// The model def under construction.
@@ -142,6 +149,25 @@ impl Builder {
         self.weights.push((name, t.clone()));
         self.weight_of.insert(key.to_string(), v.clone());
         v
+    }
+
+    /// Removes constant parameter `name` when no statement reads it any
+    /// more (its values folded into another weight), returning its tensor.
+    pub fn drop_unread_weight(&mut self, name: &str) -> Option<Tensor> {
+        let is_name = |c: char| c.is_alphanumeric() || c == '_';
+        let read = self
+            .stmts
+            .iter()
+            .any(|s| s.split(|c: char| !is_name(c)).any(|token| token == name));
+        if read {
+            return None;
+        }
+        let k = self.weights.iter().position(|(w, _)| w == name)?;
+        let (_, t) = self.weights.remove(k);
+        let declared = format!(" {name}");
+        self.params.retain(|p| !p.ends_with(&declared));
+        self.weight_of.retain(|_, v| v.name != name);
+        Some(t)
     }
 
     /// Adds `result = def(tensors..., scalars...)` and returns the result,

@@ -7,7 +7,7 @@
 use ir::DType;
 use tensor::{with_element, Tensor};
 
-use super::{axis, ints, rank};
+use super::{axis, blocked, ints, rank};
 use crate::build::{int, Node, Value, Var};
 use crate::forms::MAX_RANK;
 use crate::import::Importer;
@@ -208,6 +208,10 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
     if count == 0 {
         return Err(n.error("Concat needs at least one input"));
     }
+    if blocked::concat(im, n)? {
+        return Ok(());
+    }
+    im.plain_inputs(n);
     let values: Vec<Value> = (0..count)
         .map(|k| im.value(n, k))
         .collect::<Result<_, _>>()?;

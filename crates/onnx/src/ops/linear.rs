@@ -3,7 +3,7 @@
 use ir::DType;
 use tensor::Tensor;
 
-use super::{axis, MAX_RANK};
+use super::{axis, blocked, MAX_RANK};
 use crate::build::{float, Node, Value, Var};
 use crate::import::Importer;
 
@@ -153,6 +153,10 @@ pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     if im.opset < 9 {
         let _ = n.int("spatial")?;
     }
+    if blocked::batchnorm(im, n, eps)? {
+        return Ok(());
+    }
+    im.plain_inputs(n);
     let x = im.var(n, 0)?;
     let c = *x
         .shape

@@ -220,6 +220,16 @@ fn user_errors_in_models_are_named() {
         assert_eq!(run.status.code(), Some(1), "{stderr}");
         assert!(stderr.starts_with(want), "{stderr}");
     }
+    // A model's constants are its initializers: `--constant` is refused.
+    let model = hostile("gather.onnx");
+    let args = ["bench", model.to_str().unwrap(), "--constant", "x"];
+    let run = tessera(&dir, &args);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`--constant` is for TC inputs: a model's initializers are its constants"),
+        "{stderr}"
+    );
     // `info` counts an initializer's elements exactly or refuses it.
     let model = hostile("negative_initializer.onnx");
     for command in ["info", "run"] {

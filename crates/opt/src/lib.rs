@@ -8,6 +8,8 @@ pub mod cost;
 pub mod hoist;
 pub mod layout;
 pub mod linearity;
+pub mod rules;
+pub mod signature;
 pub mod split;
 pub mod verify;
 

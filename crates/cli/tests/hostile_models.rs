@@ -215,33 +215,35 @@ fn user_errors_in_models_are_named() {
         let model = hostile(model);
         let mut args = vec!["run", model.to_str().unwrap()];
         args.extend(extra);
-        let run = tessera(&dir, &args);
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(1), "{stderr}");
-        assert!(stderr.starts_with(want), "{stderr}");
+        refused(&dir, &args, want);
     }
     // A model's constants are its initializers: `--constant` is refused.
     let model = hostile("gather.onnx");
     let args = ["bench", model.to_str().unwrap(), "--constant", "x"];
-    let run = tessera(&dir, &args);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("`--constant` is for TC inputs: a model's initializers are its constants"),
-        "{stderr}"
+    refused(
+        &dir,
+        &args,
+        "error: `--constant` is for TC inputs: a model's initializers are its constants",
     );
     // `info` counts an initializer's elements exactly or refuses it.
     let model = hostile("negative_initializer.onnx");
     for command in ["info", "run"] {
         let args = [command, model.to_str().unwrap()];
-        let run = tessera(&dir, &args);
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(1), "{stderr}");
-        assert!(
-            stderr.starts_with("error: initializer `w` has a negative dimension -2"),
-            "{stderr}"
+        refused(
+            &dir,
+            &args,
+            "error: initializer `w` has a negative dimension -2",
         );
     }
+}
+
+/// `tessera ARGS` in `dir` exits with status 1, its error starting with
+/// `want`.
+fn refused(dir: &Path, args: &[&str], want: &str) {
+    let run = tessera(dir, args);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with(want), "{stderr}");
 }
 
 /// An error while a model runs names the ONNX node, not the line of the

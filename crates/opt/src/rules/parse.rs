@@ -441,33 +441,26 @@ impl Parser {
 
     /// A size expression: products and quotients joined by `+` and `-`.
     fn sum(&mut self) -> Result<SizeExpr, String> {
-        let mut e = self.product()?;
-        loop {
-            if self.is_punct("+") {
-                self.k += 1;
-                e = e.add(&self.product()?);
-            } else if self.is_punct("-") {
-                self.k += 1;
-                e = e.sub(&self.product()?);
-            } else {
-                return Ok(e);
-            }
-        }
+        self.chain(&[("+", SizeExpr::add), ("-", SizeExpr::sub)], Self::product)
     }
 
     fn product(&mut self) -> Result<SizeExpr, String> {
-        let mut e = self.atom()?;
-        loop {
-            if self.is_punct("*") {
-                self.k += 1;
-                e = e.mul(&self.atom()?);
-            } else if self.is_punct("/") {
-                self.k += 1;
-                e = e.div(&self.atom()?);
-            } else {
-                return Ok(e);
-            }
+        self.chain(&[("*", SizeExpr::mul), ("/", SizeExpr::div)], Self::atom)
+    }
+
+    /// Operands read by `operand`, joined left to right by the operators
+    /// of one precedence level.
+    fn chain(
+        &mut self,
+        ops: &[(&str, fn(&SizeExpr, &SizeExpr) -> SizeExpr)],
+        operand: fn(&mut Self) -> Result<SizeExpr, String>,
+    ) -> Result<SizeExpr, String> {
+        let mut e = operand(self)?;
+        while let Some((_, f)) = ops.iter().find(|(p, _)| self.is_punct(p)) {
+            self.k += 1;
+            e = f(&e, &operand(self)?);
         }
+        Ok(e)
     }
 
     fn atom(&mut self) -> Result<SizeExpr, String> {

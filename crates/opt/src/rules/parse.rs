@@ -209,6 +209,9 @@ fn lex(text: &str) -> Result<Vec<(Tok, Pos)>, String> {
     Ok(out)
 }
 
+/// How a binary operator of size expressions combines its operands.
+type Combine = fn(&SizeExpr, &SizeExpr) -> SizeExpr;
+
 struct Parser {
     tokens: Vec<(Tok, Pos)>,
     k: usize,
@@ -452,7 +455,7 @@ impl Parser {
     /// of one precedence level.
     fn chain(
         &mut self,
-        ops: &[(&str, fn(&SizeExpr, &SizeExpr) -> SizeExpr)],
+        ops: &[(&str, Combine)],
         operand: fn(&mut Self) -> Result<SizeExpr, String>,
     ) -> Result<SizeExpr, String> {
         let mut e = operand(self)?;

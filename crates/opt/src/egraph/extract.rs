@@ -1,0 +1,227 @@
+//! Extraction: one node per e-class, chosen by cost, for the classes the
+//! outputs reach.
+//!
+//! Costs are per node (what the node's own computation costs, given its
+//! operands' and its result's shapes) and a program's cost is the sum over
+//! the distinct classes it computes: a value used twice is computed once.
+//! That is what makes merges pay (two products of one operand become one
+//! product and two slices), and what a tree cost (egg's `Extractor`) gets
+//! wrong. The choice starts from the cheapest tree per class and then
+//! improves by changing one class, or two at once (a multi-pattern's two
+//! terms), while the total falls.
+//!
+//! Guarantees: the choice is cycle-free, picks only nodes that fit their
+//! signatures, and costs no more than the cheapest tree choice.
+
+use std::collections::{HashMap, HashSet};
+
+use egg::{Id, Language};
+
+use super::analysis::{Data, Graph};
+use super::lang::Node;
+use super::Search;
+
+/// What a node costs on its own.
+pub trait NodeCost {
+    /// The cost of computing `node` from operands with `kids`' data into a
+    /// result with `out`'s; integers and leaves cost nothing.
+    fn cost(&mut self, node: &Node, kids: &[&Data], out: &Data) -> f64;
+}
+
+/// The chosen node of each class the outputs reach.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    nodes: HashMap<Id, Node>,
+    /// The total cost: the chosen nodes' costs, each class once.
+    pub cost: f64,
+}
+
+impl Choice {
+    /// The node chosen for class `id`.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not reachable from the outputs (a caller's bug).
+    pub fn node(&self, id: Id) -> &Node {
+        &self.nodes[&id]
+    }
+
+    /// The operator of class `id`'s chosen call ("" for a non-call).
+    pub fn callee(&self, id: Id) -> &str {
+        match self.node(id) {
+            Node::Call(op, _) => op.as_str(),
+            _ => "",
+        }
+    }
+}
+
+/// The most evaluations of a total cost the improvement makes.
+const BUDGET: usize = 4000;
+
+/// Chooses a node per class of `search` by `costs`.
+pub fn extract(search: &Search, costs: &mut impl NodeCost) -> Choice {
+    let g = &search.egraph;
+    let own = node_costs(g, costs);
+    let mut pick = cheapest_trees(g, &own);
+    let roots: Vec<Id> = search.outputs.iter().map(|o| g.find(o.1)).collect();
+    let mut best = total(g, &own, &pick, &roots).unwrap_or(f64::INFINITY);
+    let mut evaluations = 0;
+    loop {
+        let mut improved = false;
+        let options = alternatives(g, &own, &pick, &roots);
+        // Single changes, then pairs.
+        let singles = options.iter().map(|o| vec![*o]);
+        let pairs = options.iter().enumerate().flat_map(|(i, a)| {
+            options[i + 1..]
+                .iter()
+                .filter(move |b| b.0 != a.0)
+                .map(move |b| vec![*a, *b])
+        });
+        for change in singles.chain(pairs) {
+            if evaluations >= BUDGET {
+                break;
+            }
+            evaluations += 1;
+            let mut trial = pick.clone();
+            for (class, k) in &change {
+                trial.insert(*class, *k);
+            }
+            if let Some(cost) = total(g, &own, &trial, &roots) {
+                if cost < best - 1e-12 * best.abs() {
+                    best = cost;
+                    pick = trial;
+                    improved = true;
+                    break;
+                }
+            }
+        }
+        if !improved || evaluations >= BUDGET {
+            break;
+        }
+    }
+    let mut nodes = HashMap::new();
+    for id in reachable(g, &pick, &roots).unwrap_or_default() {
+        nodes.insert(id, g[id].nodes[pick[&id]].clone());
+    }
+    Choice { nodes, cost: best }
+}
+
+/// Each valid node's own cost, by class and index; `None` for a node that
+/// does not fit its signature.
+fn node_costs(g: &Graph, costs: &mut impl NodeCost) -> HashMap<Id, Vec<Option<f64>>> {
+    g.classes()
+        .map(|c| {
+            let own = c
+                .nodes
+                .iter()
+                .map(|n| {
+                    let kids: Vec<&Data> = n.children().iter().map(|k| &g[*k].data).collect();
+                    let data = g.analysis.data_of(n, &kids);
+                    if matches!(data, Data::Invalid(_)) {
+                        return None;
+                    }
+                    Some(match n {
+                        Node::Call(..) => costs.cost(n, &kids, &data).max(f64::MIN_POSITIVE),
+                        _ => 0.0,
+                    })
+                })
+                .collect();
+            (c.id, own)
+        })
+        .collect()
+}
+
+/// The index of each class's cheapest node by tree cost (a fixed point:
+/// a node's cost plus its children's best).
+fn cheapest_trees(g: &Graph, own: &HashMap<Id, Vec<Option<f64>>>) -> HashMap<Id, usize> {
+    let mut best: HashMap<Id, (f64, usize)> = HashMap::new();
+    loop {
+        let mut changed = false;
+        for c in g.classes() {
+            for (k, n) in c.nodes.iter().enumerate() {
+                let Some(cost) = own[&c.id][k] else { continue };
+                let kids: Option<f64> = n
+                    .children()
+                    .iter()
+                    .map(|kid| best.get(&g.find(*kid)).map(|b| b.0))
+                    .sum();
+                let Some(kids) = kids else { continue };
+                let t = cost + kids;
+                if best.get(&c.id).is_none_or(|b| t < b.0) {
+                    best.insert(c.id, (t, k));
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return best.into_iter().map(|(id, (_, k))| (id, k)).collect();
+        }
+    }
+}
+
+/// The classes `pick` computes from `roots`, each once; `None` when the
+/// choice has a cycle or a class without a choice.
+fn reachable(g: &Graph, pick: &HashMap<Id, usize>, roots: &[Id]) -> Option<Vec<Id>> {
+    let mut done: HashSet<Id> = HashSet::new();
+    let mut order = Vec::new();
+    let mut on_path: HashSet<Id> = HashSet::new();
+    fn visit(
+        g: &Graph,
+        pick: &HashMap<Id, usize>,
+        id: Id,
+        done: &mut HashSet<Id>,
+        on_path: &mut HashSet<Id>,
+        order: &mut Vec<Id>,
+    ) -> Option<()> {
+        if done.contains(&id) {
+            return Some(());
+        }
+        if !on_path.insert(id) {
+            return None;
+        }
+        let node = g[id].nodes.get(*pick.get(&id)?)?;
+        for kid in node.children() {
+            visit(g, pick, g.find(*kid), done, on_path, order)?;
+        }
+        on_path.remove(&id);
+        done.insert(id);
+        order.push(id);
+        Some(())
+    }
+    for r in roots {
+        visit(g, pick, *r, &mut done, &mut on_path, &mut order)?;
+    }
+    Some(order)
+}
+
+/// The total cost of `pick` from `roots`; `None` when it is not a valid
+/// choice.
+fn total(
+    g: &Graph,
+    own: &HashMap<Id, Vec<Option<f64>>>,
+    pick: &HashMap<Id, usize>,
+    roots: &[Id],
+) -> Option<f64> {
+    reachable(g, pick, roots)?
+        .iter()
+        .map(|id| own[id][pick[id]])
+        .sum()
+}
+
+/// The other valid nodes of the classes `pick` reaches: (class, index).
+fn alternatives(
+    g: &Graph,
+    own: &HashMap<Id, Vec<Option<f64>>>,
+    pick: &HashMap<Id, usize>,
+    roots: &[Id],
+) -> Vec<(Id, usize)> {
+    let mut out = Vec::new();
+    for id in reachable(g, pick, roots).unwrap_or_default() {
+        for (k, cost) in own[&id].iter().enumerate() {
+            if cost.is_some() && pick.get(&id) != Some(&k) {
+                out.push((id, k));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,318 @@
+//! The search representation (PET §6 with Tensat's e-graphs): a def of
+//! operator calls at concrete sizes as an e-graph whose e-classes are its
+//! tensors, saturated by the proved rewrite rules within limits, and
+//! extracted by cost back into a def.
+//!
+//! Requires a def whose statements are calls of single-result defs with
+//! literal or size-symbol scalar arguments (the form ONNX import and
+//! `split`'s multi-linear parts give). Guarantees: every member of an
+//! e-class was proven equal to the others by a rule the tests prove
+//! ([`rewrite`]), and [`Search::to_def`] writes a def with the original's
+//! signature computing what the extraction chose.
+
+pub mod analysis;
+pub mod extract;
+pub mod lang;
+pub mod rewrite;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use egg::{Id, Runner, StopReason};
+use ir::{
+    CallArg, CallStmt, Def, Expr, Param, Program, SizeExpr, Stmt, TensorDecl, TensorRole, Value,
+};
+
+use analysis::{Graph, Shapes};
+use lang::Node;
+
+/// Where saturation stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub iterations: usize,
+    pub nodes: usize,
+    pub time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            iterations: 8,
+            nodes: 20_000,
+            time: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A def's e-graph: the graph and the class of each output, in order.
+#[derive(Debug)]
+pub struct Search {
+    pub egraph: Graph,
+    pub outputs: Vec<(String, Id)>,
+    /// Why saturation stopped, once it ran.
+    pub stopped: Option<String>,
+}
+
+impl Search {
+    /// The e-graph of def `name` of `program` at `sizes` (every size
+    /// symbol and integer scalar of the def).
+    pub fn new(
+        program: Arc<Program>,
+        name: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Search, String> {
+        let def = program
+            .def(name)
+            .ok_or_else(|| format!("no def named `{name}`"))?
+            .clone();
+        let shape = |t: &str| -> Result<Vec<i64>, String> {
+            let decl = def
+                .tensor(t)
+                .ok_or_else(|| format!("`{t}` has no declaration"))?;
+            decl.shape
+                .iter()
+                .map(|d| {
+                    d.eval_map(sizes)
+                        .map_err(|e| format!("the shape of `{t}`: {e}"))
+                })
+                .collect()
+        };
+        let mut inputs = HashMap::new();
+        for p in &def.params {
+            match p {
+                Param::Tensor(t) => {
+                    inputs.insert(t.clone(), shape(t)?);
+                }
+                Param::Scalar { name, dtype } if dtype.is_int() => {}
+                Param::Scalar { name, .. } => {
+                    return Err(format!(
+                        "`{name}` is a floating-point scalar parameter; the e-graph takes tensors and sizes"
+                    ))
+                }
+            }
+        }
+        let mut egraph = Graph::new(Shapes {
+            program: Arc::clone(&program),
+            inputs: inputs.clone(),
+        });
+        let mut class: HashMap<String, Id> = HashMap::new();
+        for t in inputs.keys() {
+            class.insert(t.clone(), egraph.add(lang::input(t)));
+        }
+        for (k, s) in def.stmts.iter().enumerate() {
+            let Stmt::Call(call) = s else {
+                return Err(format!(
+                    "statement {} of `{name}` is a comprehension; the e-graph takes operator calls",
+                    k + 1
+                ));
+            };
+            let [result] = call.results.as_slice() else {
+                return Err(format!(
+                    "statement {} of `{name}` has {} results; the e-graph takes calls of one",
+                    k + 1,
+                    call.results.len()
+                ));
+            };
+            let mut kids = Vec::new();
+            for a in &call.args {
+                kids.push(match a {
+                    CallArg::Tensor(t) => *class
+                        .get(t)
+                        .ok_or_else(|| format!("statement {}: `{t}` is not computed yet", k + 1))?,
+                    CallArg::Scalar(e) => egraph.add(scalar(e, sizes).ok_or_else(|| {
+                        format!(
+                            "statement {}: a scalar argument that is not a literal or a size",
+                            k + 1
+                        )
+                    })?),
+                });
+            }
+            let id = egraph.add(Node::Call(egg::Symbol::from(call.callee.as_str()), kids));
+            if let analysis::Data::Invalid(why) = &egraph[id].data {
+                return Err(format!("statement {}: {why}", k + 1));
+            }
+            class.insert(result.clone(), id);
+        }
+        let outputs = def
+            .outputs
+            .iter()
+            .map(|o| {
+                class
+                    .get(o)
+                    .map(|id| (o.clone(), *id))
+                    .ok_or_else(|| format!("output `{o}` is never computed"))
+            })
+            .collect::<Result<_, String>>()?;
+        egraph.rebuild();
+        Ok(Search {
+            egraph,
+            outputs,
+            stopped: None,
+        })
+    }
+
+    /// Saturates the e-graph with `rules` within `limits`.
+    pub fn saturate(&mut self, rules: &[egg::Rewrite<Node, Shapes>], limits: Limits) {
+        let analysis = self.egraph.analysis.clone();
+        let egraph = std::mem::replace(&mut self.egraph, Graph::new(analysis.clone()));
+        let runner: Runner<Node, Shapes> = Runner::new(analysis)
+            .with_egraph(egraph)
+            .with_iter_limit(limits.iterations)
+            .with_node_limit(limits.nodes)
+            .with_time_limit(limits.time)
+            .run(rules);
+        self.stopped = runner.stop_reason.as_ref().map(|r| match r {
+            StopReason::Saturated => "saturated".to_string(),
+            StopReason::IterationLimit(n) => format!("{n} iterations"),
+            StopReason::NodeLimit(n) => format!("{n} nodes"),
+            StopReason::TimeLimit(s) => format!("{s:.1} s"),
+            StopReason::Other(why) => why.clone(),
+        });
+        self.egraph = runner.egraph;
+        for (_, id) in &mut self.outputs {
+            *id = self.egraph.find(*id);
+        }
+    }
+
+    /// A def named `name` with the signature of `original` computing the
+    /// chosen nodes: one call statement per chosen class reachable from
+    /// the outputs, in dependency order.
+    pub fn to_def(&self, original: &Def, choice: &extract::Choice, name: &str) -> Def {
+        let mut def = Def {
+            name: name.to_string(),
+            params: original.params.clone(),
+            outputs: original.outputs.clone(),
+            tensors: original
+                .tensors
+                .iter()
+                .filter(|t| t.role == TensorRole::Input)
+                .cloned()
+                .collect(),
+            stmts: Vec::new(),
+        };
+        let mut named: HashMap<Id, String> = HashMap::new();
+        for (input, id) in self.input_classes() {
+            named.insert(id, input);
+        }
+        for (output, id) in &self.outputs {
+            // Each output has its own statement, even when another output
+            // or an input holds the same value.
+            let args = self.operands(*id, choice, &mut named, &mut def);
+            self.declare(&mut def, output, *id, TensorRole::Output);
+            def.stmts.push(Stmt::Call(CallStmt {
+                callee: choice.callee(*id).to_string(),
+                args,
+                results: vec![output.clone()],
+            }));
+            named.entry(*id).or_insert_with(|| output.clone());
+        }
+        def
+    }
+
+    /// The classes of the def's inputs, by name.
+    fn input_classes(&self) -> Vec<(String, Id)> {
+        self.egraph
+            .analysis
+            .inputs
+            .keys()
+            .filter_map(|t| Some((t.clone(), self.egraph.lookup(lang::input(t))?)))
+            .collect()
+    }
+
+    /// The arguments of class `id`'s chosen call, their own calls written
+    /// into `def` first.
+    fn operands(
+        &self,
+        id: Id,
+        choice: &extract::Choice,
+        named: &mut HashMap<Id, String>,
+        def: &mut Def,
+    ) -> Vec<CallArg> {
+        let Node::Call(op, kids) = choice.node(id) else {
+            return Vec::new();
+        };
+        // A literal takes its parameter's type.
+        let callee = self.egraph.analysis.program.def(op.as_str());
+        kids.iter()
+            .enumerate()
+            .map(|(k, &kid)| {
+                let dtype = match callee.and_then(|d| d.params.get(k)) {
+                    Some(Param::Scalar { dtype, .. }) => *dtype,
+                    _ => ir::DType::F32,
+                };
+                self.argument(kid, dtype, choice, named, def)
+            })
+            .collect()
+    }
+
+    /// Class `id` as a call argument: a tensor's name (its statement
+    /// written when it is first needed) or a scalar literal of `dtype`.
+    fn argument(
+        &self,
+        id: Id,
+        dtype: ir::DType,
+        choice: &extract::Choice,
+        named: &mut HashMap<Id, String>,
+        def: &mut Def,
+    ) -> CallArg {
+        let id = self.egraph.find(id);
+        if let Some(name) = named.get(&id) {
+            return CallArg::Tensor(name.clone());
+        }
+        match choice.node(id) {
+            Node::Int(v) => CallArg::Scalar(Expr::Lit(Value::Int(*v), dtype)),
+            Node::Leaf(s) => match lang::leaf_kind(s) {
+                Some(lang::LeafKind::Float(v)) => {
+                    CallArg::Scalar(Expr::Lit(Value::Float(v), dtype))
+                }
+                _ => CallArg::Tensor(s.as_str().trim_start_matches('%').to_string()),
+            },
+            Node::Call(op, _) => {
+                let args = self.operands(id, choice, named, def);
+                let result = format!("_e{}", usize::from(id));
+                self.declare(def, &result, id, TensorRole::Temp);
+                def.stmts.push(Stmt::Call(CallStmt {
+                    callee: op.as_str().to_string(),
+                    args,
+                    results: vec![result.clone()],
+                }));
+                named.insert(id, result.clone());
+                CallArg::Tensor(result)
+            }
+        }
+    }
+
+    /// Declares tensor `name` of class `id`'s shape.
+    fn declare(&self, def: &mut Def, name: &str, id: Id, role: TensorRole) {
+        let shape = match &self.egraph[id].data {
+            analysis::Data::Tensor(s) => s.iter().map(|&n| SizeExpr::constant(n)).collect(),
+            _ => Vec::new(),
+        };
+        def.tensors.push(TensorDecl {
+            name: name.to_string(),
+            dtype: ir::DType::F32,
+            shape,
+            role,
+        });
+    }
+}
+
+/// A call's scalar argument as a node: an integer or float literal, or a
+/// size symbol's value.
+fn scalar(e: &Expr, sizes: &HashMap<String, i64>) -> Option<Node> {
+    match e {
+        Expr::Lit(Value::Int(v), _) => Some(Node::Int(*v)),
+        Expr::Lit(Value::Float(v), _) => Some(lang::float(*v)),
+        Expr::Sym(s) => sizes.get(s).map(|v| Node::Int(*v)),
+        Expr::Unary(ir::UnOp::Neg, x) => match scalar(x, sizes)? {
+            Node::Int(v) => Some(Node::Int(-v)),
+            Node::Leaf(s) => match lang::leaf_kind(&s) {
+                Some(lang::LeafKind::Float(v)) => Some(lang::float(-v)),
+                _ => None,
+            },
+            Node::Call(..) => None,
+        },
+        _ => None,
+    }
+}

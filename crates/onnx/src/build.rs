@@ -88,7 +88,7 @@ impl Packing {
     /// Counts `t`, packed in `seconds`.
     pub fn add(&mut self, t: &Tensor, seconds: f64) {
         self.tensors += 1;
-        self.bytes += t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8);
+        self.bytes += bytes(t);
         self.seconds += seconds;
     }
 
@@ -96,8 +96,13 @@ impl Packing {
     /// another); its packing time stays spent.
     pub fn remove(&mut self, t: &Tensor) {
         self.tensors -= 1;
-        self.bytes -= t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8);
+        self.bytes -= bytes(t);
     }
+}
+
+/// The bytes `t`'s elements take.
+fn bytes(t: &Tensor) -> u64 {
+    t.len() as u64 * u64::from(t.dtype().bits().max(8) / 8)
 }
 
 /// The model def under construction.

@@ -64,8 +64,7 @@ impl Search {
     ) -> Result<Search, String> {
         let def = program
             .def(name)
-            .ok_or_else(|| format!("no def named `{name}`"))?
-            .clone();
+            .ok_or_else(|| format!("no def named `{name}`"))?;
         let shape = |t: &str| -> Result<Vec<i64>, String> {
             let decl = def
                 .tensor(t)

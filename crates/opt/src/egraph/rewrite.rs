@@ -48,6 +48,7 @@ fn one_way(
     }
     let applier = RuleApplier {
         rule: rule.clone(),
+        symbols: crate::rules::instance::symbols(rule).into_iter().collect(),
         to: to.to_vec(),
         checks,
     };
@@ -99,6 +100,8 @@ fn pattern(t: &Term, ast: &mut PatternAst<Node>, checks: &mut Vec<(Var, SizeExpr
 #[derive(Clone, Debug)]
 struct RuleApplier {
     rule: Rule,
+    /// The rule's size symbols.
+    symbols: Vec<String>,
     to: Vec<Term>,
     /// Matched integers that must equal their size expressions.
     checks: Vec<(Var, SizeExpr)>,
@@ -178,12 +181,12 @@ impl RuleApplier {
             }
         }
         // Size symbols matched as integer arguments.
-        for s in crate::rules::instance::symbols(&self.rule) {
-            if let Some(id) = subst.get(var(&s)) {
+        for s in &self.symbols {
+            if let Some(id) = subst.get(var(s)) {
                 let Data::Int(v) = egraph[*id].data else {
                     return None;
                 };
-                if !bind(&s, v, &mut sizes) {
+                if !bind(s, v, &mut sizes) {
                     return None;
                 }
             }

@@ -81,7 +81,7 @@ pub fn var_shape(rule: &Rule, name: &str, sizes: &Sizes) -> Result<Option<Vec<i6
         VarKind::Float => Ok(None),
         VarKind::Tensor(dims) => dims
             .iter()
-            .map(|d| d.eval_map(&sizes.iter().map(|(k, v)| (k.clone(), *v)).collect()))
+            .map(|d| d.eval(&|s| sizes.get(s).copied()))
             .collect::<Result<Vec<i64>, _>>()
             .map(Some)
             .map_err(|e| format!("the shape of `{name}`: {e}")),
@@ -165,11 +165,10 @@ pub fn side_def(rule: &Rule, terms: &[Term], name: &str, sizes: &Sizes) -> Resul
 /// Term `t` as a call expression whose tensor arguments are names, the
 /// statements computing its nested calls added to `body` first.
 fn flatten(t: &Term, sizes: &Sizes, body: &mut Vec<String>) -> Result<String, String> {
-    let env = || sizes.iter().map(|(k, v)| (k.clone(), *v)).collect();
     match t {
         Term::Var { name, .. } => Ok(name.clone()),
         Term::Int { expr, .. } => Ok(expr
-            .eval_map(&env())
+            .eval(&|s| sizes.get(s).copied())
             .map_err(|e| e.to_string())?
             .to_string()),
         Term::Float { value, .. } => Ok(float_literal(*value)),

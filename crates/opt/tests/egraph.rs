@@ -70,7 +70,7 @@ fn optimize(
     search.saturate(&rewrites(), Limits::default());
     let choice = extract(&search, cost);
     let original = program.def(name).unwrap();
-    let def = search.to_def(original, &choice, "optimized");
+    let def = search.to_def(original, &choice, "optimized").unwrap();
     let mut both = (**program).clone();
     both.defs.push(def.clone());
     ir::verify_program(&both).unwrap_or_else(|e| panic!("{e:?}\n{}", ir::print_def(&both, &def)));
@@ -170,4 +170,21 @@ fn two_products_of_one_operand_merge_when_a_bigger_product_pays() {
         },
     );
     assert_eq!(calls, ["matmul(X, W1)", "matmul(X, W2)"]);
+}
+
+#[test]
+fn an_output_equal_to_an_input_is_written_as_a_copy() {
+    // Negating twice is the input itself: the output's class holds the
+    // input's leaf, which the written def copies.
+    let p = program("def twice(float(M,N) X) -> (Y) {\n  T = neg_r2(X)\n  Y = neg_r2(T)\n}\n");
+    let calls = optimize(
+        &p,
+        "twice",
+        &[("M", 3), ("N", 4)],
+        &mut Flops {
+            exponent: 1.0,
+            per_element: 1.0,
+        },
+    );
+    assert_eq!(calls, ["comprehension"]);
 }

@@ -45,14 +45,6 @@ impl Choice {
     pub fn node(&self, id: Id) -> &Node {
         &self.nodes[&id]
     }
-
-    /// The operator of class `id`'s chosen call ("" for a non-call).
-    pub fn callee(&self, id: Id) -> &str {
-        match self.node(id) {
-            Node::Call(op, _) => op.as_str(),
-            _ => "",
-        }
-    }
 }
 
 /// The most evaluations of a total cost the improvement makes.

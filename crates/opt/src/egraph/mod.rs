@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use egg::{Id, Runner, StopReason};
 use ir::{
-    CallArg, CallStmt, Def, Expr, Param, Program, SizeExpr, Stmt, TensorDecl, TensorRole, Value,
+    CallArg, CallStmt, Comprehension, Def, Expr, IterRange, Param, Program, Reduction, SizeExpr,
+    Stmt, TensorDecl, TensorRole, Value,
 };
 
 use analysis::{Graph, Shapes};
@@ -176,8 +177,14 @@ impl Search {
 
     /// A def named `name` with the signature of `original` computing the
     /// chosen nodes: one call statement per chosen class reachable from
-    /// the outputs, in dependency order.
-    pub fn to_def(&self, original: &Def, choice: &extract::Choice, name: &str) -> Def {
+    /// the outputs, in dependency order (an output whose class chose an
+    /// input is a copy of it).
+    pub fn to_def(
+        &self,
+        original: &Def,
+        choice: &extract::Choice,
+        name: &str,
+    ) -> Result<Def, String> {
         let mut def = Def {
             name: name.to_string(),
             params: original.params.clone(),
@@ -196,17 +203,32 @@ impl Search {
         }
         for (output, id) in &self.outputs {
             // Each output has its own statement, even when another output
-            // or an input holds the same value.
-            let args = self.operands(*id, choice, &mut named, &mut def);
+            // or an input holds the same value: a call, or a copy of the
+            // input the output's class chose.
+            let stmt = match choice.node(*id) {
+                Node::Call(op, _) => Stmt::Call(CallStmt {
+                    callee: op.as_str().to_string(),
+                    args: self.operands(*id, choice, &mut named, &mut def),
+                    results: vec![output.clone()],
+                }),
+                _ => {
+                    let from =
+                        match self.argument(*id, ir::DType::F32, choice, &mut named, &mut def) {
+                            CallArg::Tensor(t) => t,
+                            CallArg::Scalar(_) => {
+                                return Err(format!(
+                                    "internal error: output `{output}` chose a scalar"
+                                ))
+                            }
+                        };
+                    self.copy(output, &from, *id)
+                }
+            };
             self.declare(&mut def, output, *id, TensorRole::Output);
-            def.stmts.push(Stmt::Call(CallStmt {
-                callee: choice.callee(*id).to_string(),
-                args,
-                results: vec![output.clone()],
-            }));
+            def.stmts.push(stmt);
             named.entry(*id).or_insert_with(|| output.clone());
         }
-        def
+        Ok(def)
     }
 
     /// The classes of the def's inputs, by name.
@@ -280,6 +302,36 @@ impl Search {
                 CallArg::Tensor(result)
             }
         }
+    }
+
+    /// `to = from` element by element, at class `id`'s shape.
+    fn copy(&self, to: &str, from: &str, id: Id) -> Stmt {
+        let shape = match &self.egraph[id].data {
+            analysis::Data::Tensor(s) => s.clone(),
+            _ => Vec::new(),
+        };
+        let indices: Vec<String> = (0..shape.len()).map(|d| format!("i{d}")).collect();
+        Stmt::Comp(Comprehension {
+            tensor: to.to_string(),
+            indices: indices.clone(),
+            op: Reduction::Assign,
+            init: false,
+            body: Expr::Read(
+                from.to_string(),
+                indices.iter().map(|i| Expr::Iter(i.clone())).collect(),
+            ),
+            ranges: indices
+                .iter()
+                .zip(&shape)
+                .map(|(i, &n)| IterRange {
+                    name: i.clone(),
+                    lo: SizeExpr::zero(),
+                    hi: SizeExpr::constant(n),
+                })
+                .collect(),
+            lets: Vec::new(),
+            exists: Vec::new(),
+        })
     }
 
     /// Declares tensor `name` of class `id`'s shape.

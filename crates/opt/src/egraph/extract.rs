@@ -37,13 +37,12 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// The node chosen for class `id`.
-    ///
-    /// # Panics
-    ///
-    /// If `id` is not reachable from the outputs (a caller's bug).
-    pub fn node(&self, id: Id) -> &Node {
-        &self.nodes[&id]
+    /// The node chosen for class `id`; an error when the outputs do not
+    /// reach it (no valid choice was found for them).
+    pub fn node(&self, id: Id) -> Result<&Node, String> {
+        self.nodes
+            .get(&id)
+            .ok_or_else(|| format!("internal error: e-class {id} has no chosen node"))
     }
 }
 

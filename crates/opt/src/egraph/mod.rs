@@ -205,15 +205,15 @@ impl Search {
             // Each output has its own statement, even when another output
             // or an input holds the same value: a call, or a copy of the
             // input the output's class chose.
-            let stmt = match choice.node(*id) {
+            let stmt = match choice.node(*id)? {
                 Node::Call(op, _) => Stmt::Call(CallStmt {
                     callee: op.as_str().to_string(),
-                    args: self.operands(*id, choice, &mut named, &mut def),
+                    args: self.operands(*id, choice, &mut named, &mut def)?,
                     results: vec![output.clone()],
                 }),
                 _ => {
                     let from =
-                        match self.argument(*id, ir::DType::F32, choice, &mut named, &mut def) {
+                        match self.argument(*id, ir::DType::F32, choice, &mut named, &mut def)? {
                             CallArg::Tensor(t) => t,
                             CallArg::Scalar(_) => {
                                 return Err(format!(
@@ -249,9 +249,9 @@ impl Search {
         choice: &extract::Choice,
         named: &mut HashMap<Id, String>,
         def: &mut Def,
-    ) -> Vec<CallArg> {
-        let Node::Call(op, kids) = choice.node(id) else {
-            return Vec::new();
+    ) -> Result<Vec<CallArg>, String> {
+        let Node::Call(op, kids) = choice.node(id)? else {
+            return Ok(Vec::new());
         };
         // A literal takes its parameter's type.
         let callee = self.egraph.analysis.program.def(op.as_str());
@@ -276,12 +276,12 @@ impl Search {
         choice: &extract::Choice,
         named: &mut HashMap<Id, String>,
         def: &mut Def,
-    ) -> CallArg {
+    ) -> Result<CallArg, String> {
         let id = self.egraph.find(id);
         if let Some(name) = named.get(&id) {
-            return CallArg::Tensor(name.clone());
+            return Ok(CallArg::Tensor(name.clone()));
         }
-        match choice.node(id) {
+        Ok(match choice.node(id)? {
             Node::Int(v) => CallArg::Scalar(Expr::Lit(Value::Int(*v), dtype)),
             Node::Leaf(s) => match lang::leaf_kind(s) {
                 Some(lang::LeafKind::Float(v)) => {
@@ -290,7 +290,7 @@ impl Search {
                 _ => CallArg::Tensor(s.as_str().trim_start_matches('%').to_string()),
             },
             Node::Call(op, _) => {
-                let args = self.operands(id, choice, named, def);
+                let args = self.operands(id, choice, named, def)?;
                 let result = format!("_e{}", usize::from(id));
                 self.declare(def, &result, id, TensorRole::Temp);
                 def.stmts.push(Stmt::Call(CallStmt {
@@ -301,7 +301,7 @@ impl Search {
                 named.insert(id, result.clone());
                 CallArg::Tensor(result)
             }
-        }
+        })
     }
 
     /// `to = from` element by element, at class `id`'s shape.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use ir::{Def, Param, SizeExpr};
 
 /// An argument of a call, as far as shapes go.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ArgKind {
     /// A tensor of this shape.
     Tensor(Vec<i64>),
@@ -25,6 +25,31 @@ pub enum ArgKind {
 /// The shapes of `def`'s results when called on `args`, in parameter
 /// order.
 pub fn call_shapes(def: &Def, args: &[ArgKind]) -> Result<Vec<Vec<i64>>, String> {
+    let sizes = call_sizes(def, args)?;
+    def.outputs
+        .iter()
+        .map(|o| {
+            let decl = def
+                .tensor(o)
+                .ok_or_else(|| format!("`{}`: result `{o}` has no declaration", def.name))?;
+            decl.shape
+                .iter()
+                .map(|d| match d.eval_map(&sizes) {
+                    Ok(n) if n > 0 => Ok(n),
+                    Ok(n) => Err(format!(
+                        "result `{o}` of `{}` would have a dimension {n}",
+                        def.name
+                    )),
+                    Err(e) => Err(format!("result `{o}` of `{}`: {e}", def.name)),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The values `def`'s size symbols and integer scalars take when it is
+/// called on `args`: what its cost is estimated at.
+pub fn call_sizes(def: &Def, args: &[ArgKind]) -> Result<HashMap<String, i64>, String> {
     if args.len() != def.params.len() {
         return Err(format!(
             "`{}` takes {} arguments, not {}",
@@ -73,25 +98,7 @@ pub fn call_shapes(def: &Def, args: &[ArgKind]) -> Result<Vec<Vec<i64>>, String>
             _ => return Err(format!("{at} is of the wrong kind ({a:?})")),
         }
     }
-    def.outputs
-        .iter()
-        .map(|o| {
-            let decl = def
-                .tensor(o)
-                .ok_or_else(|| format!("`{}`: result `{o}` has no declaration", def.name))?;
-            decl.shape
-                .iter()
-                .map(|d| match d.eval_map(&sizes) {
-                    Ok(n) if n > 0 => Ok(n),
-                    Ok(n) => Err(format!(
-                        "result `{o}` of `{}` would have a dimension {n}",
-                        def.name
-                    )),
-                    Err(e) => Err(format!("result `{o}` of `{}`: {e}", def.name)),
-                })
-                .collect()
-        })
-        .collect()
+    Ok(sizes)
 }
 
 /// Binds size symbol `s` to `n`, or checks it against its earlier value.

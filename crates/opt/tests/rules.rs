@@ -23,42 +23,12 @@ fn every_rule_is_proved_at_its_sample_sizes() {
     let mut failures = Vec::new();
     for rule in &loaded {
         for sizes in instance::samples(rule, rules::SAMPLES) {
-            if let Err(e) = prove(rule, &sizes, &prelude) {
+            if let Err(e) = rules::prove::prove(rule, &sizes, &prelude) {
                 failures.push(format!("rule `{}` at {sizes:?}: {e}", rule.name));
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-}
-
-/// Proves `rule`'s two sides equal at `sizes`.
-fn prove(rule: &rules::Rule, sizes: &instance::Sizes, prelude: &str) -> Result<(), String> {
-    let lhs = instance::side_def(rule, &rule.lhs, "rule_lhs", sizes)?;
-    let rhs = instance::side_def(rule, &rule.rhs, "rule_rhs", sizes)?;
-    let text = format!("{prelude}\n{lhs}\n{rhs}");
-    let program = tc::check_source(&text)
-        .map_err(|d| {
-            format!(
-                "the sides do not check:\n{lhs}{rhs}{}",
-                tc::render_diagnostics(&d, "rule", &text)
-            )
-        })?
-        .program;
-    let report = opt::verify::verify(
-        &program,
-        "rule_lhs",
-        &program,
-        "rule_rhs",
-        &opt::verify::Options::default(),
-    )?;
-    if report.equivalent() {
-        Ok(())
-    } else {
-        Err(format!(
-            "not equivalent:\n{lhs}{rhs}{}",
-            opt::verify::print_report(&report)
-        ))
-    }
 }
 
 /// A rules file with one mistake is refused with `want` in its error.

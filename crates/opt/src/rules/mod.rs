@@ -9,11 +9,13 @@
 //! every right-side variable and size symbol is bound by the left side
 //! (by both sides, for a rule that applies both ways); and both sides have
 //! the same number of terms and the same shapes at every sample size.
-//! That the sides compute the same values is not checked here: each rule
-//! is proved by the equivalence verifier in `crates/opt/tests/rules.rs`.
+//! That the sides compute the same values is not checked here: [`prove`]
+//! proves a rule by the equivalence verifier, every shipped rule in
+//! `crates/opt/tests/rules.rs` and a user's rules file when it is given.
 
 pub mod instance;
 pub mod parse;
+pub mod prove;
 
 use std::collections::BTreeSet;
 

@@ -10,10 +10,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use egg::{Analysis, DidMerge, EGraph};
-use ir::Program;
+use egg::{Analysis, DidMerge, EGraph, Symbol};
+use ir::{Comprehension, DType, Program};
 
-use super::lang::{leaf_kind, LeafKind, Node};
+use super::lang::{self, leaf_kind, LeafKind, Node};
 use crate::signature::{call_shapes, ArgKind};
 
 /// What an e-class holds.
@@ -37,11 +37,27 @@ impl Data {
     }
 }
 
-/// The analysis: the program's signatures and the inputs' shapes.
+/// A statement no rule applies to (a comprehension), kept whole: a node
+/// `@k` with the tensors it reads as children computes it.
+#[derive(Clone, Debug)]
+pub struct Opaque {
+    pub comp: Comprehension,
+    /// The tensors the statement reads, in its children's order.
+    pub reads: Vec<String>,
+    pub shape: Vec<i64>,
+    pub dtype: DType,
+}
+
+/// The analysis: the program's signatures, the inputs' shapes, the opaque
+/// statements, and which rule first made each node.
 #[derive(Clone, Debug)]
 pub struct Shapes {
     pub program: Arc<Program>,
     pub inputs: HashMap<String, Vec<i64>>,
+    pub opaque: Vec<Opaque>,
+    /// The nodes rewrites added, as they were added (children canonical at
+    /// that time), with the rule that added each first.
+    pub origins: Vec<(Node, Symbol)>,
 }
 
 /// The e-graph of tensor terms with shapes.
@@ -60,6 +76,12 @@ impl Shapes {
                 Some(LeafKind::Float(v)) => Data::Float(v),
                 None => Data::Invalid(format!("`{s}` is no leaf")),
             },
+            Node::Call(op, _) if lang::opaque_index(op).is_some() => {
+                match lang::opaque_index(op).and_then(|k| self.opaque.get(k)) {
+                    Some(o) if kids.len() == o.reads.len() => Data::Tensor(o.shape.clone()),
+                    _ => Data::Invalid(format!("`{op}` is no statement of the def")),
+                }
+            }
             Node::Call(op, _) => {
                 let Some(def) = self.program.def(op.as_str()) else {
                     return Data::Invalid(format!("unknown operator `{op}`"));

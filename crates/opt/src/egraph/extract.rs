@@ -44,18 +44,45 @@ impl Choice {
             .get(&id)
             .ok_or_else(|| format!("internal error: e-class {id} has no chosen node"))
     }
+
+    /// Every chosen class and its node.
+    pub fn iter(&self) -> impl Iterator<Item = (Id, &Node)> {
+        self.nodes.iter().map(|(id, n)| (*id, n))
+    }
 }
 
 /// The most evaluations of a total cost the improvement makes.
 const BUDGET: usize = 4000;
 
-/// Chooses a node per class of `search` by `costs`.
+/// Chooses a node per class of `search` by `costs`: the cheapest choice
+/// found.
 pub fn extract(search: &Search, costs: &mut impl NodeCost) -> Choice {
+    extract_top(search, costs, 1)
+        .into_iter()
+        .next()
+        .unwrap_or(Choice {
+            nodes: HashMap::new(),
+            cost: f64::INFINITY,
+        })
+}
+
+/// The `k` cheapest distinct choices the search meets (a beam for the
+/// measurements to decide among), cheapest first; empty when the outputs
+/// have no valid choice.
+pub fn extract_top(search: &Search, costs: &mut impl NodeCost, k: usize) -> Vec<Choice> {
     let g = &search.egraph;
     let own = node_costs(g, costs);
     let mut pick = cheapest_trees(g, &own);
     let roots: Vec<Id> = search.outputs.iter().map(|o| g.find(o.1)).collect();
-    let mut best = total(g, &own, &pick, &roots).unwrap_or(f64::INFINITY);
+    let mut beam = Beam {
+        k: k.max(1),
+        kept: Vec::new(),
+    };
+    let mut best = f64::INFINITY;
+    if let Some(cost) = total(g, &own, &pick, &roots) {
+        best = cost;
+        beam.offer(g, &pick, &roots, cost);
+    }
     let mut evaluations = 0;
     loop {
         let mut improved = false;
@@ -78,6 +105,7 @@ pub fn extract(search: &Search, costs: &mut impl NodeCost) -> Choice {
                 trial.insert(*class, *k);
             }
             if let Some(cost) = total(g, &own, &trial, &roots) {
+                beam.offer(g, &trial, &roots, cost);
                 if cost < best - 1e-12 * best.abs() {
                     best = cost;
                     pick = trial;
@@ -90,11 +118,41 @@ pub fn extract(search: &Search, costs: &mut impl NodeCost) -> Choice {
             break;
         }
     }
-    let mut nodes = HashMap::new();
-    for id in reachable(g, &pick, &roots).unwrap_or_default() {
-        nodes.insert(id, g[id].nodes[pick[&id]].clone());
+    beam.kept
+        .into_iter()
+        .map(|(cost, chosen)| Choice {
+            nodes: chosen
+                .into_iter()
+                .map(|(id, k)| (id, g[id].nodes[k].clone()))
+                .collect(),
+            cost,
+        })
+        .collect()
+}
+
+/// The cheapest distinct choices offered so far, by the nodes they reach.
+struct Beam {
+    k: usize,
+    kept: Vec<(f64, Vec<(Id, usize)>)>,
+}
+
+impl Beam {
+    fn offer(&mut self, g: &Graph, pick: &HashMap<Id, usize>, roots: &[Id], cost: f64) {
+        if self.kept.len() == self.k && self.kept.last().is_some_and(|w| w.0 <= cost) {
+            return;
+        }
+        let Some(order) = reachable(g, pick, roots) else {
+            return;
+        };
+        let mut chosen: Vec<(Id, usize)> = order.iter().map(|id| (*id, pick[id])).collect();
+        chosen.sort();
+        if self.kept.iter().any(|(_, c)| *c == chosen) {
+            return;
+        }
+        let at = self.kept.partition_point(|w| w.0 <= cost);
+        self.kept.insert(at, (cost, chosen));
+        self.kept.truncate(self.k);
     }
-    Choice { nodes, cost: best }
 }
 
 /// Each valid node's own cost, by class and index; `None` for a node that

@@ -3,7 +3,8 @@
 //!
 //! A node is an application of a def of the program (an operator of the
 //! prelude, or a def of the user's) to its arguments in parameter order
-//! (tensors and scalars alike are children), an integer (a size or an
+//! (tensors and scalars alike are children) or of an opaque statement
+//! (`@k`, a comprehension kept whole) to the tensors it reads, an integer (a size or an
 //! integer attribute), or a leaf: a def's input tensor (`%name`) or a
 //! float literal (its shortest round-trip text). Guarantees: equal
 //! programs at equal sizes give equal terms, so hash-consing shares them.
@@ -27,6 +28,16 @@ pub fn input(name: &str) -> Node {
 /// The leaf of float `v`.
 pub fn float(v: f64) -> Node {
     Node::Leaf(Symbol::from(format!("{v:?}")))
+}
+
+/// The operator of opaque statement `k` (see `analysis::Opaque`).
+pub fn opaque(k: usize) -> Symbol {
+    Symbol::from(format!("@{k}"))
+}
+
+/// The index of opaque statement operator `op`; `None` for a def's name.
+pub fn opaque_index(op: &Symbol) -> Option<usize> {
+    op.as_str().strip_prefix('@')?.parse().ok()
 }
 
 /// What a leaf is: an input's name, or a float.

@@ -5,7 +5,9 @@
 //!
 //! Requires a def whose statements are calls of single-result defs with
 //! literal or size-symbol scalar arguments (the form ONNX import and
-//! `split`'s multi-linear parts give). Guarantees: every member of an
+//! `split`'s multi-linear parts give) or comprehensions, each tensor
+//! written once; a comprehension is an opaque node (`analysis::Opaque`)
+//! no rule rewrites, written back as it was. Guarantees: every member of an
 //! e-class was proven equal to the others by a rule the tests prove
 //! ([`rewrite`]), and [`Search::to_def`] writes a def with the original's
 //! signature computing what the extraction chose.
@@ -46,11 +48,29 @@ impl Default for Limits {
     }
 }
 
+/// A statement of the original def and the class of its result.
+#[derive(Clone, Debug)]
+pub struct Statement {
+    /// Its index among the def's statements, from 0.
+    pub index: usize,
+    pub result: String,
+    /// The callee, or `comprehension`.
+    pub op: String,
+    pub class: Id,
+    /// Its node (children canonical when it was added).
+    pub node: Node,
+}
+
 /// A def's e-graph: the graph and the class of each output, in order.
 #[derive(Debug)]
 pub struct Search {
     pub egraph: Graph,
     pub outputs: Vec<(String, Id)>,
+    /// The original def's statements (their classes canonical after
+    /// saturation).
+    pub statements: Vec<Statement>,
+    /// The element type of each input tensor.
+    input_types: HashMap<String, ir::DType>,
     /// Why saturation stopped, once it ran.
     pub stopped: Option<String>,
 }
@@ -95,44 +115,91 @@ impl Search {
         let mut egraph = Graph::new(Shapes {
             program: Arc::clone(&program),
             inputs: inputs.clone(),
+            opaque: Vec::new(),
+            origins: Vec::new(),
         });
         let mut class: HashMap<String, Id> = HashMap::new();
         for t in inputs.keys() {
             class.insert(t.clone(), egraph.add(lang::input(t)));
         }
+        let mut statements = Vec::new();
         for (k, s) in def.stmts.iter().enumerate() {
-            let Stmt::Call(call) = s else {
-                return Err(format!(
-                    "statement {} of `{name}` is a comprehension; the e-graph takes operator calls",
-                    k + 1
-                ));
+            let at = |what: String| format!("statement {} of `{name}`: {what}", k + 1);
+            let (node, result, op) = match s {
+                Stmt::Call(call) => {
+                    let [result] = call.results.as_slice() else {
+                        return Err(at(format!(
+                            "a call of {} results; the e-graph takes calls of one",
+                            call.results.len()
+                        )));
+                    };
+                    let mut kids = Vec::new();
+                    for a in &call.args {
+                        kids.push(match a {
+                            CallArg::Tensor(t) => *class
+                                .get(t)
+                                .ok_or_else(|| at(format!("`{t}` is not computed yet")))?,
+                            CallArg::Scalar(e) => {
+                                egraph.add(scalar(e, sizes).ok_or_else(|| {
+                                    at("a scalar argument that is not a literal or a size".into())
+                                })?)
+                            }
+                        });
+                    }
+                    let op = egg::Symbol::from(call.callee.as_str());
+                    (Node::Call(op, kids), result, call.callee.clone())
+                }
+                Stmt::Comp(c) => {
+                    if class.contains_key(&c.tensor) {
+                        return Err(at(format!(
+                            "`{}` is written a second time; the e-graph takes tensors written once",
+                            c.tensor
+                        )));
+                    }
+                    let mut reads: Vec<String> = Vec::new();
+                    let mut note = |e: &Expr| {
+                        for (t, _) in e.reads() {
+                            if !reads.iter().any(|r| r == t) {
+                                reads.push(t.to_string());
+                            }
+                        }
+                    };
+                    c.lets.iter().for_each(|(_, e)| note(e));
+                    note(&c.body);
+                    let kids = reads
+                        .iter()
+                        .map(|t| {
+                            class
+                                .get(t)
+                                .copied()
+                                .ok_or_else(|| at(format!("`{t}` is read before it is written")))
+                        })
+                        .collect::<Result<Vec<Id>, String>>()?;
+                    let decl = def
+                        .tensor(&c.tensor)
+                        .ok_or_else(|| at(format!("`{}` has no declaration", c.tensor)))?;
+                    let op = lang::opaque(egraph.analysis.opaque.len());
+                    egraph.analysis.opaque.push(analysis::Opaque {
+                        comp: c.clone(),
+                        reads,
+                        shape: shape(&c.tensor)?,
+                        dtype: decl.dtype,
+                    });
+                    (Node::Call(op, kids), &c.tensor, "comprehension".to_string())
+                }
             };
-            let [result] = call.results.as_slice() else {
-                return Err(format!(
-                    "statement {} of `{name}` has {} results; the e-graph takes calls of one",
-                    k + 1,
-                    call.results.len()
-                ));
-            };
-            let mut kids = Vec::new();
-            for a in &call.args {
-                kids.push(match a {
-                    CallArg::Tensor(t) => *class
-                        .get(t)
-                        .ok_or_else(|| format!("statement {}: `{t}` is not computed yet", k + 1))?,
-                    CallArg::Scalar(e) => egraph.add(scalar(e, sizes).ok_or_else(|| {
-                        format!(
-                            "statement {}: a scalar argument that is not a literal or a size",
-                            k + 1
-                        )
-                    })?),
-                });
-            }
-            let id = egraph.add(Node::Call(egg::Symbol::from(call.callee.as_str()), kids));
+            let id = egraph.add(node.clone());
             if let analysis::Data::Invalid(why) = &egraph[id].data {
-                return Err(format!("statement {}: {why}", k + 1));
+                return Err(at(why.clone()));
             }
             class.insert(result.clone(), id);
+            statements.push(Statement {
+                index: k,
+                result: result.clone(),
+                op,
+                class: id,
+                node,
+            });
         }
         let outputs = def
             .outputs
@@ -148,6 +215,13 @@ impl Search {
         Ok(Search {
             egraph,
             outputs,
+            statements,
+            input_types: def
+                .tensors
+                .iter()
+                .filter(|t| t.role == TensorRole::Input)
+                .map(|t| (t.name.clone(), t.dtype))
+                .collect(),
             stopped: None,
         })
     }
@@ -172,6 +246,9 @@ impl Search {
         self.egraph = runner.egraph;
         for (_, id) in &mut self.outputs {
             *id = self.egraph.find(*id);
+        }
+        for s in &mut self.statements {
+            s.class = self.egraph.find(s.class);
         }
     }
 
@@ -206,11 +283,7 @@ impl Search {
             // or an input holds the same value: a call, or a copy of the
             // input the output's class chose.
             let stmt = match choice.node(*id)? {
-                Node::Call(op, _) => Stmt::Call(CallStmt {
-                    callee: op.as_str().to_string(),
-                    args: self.operands(*id, choice, &mut named, &mut def)?,
-                    results: vec![output.clone()],
-                }),
+                Node::Call(..) => self.statement(*id, output, choice, &mut named, &mut def)?,
                 _ => {
                     let from =
                         match self.argument(*id, ir::DType::F32, choice, &mut named, &mut def)? {
@@ -224,11 +297,20 @@ impl Search {
                     self.copy(output, &from, *id)
                 }
             };
-            self.declare(&mut def, output, *id, TensorRole::Output);
+            self.declare(&mut def, output, *id, TensorRole::Output, choice);
             def.stmts.push(stmt);
             named.entry(*id).or_insert_with(|| output.clone());
         }
         Ok(def)
+    }
+
+    /// `node` with its children's classes canonical.
+    pub fn canonical(&self, node: &Node) -> Node {
+        let mut n = node.clone();
+        for kid in egg::Language::children_mut(&mut n) {
+            *kid = self.egraph.find(*kid);
+        }
+        n
     }
 
     /// The classes of the def's inputs, by name.
@@ -289,19 +371,83 @@ impl Search {
                 }
                 _ => CallArg::Tensor(s.as_str().trim_start_matches('%').to_string()),
             },
-            Node::Call(op, _) => {
-                let args = self.operands(id, choice, named, def)?;
+            Node::Call(..) => {
                 let result = format!("_e{}", usize::from(id));
-                self.declare(def, &result, id, TensorRole::Temp);
-                def.stmts.push(Stmt::Call(CallStmt {
-                    callee: op.as_str().to_string(),
-                    args,
-                    results: vec![result.clone()],
-                }));
+                let stmt = self.statement(id, &result, choice, named, def)?;
+                self.declare(def, &result, id, TensorRole::Temp, choice);
+                def.stmts.push(stmt);
                 named.insert(id, result.clone());
                 CallArg::Tensor(result)
             }
         })
+    }
+
+    /// The statement computing class `id`'s chosen call into `result`
+    /// (its operands' statements written into `def` first): a call, or an
+    /// opaque statement's comprehension reading the operands' names.
+    fn statement(
+        &self,
+        id: Id,
+        result: &str,
+        choice: &extract::Choice,
+        named: &mut HashMap<Id, String>,
+        def: &mut Def,
+    ) -> Result<Stmt, String> {
+        let Node::Call(op, _) = choice.node(id)? else {
+            return Err(format!("internal error: e-class {id} chose no call"));
+        };
+        let args = self.operands(id, choice, named, def)?;
+        let Some(k) = lang::opaque_index(op) else {
+            return Ok(Stmt::Call(CallStmt {
+                callee: op.as_str().to_string(),
+                args,
+                results: vec![result.to_string()],
+            }));
+        };
+        let o = &self.egraph.analysis.opaque[k];
+        let mut rename: HashMap<&str, String> = HashMap::new();
+        for (read, arg) in o.reads.iter().zip(args) {
+            if let CallArg::Tensor(t) = arg {
+                rename.insert(read, t);
+            }
+        }
+        let mut map = |e: Expr| match e {
+            Expr::Read(t, ix) => Expr::Read(rename.get(t.as_str()).cloned().unwrap_or(t), ix),
+            e => e,
+        };
+        let mut comp = o.comp.clone();
+        comp.tensor = result.to_string();
+        comp.body = comp.body.map(&mut map);
+        comp.lets = comp
+            .lets
+            .into_iter()
+            .map(|(n, e)| (n, e.map(&mut map)))
+            .collect();
+        comp.exists = comp.exists.into_iter().map(|e| e.map(&mut map)).collect();
+        Ok(Stmt::Comp(comp))
+    }
+
+    /// The element type of class `id`'s value as `choice` computes it.
+    fn dtype(&self, id: Id, choice: &extract::Choice) -> ir::DType {
+        let program = &self.egraph.analysis.program;
+        match choice.node(id) {
+            Ok(Node::Call(op, _)) => match lang::opaque_index(op) {
+                Some(k) => self.egraph.analysis.opaque[k].dtype,
+                None => program
+                    .def(op.as_str())
+                    .and_then(|d| d.tensor(d.outputs.first()?))
+                    .map_or(ir::DType::F32, |t| t.dtype),
+            },
+            Ok(Node::Leaf(s)) => match lang::leaf_kind(s) {
+                Some(lang::LeafKind::Input(name)) => self
+                    .input_types
+                    .get(name)
+                    .copied()
+                    .unwrap_or(ir::DType::F32),
+                _ => ir::DType::F32,
+            },
+            _ => ir::DType::F32,
+        }
     }
 
     /// `to = from` element by element, at class `id`'s shape.
@@ -335,14 +481,21 @@ impl Search {
     }
 
     /// Declares tensor `name` of class `id`'s shape.
-    fn declare(&self, def: &mut Def, name: &str, id: Id, role: TensorRole) {
+    fn declare(
+        &self,
+        def: &mut Def,
+        name: &str,
+        id: Id,
+        role: TensorRole,
+        choice: &extract::Choice,
+    ) {
         let shape = match &self.egraph[id].data {
             analysis::Data::Tensor(s) => s.iter().map(|&n| SizeExpr::constant(n)).collect(),
             _ => Vec::new(),
         };
         def.tensors.push(TensorDecl {
             name: name.to_string(),
-            dtype: ir::DType::F32,
+            dtype: self.dtype(id, choice),
             shape,
             role,
         });

@@ -114,7 +114,7 @@ impl Applier<Node, Shapes> for RuleApplier {
         _eclass: Id,
         subst: &Subst,
         _searcher_ast: Option<&PatternAst<Node>>,
-        _rule_name: Symbol,
+        rule_name: Symbol,
     ) -> Vec<Id> {
         let Some(sizes) = self.unify(egraph, subst) else {
             return Vec::new();
@@ -135,7 +135,7 @@ impl Applier<Node, Shapes> for RuleApplier {
         }
         let mut changed = Vec::new();
         for (t, matched) in self.to.iter().zip(planned) {
-            let id = build(t, egraph, subst, &sizes);
+            let id = build(t, egraph, subst, &sizes, rule_name);
             if egraph.union(id, matched) {
                 changed.push(matched);
             }
@@ -225,8 +225,15 @@ fn plan(t: &Term, egraph: &Graph, subst: &Subst, sizes: &HashMap<String, i64>) -
     (!matches!(data, Data::Invalid(_))).then_some(data)
 }
 
-/// Adds term `t` for this match (checked by [`plan`] first).
-fn build(t: &Term, egraph: &mut Graph, subst: &Subst, sizes: &HashMap<String, i64>) -> Id {
+/// Adds term `t` for this match (checked by [`plan`] first), recording
+/// `rule` as the origin of each call node it adds.
+fn build(
+    t: &Term,
+    egraph: &mut Graph,
+    subst: &Subst,
+    sizes: &HashMap<String, i64>,
+    rule: Symbol,
+) -> Id {
     match t {
         Term::Var { name, .. } => subst[var(name)],
         Term::Float { value, .. } => egraph.add(float(*value)),
@@ -237,9 +244,13 @@ fn build(t: &Term, egraph: &mut Graph, subst: &Subst, sizes: &HashMap<String, i6
         Term::Call { op, args, .. } => {
             let kids = args
                 .iter()
-                .map(|a| build(a, egraph, subst, sizes))
+                .map(|a| build(a, egraph, subst, sizes, rule))
                 .collect();
-            egraph.add(Node::Call(Symbol::from(op.as_str()), kids))
+            let node = Node::Call(Symbol::from(op.as_str()), kids);
+            if egraph.lookup(node.clone()).is_none() {
+                egraph.analysis.origins.push((node.clone(), rule));
+            }
+            egraph.add(node)
         }
     }
 }

@@ -12,6 +12,7 @@ mod equiv;
 mod info;
 mod load;
 mod lower;
+mod optimize;
 mod out_files;
 mod progress;
 mod run;
@@ -63,6 +64,9 @@ enum Command {
     /// Cut a def at its non-linear statements into maximal multi-linear
     /// subprograms and print them.
     Split(split::SplitArgs),
+    /// Search for a faster equivalent of a def (proved rewrite rules in an
+    /// e-graph, candidates measured), prove it equal, and print it as TC.
+    Optimize(optimize::OptimizeArgs),
     /// Decide whether two defs compute the same outputs (exactly, over
     /// Z_p, for multi-linear programs; else in floating point), and list
     /// the output regions where they differ.
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Target(a) => target::run(&a),
         Command::Split(a) => split::run(&a),
         Command::Info(a) => info::run(&a),
+        Command::Optimize(a) => optimize::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),
             Ok((out, false)) => {

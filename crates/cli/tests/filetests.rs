@@ -10,12 +10,15 @@
 //! # test: run --def f --seed 7      `tessera run FILE --def f --seed 7`, full output
 //! # test: split --def f             `tessera split FILE --def f`, full output
 //! # test: verify --def f --def-b g  `tessera verify FILE --def f --def-b g`
+//! # test: optimize --estimate-only  `tessera optimize FILE --estimate-only`
 //! # test: reject                    `tessera check FILE` must fail
 //! # test: reject run --def f        `tessera run FILE --def f` must fail
 //! # test: reject bench --runs 1      `tessera bench FILE --runs 1` must fail
 //! ```
 //!
-//! `bench` appears only in rejection tests: its output is timings.
+//! `bench` appears only in rejection tests: its output is timings. For
+//! the same reason a full-output `optimize` test takes `--estimate-only`
+//! and a fixed `--target` (`tests/files/optimize/machine.target`).
 //!
 //! A full-output test ends with its expectation, every line commented:
 //!
@@ -45,7 +48,9 @@ use std::process::Command;
 use testkit::filetest;
 
 /// The subcommands a test may run (`bench` only to be rejected).
-const KINDS: [&str; 6] = ["check", "run", "lower", "split", "verify", "bench"];
+const KINDS: [&str; 7] = [
+    "check", "run", "lower", "split", "verify", "optimize", "bench",
+];
 
 fn root() -> PathBuf {
     testkit::root()

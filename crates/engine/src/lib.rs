@@ -24,6 +24,7 @@ pub mod function;
 pub mod lowering;
 pub mod model;
 pub mod note;
+pub mod optimize;
 pub mod session;
 pub mod source;
 pub mod specialized;

@@ -29,6 +29,10 @@ pub struct Source {
     pub model: Option<Ports>,
     /// For an ONNX model: the constants its def takes as parameters.
     weights: HashMap<String, Arg>,
+    /// How many of the program's defs come first from the operator
+    /// prelude (a TC file that calls its operators is checked after it);
+    /// the file's own defs follow.
+    pub prelude_defs: usize,
 }
 
 /// An imported model's inputs and outputs: the model's names beside the
@@ -63,17 +67,86 @@ pub fn read_text(path: &Path) -> Result<(String, String), Error> {
 }
 
 impl Source {
-    /// Checks TC `text` read from the file `name`.
+    /// Checks TC `text` read from the file `name`. A file that calls an
+    /// operator of the prelude (`ops/prelude.tc`: `Y = matmul(A, B)`)
+    /// without defining it is checked after the prelude; its diagnostics
+    /// and statement spans stay located in the file's own text.
     pub fn tc(name: String, text: String) -> Result<Source, Error> {
-        let checked = tc::check_source(&text)
-            .map_err(|d| Error::Source(tc::render_diagnostics(&d, &name, &text)))?;
+        let diagnostics = match tc::check_source(&text) {
+            Ok(checked) => {
+                return Ok(Source {
+                    name,
+                    text,
+                    checked,
+                    model: None,
+                    weights: HashMap::new(),
+                    prelude_defs: 0,
+                })
+            }
+            Err(d) => d,
+        };
+        let calls_prelude = diagnostics.iter().any(|d| {
+            d.message
+                .strip_prefix("call of unknown def `")
+                .and_then(|rest| rest.strip_suffix('`'))
+                .is_some_and(|callee| onnx::PRELUDE.contains(&format!("def {callee}(")))
+        });
+        if !calls_prelude {
+            return Err(Error::Source(tc::render_diagnostics(
+                &diagnostics,
+                &name,
+                &text,
+            )));
+        }
+        let offset = onnx::PRELUDE.len() + 1;
+        let whole = format!("{}\n{text}", onnx::PRELUDE);
+        let own = |span: tc::Span| {
+            (span.start >= offset).then(|| tc::Span {
+                start: span.start - offset,
+                end: span.end - offset,
+            })
+        };
+        let mut checked = tc::check_source(&whole).map_err(|ds| {
+            // Every diagnostic is in the file's own text: the prelude
+            // checks alone (the engine's tests check it).
+            let ds: Vec<tc::Diagnostic> = ds
+                .into_iter()
+                .filter_map(|mut d| {
+                    d.span = own(d.span)?;
+                    d.extra
+                        .retain_mut(|l| own(l.span).map(|s| l.span = s).is_some());
+                    Some(d)
+                })
+                .collect();
+            Error::Source(tc::render_diagnostics(&ds, &name, &text))
+        })?;
+        checked.stmt_spans = std::mem::take(&mut checked.stmt_spans)
+            .into_iter()
+            .filter_map(|(k, s)| Some((k, own(s)?)))
+            .collect();
+        checked.def_spans = std::mem::take(&mut checked.def_spans)
+            .into_iter()
+            .filter_map(|(k, s)| Some((k, own(s)?)))
+            .collect();
+        let prelude_defs = checked
+            .program
+            .defs
+            .iter()
+            .take_while(|d| !checked.def_spans.contains_key(&d.name))
+            .count();
         Ok(Source {
             name,
             text,
             checked,
             model: None,
             weights: HashMap::new(),
+            prelude_defs,
         })
+    }
+
+    /// The file's own defs (for a model, its def).
+    pub fn own_defs(&self) -> &[Def] {
+        &self.program().defs[self.prelude_defs..]
     }
 
     /// Reads and checks the TC file at `path`.
@@ -112,6 +185,7 @@ impl Source {
             checked: model.checked,
             model: None,
             weights: HashMap::new(),
+            prelude_defs: 0,
         };
         source.model = Some(Ports {
             inputs: model.inputs,
@@ -135,6 +209,21 @@ impl Source {
                 return Err(no_def_for_model());
             }
             return pick_def(self.program(), Some(onnx::MODEL_DEF), &self.name);
+        }
+        if want.is_none() && self.prelude_defs > 0 {
+            if let [only] = self.own_defs() {
+                return Ok(only);
+            }
+            let names: Vec<String> = self
+                .own_defs()
+                .iter()
+                .map(|d| format!("`{}`", d.name))
+                .collect();
+            return Err(Error::Usage(format!(
+                "`{}` has several defs; choose one with `--def`\n  = help: its defs are {}",
+                self.name,
+                names.join(", ")
+            )));
         }
         pick_def(self.program(), want, &self.name)
     }

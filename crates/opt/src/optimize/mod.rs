@@ -1,0 +1,378 @@
+//! The program optimizer (PET §6 over Tensat's e-graph): a def at concrete
+//! sizes saturated by the proved rewrite rules, the cheapest candidates
+//! by analytic estimate extracted as a beam of `top_k`, each measured, and
+//! the fastest of them and the original kept, proved equal to the
+//! original by the verifier before it is returned.
+//!
+//! Requires a program holding the prelude and the def, sizes binding
+//! every size symbol and integer scalar of the def, rules loaded against
+//! the program and a [`CostModel`]. Guarantees: the original def is always
+//! a candidate, so the result is never measured slower than it; a result
+//! other than the original has passed `verify::verify` against it (when
+//! [`Options::verify`] is on, the default), and a failed proof is an
+//! internal error, never a returned program; the budget bounds the search
+//! (saturation takes at most half of it, measurements stop when it is
+//! spent, the original's measurement and the final proof excepted).
+
+pub mod costs;
+pub mod explain;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ir::{Def, Program};
+
+use crate::cost::CostModel;
+use crate::egraph::extract::{extract_top, Choice};
+use crate::egraph::lang::Node;
+use crate::egraph::{rewrite, Limits, Search};
+use crate::rules::Rule;
+
+pub use explain::{print_explanation, Step};
+
+/// How the optimizer searches.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The whole search's time.
+    pub budget: Duration,
+    /// How many candidates the extraction hands to measurement.
+    pub top_k: usize,
+    /// Saturation's limits (its time is also capped at half the budget).
+    pub limits: Limits,
+    /// Prove the result equal to the original before returning it.
+    pub verify: bool,
+    /// Decide among the candidates by measured times; off, by the
+    /// analytic estimate alone (no compiling, same answer on every run).
+    pub measure: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            budget: Duration::from_secs(10),
+            top_k: 5,
+            limits: Limits::default(),
+            verify: true,
+            measure: true,
+        }
+    }
+}
+
+impl Options {
+    /// Whether the options leave the search something to do.
+    pub fn check(&self) -> Result<(), String> {
+        if self.budget.is_zero() {
+            return Err("a search budget of 0 seconds leaves no time to search".to_string());
+        }
+        if self.top_k == 0 {
+            return Err("a top-k of 0 keeps no candidate to decide on".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// What the search reports while it runs.
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Saturation ended with this many classes and nodes.
+    Saturated {
+        classes: usize,
+        nodes: usize,
+        stopped: String,
+    },
+    /// Candidate `index` (0 is the original) of `count` was measured.
+    Measured {
+        index: usize,
+        count: usize,
+        time: Duration,
+        best: Duration,
+    },
+    /// The result is being proved equal to the original.
+    Verifying,
+}
+
+/// A candidate the search decided on.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// Its def's name in [`Outcome::candidates_program`].
+    pub name: String,
+    /// The analytic estimate of its run.
+    pub estimate: Duration,
+    /// Its measured time (`None` when the search does not measure).
+    pub measured: Option<Duration>,
+}
+
+/// What the optimizer found.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The program with the def replaced by the fastest candidate (the
+    /// original when nothing was faster).
+    pub program: Program,
+    /// Whether the def changed.
+    pub changed: bool,
+    /// The original's time and the result's: measured, or estimated when
+    /// the search does not measure.
+    pub original_time: Duration,
+    pub time: Duration,
+    /// The other forms the search found for each original statement (see
+    /// [`explain::found`]).
+    pub found: Vec<(String, Vec<String>)>,
+    /// The steps the result applies, in the order of its statements.
+    pub steps: Vec<Step>,
+    /// Whether the times are measured.
+    pub measured: bool,
+    /// Every candidate decided on, the original first.
+    pub candidates: Vec<Candidate>,
+    /// The program with every candidate def beside the original.
+    pub candidates_program: Program,
+    /// Why saturation stopped, and the e-graph's size then.
+    pub stopped: String,
+    pub classes: usize,
+    pub nodes: usize,
+    /// The verifier's verdict on the result (`None` when unchanged or not
+    /// verified).
+    pub proof: Option<String>,
+    /// Why the def was not searched (a statement the e-graph does not
+    /// take); the result is then the original.
+    pub not_searched: Option<String>,
+    /// The whole search's time.
+    pub elapsed: Duration,
+}
+
+/// Why the optimizer gave no result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Error<E> {
+    /// The options leave nothing to do (a budget or a top-k of 0), or the
+    /// def is not in the program.
+    Usage(String),
+    /// The cost model failed to measure a candidate.
+    Cost(E),
+    /// A bug: a candidate that could not be written, or a result the
+    /// verifier did not prove.
+    Internal(String),
+}
+
+/// The rules tessera ships, loaded against `program`.
+pub fn shipped_rules(program: &Program) -> Result<Vec<Rule>, String> {
+    crate::rules::load(crate::rules::REWRITES, "ops/rewrites.rules", program)
+}
+
+/// Optimizes def `name` of `program` at `sizes` with `rules`, timing
+/// candidates by `model`; `progress` hears the search's events.
+pub fn optimize<M: CostModel>(
+    program: &Program,
+    name: &str,
+    sizes: &HashMap<String, i64>,
+    rules: &[Rule],
+    model: &M,
+    options: &Options,
+    progress: &mut dyn FnMut(Event),
+) -> Result<Outcome, Error<M::Error>> {
+    let start = Instant::now();
+    options.check().map_err(Error::Usage)?;
+    let original = program
+        .def(name)
+        .ok_or_else(|| Error::Usage(format!("no def named `{name}`")))?;
+    let estimate = |p: &Program, d: &str| {
+        let e = model.estimate(p, d, sizes).map_err(Error::Cost)?;
+        Ok(Duration::from_secs_f64(e.seconds.max(0.0)))
+    };
+    let time_of = |p: &Program, d: &str| -> Result<(Duration, Option<Duration>), Error<M::Error>> {
+        let e = estimate(p, d)?;
+        if !options.measure {
+            return Ok((e, None));
+        }
+        Ok((e, Some(model.measure(p, d, sizes).map_err(Error::Cost)?)))
+    };
+    let (original_estimate, original_measured) = time_of(program, name)?;
+    let original_time = original_measured.unwrap_or(original_estimate);
+    let mut outcome = Outcome {
+        program: program.clone(),
+        changed: false,
+        original_time,
+        time: original_time,
+        found: Vec::new(),
+        steps: Vec::new(),
+        measured: options.measure,
+        candidates: vec![Candidate {
+            name: name.to_string(),
+            estimate: original_estimate,
+            measured: original_measured,
+        }],
+        candidates_program: program.clone(),
+        stopped: String::new(),
+        classes: 0,
+        nodes: 0,
+        proof: None,
+        not_searched: None,
+        elapsed: Duration::ZERO,
+    };
+    progress(Event::Measured {
+        index: 0,
+        count: 1,
+        time: original_time,
+        best: original_time,
+    });
+    let shared = Arc::new(program.clone());
+    let mut search = match Search::new(Arc::clone(&shared), name, sizes) {
+        Ok(s) => s,
+        Err(why) => {
+            outcome.not_searched = Some(why);
+            outcome.elapsed = start.elapsed();
+            return Ok(outcome);
+        }
+    };
+    let rewrites = rewrite::rewrites(rules).map_err(Error::Internal)?;
+    let limits = Limits {
+        time: options.limits.time.min(options.budget / 2),
+        ..options.limits
+    };
+    search.saturate(&rewrites, limits);
+    outcome.stopped = search.stopped.clone().unwrap_or_default();
+    outcome.classes = search.egraph.number_of_classes();
+    outcome.nodes = search.egraph.total_number_of_nodes();
+    outcome.found = explain::found(&search);
+    progress(Event::Saturated {
+        classes: outcome.classes,
+        nodes: outcome.nodes,
+        stopped: outcome.stopped.clone(),
+    });
+
+    let mut costs = costs::EstimateCosts::new(model, program);
+    let choices = extract_top(&search, &mut costs, options.top_k);
+    let original_nodes: Vec<_> = search
+        .statements
+        .iter()
+        .map(|s| search.canonical(&s.node))
+        .collect();
+    let mut work = program.clone();
+    let mut seen = Vec::new();
+    let mut written = Vec::new();
+    for choice in &choices {
+        // A choice of the original's own nodes is the original.
+        if choice.iter().all(|(_, n)| {
+            !matches!(n, Node::Call(..)) || original_nodes.contains(&search.canonical(n))
+        }) {
+            continue;
+        }
+        let cand = format!("{name}__candidate{}", written.len() + 1);
+        let def = search
+            .to_def(original, choice, &cand)
+            .map_err(Error::Internal)?;
+        let text = body_text(&work, &def);
+        if seen.contains(&text) {
+            continue;
+        }
+        seen.push(text);
+        work.defs.push(def);
+        written.push((cand, choice));
+    }
+    let mut decided: Vec<Decided> = Vec::new();
+    let mut best_time = original_time;
+    for (k, (cand, choice)) in written.iter().enumerate() {
+        if start.elapsed() >= options.budget {
+            break;
+        }
+        let (estimate, measured) = time_of(&work, cand)?;
+        outcome.candidates.push(Candidate {
+            name: cand.clone(),
+            estimate,
+            measured,
+        });
+        let time = measured.unwrap_or(estimate);
+        decided.push(Decided {
+            name: cand.clone(),
+            time,
+            estimate,
+            choice,
+        });
+        best_time = best_time.min(time);
+        progress(Event::Measured {
+            index: k + 1,
+            count: written.len() + 1,
+            time,
+            best: best_time,
+        });
+    }
+    let best = winner(original_time, &decided);
+    outcome.candidates_program = work.clone();
+    if let Some(Decided {
+        name: winner,
+        time,
+        choice,
+        ..
+    }) = best
+    {
+        if options.verify {
+            progress(Event::Verifying);
+            let report = crate::verify::verify(
+                &work,
+                name,
+                &work,
+                &winner,
+                &crate::verify::Options {
+                    sizes: sizes.clone(),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| Error::Internal(format!("proving the optimized `{name}`: {e}")))?;
+            if !report.equivalent() {
+                return Err(Error::Internal(format!(
+                    "the optimized `{name}` differs from the original:\n{}",
+                    crate::verify::print_report(&report)
+                )));
+            }
+            outcome.proof = Some(crate::verify::print_report(&report));
+        }
+        let mut def = work
+            .def(&winner)
+            .cloned()
+            .ok_or_else(|| Error::Internal(format!("no candidate `{winner}`")))?;
+        def.name = name.to_string();
+        if let Some(slot) = outcome.program.defs.iter_mut().find(|d| d.name == name) {
+            *slot = def;
+        }
+        outcome.changed = true;
+        outcome.time = time;
+        outcome.steps = explain::steps(&search, choice);
+    }
+    outcome.elapsed = start.elapsed();
+    Ok(outcome)
+}
+
+/// Times closer than this fraction are one time: measurements of one
+/// program vary by about that much from run to run.
+const NOISE: f64 = 0.03;
+
+/// A candidate with its time (measured, or estimated) and estimate.
+#[derive(Clone, Debug)]
+struct Decided<'c> {
+    name: String,
+    time: Duration,
+    estimate: Duration,
+    choice: &'c Choice,
+}
+
+/// The candidate that replaces the original: one faster than it by more
+/// than the noise, and among those within the noise of the fastest, the
+/// one the estimate calls cheapest (measurements this close do not tell
+/// them apart; the estimate does not vary). `None` keeps the original.
+fn winner<'c>(original: Duration, decided: &[Decided<'c>]) -> Option<Decided<'c>> {
+    let fastest = decided.iter().map(|m| m.time).min()?.as_secs_f64();
+    let original = original.as_secs_f64();
+    decided
+        .iter()
+        .filter(|m| m.time.as_secs_f64() <= fastest * (1.0 + NOISE))
+        .filter(|m| m.time.as_secs_f64() < original * (1.0 - NOISE))
+        .min_by(|a, b| a.estimate.cmp(&b.estimate))
+        .cloned()
+}
+
+/// A def's statements as text, the name left out: two candidates that
+/// print the same are one.
+fn body_text(program: &Program, def: &Def) -> String {
+    let mut d = def.clone();
+    d.name = String::new();
+    ir::print_def(program, &d)
+}

@@ -42,6 +42,21 @@ pub trait CostModel {
         def: &str,
         sizes: &HashMap<String, i64>,
     ) -> Result<Duration, Self::Error>;
+
+    /// The times of `defs` measured now and side by side (their runs
+    /// interleaved, so that a drift of the machine touches all alike):
+    /// how a search confirms that a candidate beats the original. By
+    /// default, each one's [`CostModel::measure`].
+    fn compare(
+        &self,
+        program: &Program,
+        defs: &[&str],
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Vec<Duration>, Self::Error> {
+        defs.iter()
+            .map(|d| self.measure(program, d, sizes))
+            .collect()
+    }
 }
 
 /// The candidate def of `program` with the smallest measured time, and its

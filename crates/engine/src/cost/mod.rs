@@ -36,6 +36,10 @@ pub const RUNS: u32 = 10;
 /// Warm-up runs per measurement (and at least a quarter of a second).
 pub const WARMUP: u32 = 2;
 
+/// Rounds of a side-by-side comparison; each round times every def
+/// [`RUNS`] times, one def after the other.
+pub const COMPARE_ROUNDS: u32 = 5;
+
 /// Costs of defs compiled with one set of options on one target.
 #[derive(Debug)]
 pub struct CostService {
@@ -107,14 +111,14 @@ impl CostService {
         ]))
     }
 
-    /// Compiles and times `def` now: the median of [`RUNS`] runs after
-    /// [`WARMUP`] warm-up runs, on seeded random tensors.
-    fn measure_now(
+    /// Compiles `def` for `sizes` and prepares a run state on seeded
+    /// random tensors.
+    fn prepare(
         &self,
         program: &Program,
         def: &str,
         sizes: &HashMap<String, i64>,
-    ) -> Result<Duration, Error> {
+    ) -> Result<(crate::Compiled, runtime::State), Error> {
         let d = crate::source::pick_def(program, Some(def), "the program")?;
         // Integer scalars are sizes; other scalars have no value to time
         // with, and `bind` says so.
@@ -131,7 +135,19 @@ impl CostService {
         let bound = bind::bind(d, args, sizes.clone(), 0)?;
         let compiled =
             compile::compile_with(program, d, &bound.sizes, &self.options, &self.kernels)?;
-        let mut state = compiled.prepare(&bound.args)?;
+        let state = compiled.prepare(&bound.args)?;
+        Ok((compiled, state))
+    }
+
+    /// Compiles and times `def` now: the median of [`RUNS`] runs after
+    /// [`WARMUP`] warm-up runs, on seeded random tensors.
+    fn measure_now(
+        &self,
+        program: &Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Duration, Error> {
+        let (compiled, mut state) = self.prepare(program, def, sizes)?;
         let timing = timing::time_runs(&compiled, &mut state, RUNS, WARMUP, false)?;
         self.measured.fetch_add(1, Ordering::Relaxed);
         Ok(Duration::from_secs_f64(timing.median()))
@@ -160,6 +176,37 @@ impl CostModel for CostService {
         let key = self.key(program, def, sizes)?;
         self.store
             .get_or_measure(&key, || self.measure_now(program, def, sizes))
+    }
+
+    /// Each def compiled and warmed up, then [`COMPARE_ROUNDS`] rounds of
+    /// [`RUNS`] runs of each in turn; each def's median over its runs.
+    /// Never cached: a comparison is about now.
+    fn compare(
+        &self,
+        program: &Program,
+        defs: &[&str],
+        sizes: &HashMap<String, i64>,
+    ) -> Result<Vec<Duration>, Error> {
+        let mut prepared = Vec::new();
+        for d in defs {
+            let (compiled, mut state) = self.prepare(program, d, sizes)?;
+            timing::time_runs(&compiled, &mut state, 1, WARMUP, false)?;
+            prepared.push((compiled, state, Vec::new()));
+        }
+        for _ in 0..COMPARE_ROUNDS {
+            for (compiled, state, seconds) in &mut prepared {
+                seconds.extend(timing::time_batch(compiled, state, RUNS)?);
+            }
+        }
+        self.measured
+            .fetch_add(defs.len() as u64, Ordering::Relaxed);
+        Ok(prepared
+            .into_iter()
+            .map(|(_, _, mut s)| {
+                s.sort_by(f64::total_cmp);
+                Duration::from_secs_f64(s[s.len() / 2])
+            })
+            .collect())
     }
 }
 

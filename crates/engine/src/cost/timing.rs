@@ -82,3 +82,15 @@ pub fn time_runs(
         profiles,
     })
 }
+
+/// Times `runs` runs of `compiled` on `state` with no warm-up (the caller
+/// warmed it): each run's time in seconds, in run order.
+pub fn time_batch(compiled: &Compiled, state: &mut State, runs: u32) -> Result<Vec<f64>, Error> {
+    let mut seconds = Vec::with_capacity(runs as usize);
+    for _ in 0..runs {
+        let t = Instant::now();
+        compiled.run_state(state, None).map_err(Error::Compiled)?;
+        seconds.push(t.elapsed().as_secs_f64());
+    }
+    Ok(seconds)
+}

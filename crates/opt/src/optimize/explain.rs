@@ -171,12 +171,16 @@ pub fn print_explanation(outcome: &Outcome) -> String {
             .collect();
         out.push_str(&table(&["step", "rule", "where", "verdict"], &rows));
     }
-    let speedup = |d: Duration| {
-        format!(
-            "{:.2}x",
-            outcome.original_time.as_secs_f64() / d.as_secs_f64().max(1e-12)
-        )
+    let speedup_over = |base: Duration, d: Duration| {
+        format!("{:.2}x", base.as_secs_f64() / d.as_secs_f64().max(1e-12))
     };
+    let speedup = |d: Duration| speedup_over(outcome.original_time, d);
+    // The table's speedups are over the original's time as the table has
+    // it, measured (or estimated) like the candidates.
+    let base = outcome
+        .candidates
+        .first()
+        .map_or(outcome.original_time, |c| c.measured.unwrap_or(c.estimate));
     let rows: Vec<[String; 4]> = outcome
         .candidates
         .iter()
@@ -186,7 +190,7 @@ pub fn print_explanation(outcome: &Outcome) -> String {
                 c.name.clone(),
                 ms(c.estimate),
                 c.measured.map_or_else(|| "-".to_string(), ms),
-                speedup(time),
+                speedup_over(base, time),
             ]
         })
         .collect();
@@ -194,6 +198,19 @@ pub fn print_explanation(outcome: &Outcome) -> String {
         &["candidate", "estimate", "measured", "speedup"],
         &rows,
     ));
+    if let Some((name, before, after)) = &outcome.side_by_side {
+        out.push_str(&format!(
+            "side by side: {} {}, {name} {}{}\n",
+            outcome.candidates[0].name,
+            ms(*before),
+            ms(*after),
+            if outcome.changed {
+                ""
+            } else {
+                " (not faster beyond the noise: the original stays)"
+            }
+        ));
+    }
     if outcome.measured {
         out.push_str(&format!(
             "time: {} before, {} after ({}), measured; search {:.2} s\n",

@@ -122,6 +122,10 @@ pub struct Outcome {
     pub steps: Vec<Step>,
     /// Whether the times are measured.
     pub measured: bool,
+    /// The candidate that won on the separate measurements, and the
+    /// original's time and its own measured side by side (the times that
+    /// decide; `None` when nothing beat the original, or not measuring).
+    pub side_by_side: Option<(String, Duration, Duration)>,
     /// Every candidate decided on, the original first.
     pub candidates: Vec<Candidate>,
     /// The program with every candidate def beside the original.
@@ -195,6 +199,7 @@ pub fn optimize<M: CostModel>(
         found: Vec::new(),
         steps: Vec::new(),
         measured: options.measure,
+        side_by_side: None,
         candidates: vec![Candidate {
             name: name.to_string(),
             estimate: original_estimate,
@@ -295,7 +300,25 @@ pub fn optimize<M: CostModel>(
             best: best_time,
         });
     }
-    let best = winner(original_time, &decided);
+    let mut best = winner(original_time, &decided);
+    // The times above may come from the cost model's cache, each measured
+    // alone; a winner must also beat the original measured side by side
+    // with it now, or the original stays.
+    if let (Some(w), true) = (&best, options.measure) {
+        let times = model
+            .compare(&work, &[name, &w.name], sizes)
+            .map_err(Error::Cost)?;
+        if let [before, after] = times[..] {
+            outcome.side_by_side = Some((w.name.clone(), before, after));
+            outcome.original_time = before;
+            if after.as_secs_f64() < before.as_secs_f64() * (1.0 - NOISE) {
+                best = best.map(|w| Decided { time: after, ..w });
+            } else {
+                outcome.time = before;
+                best = None;
+            }
+        }
+    }
     outcome.candidates_program = work.clone();
     if let Some(Decided {
         name: winner,

@@ -116,6 +116,15 @@ impl Applier<Node, Shapes> for RuleApplier {
         _searcher_ast: Option<&PatternAst<Node>>,
         rule_name: Symbol,
     ) -> Vec<Id> {
+        // A multi-pattern matching one class twice merges a value with
+        // itself: true, but never cheaper, and it grows the graph with
+        // joined copies (on PET's Figure 10a, 11 classes became 2735).
+        let roots: Vec<Id> = (0..self.to.len())
+            .filter_map(|k| subst.get(root(k)).map(|id| egraph.find(*id)))
+            .collect();
+        if (1..roots.len()).any(|k| roots[..k].contains(&roots[k])) {
+            return Vec::new();
+        }
         let Some(sizes) = self.unify(egraph, subst) else {
             return Vec::new();
         };

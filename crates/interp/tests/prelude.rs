@@ -148,6 +148,7 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_nchwc_grouped",
     "maxpool2d_nchwc",
     "scale_shift_nchwc",
+    "batchnorm_factor",
     "maxpool2d",
     "avgpool2d",
     "avgpool2d_incpad",
@@ -1153,6 +1154,40 @@ fn batchnorm() {
             flt("eps", eps),
         ];
         check(&format!("batchnorm_r{rank}"), args, &[&want]);
+    }
+}
+
+/// The batch norm's factor per channel is what the normalization scales by:
+/// on channels of positive variance it is Scale / sqrt(Var + eps), and a
+/// batch norm is `(x - Mean) * factor + Bias` with it (ONNX's definition,
+/// `r::batchnorm`), which is what folding it into weights relies on.
+#[test]
+fn batchnorm_factor() {
+    for (ch, seed) in [(1, 690), (4, 691), (7, 692)] {
+        let scale = rand(&[ch], seed);
+        let var = rand_with(&[ch], seed + 1, |v| v.abs() + 0.1);
+        let eps = 1e-3;
+        let want = Nd::new(
+            &[ch],
+            (0..ch)
+                .map(|c| scale.data[c] / (var.data[c] + eps).sqrt())
+                .collect(),
+        );
+        let args = vec![t("Scale", &scale), t("Var", &var), flt("eps", eps)];
+        let got = check("batchnorm_factor", args, &[&want]);
+        let factor = got[0].1.to_f64_vec();
+        let (bias, mean) = (rand(&[ch], seed + 2), rand(&[ch], seed + 3));
+        let x = rand_with(&[2, ch, 3], seed + 4, |v| 3.0 * v);
+        let norm = r::batchnorm(&x, &scale, &bias, &mean, &var, eps);
+        r::for_each_index(&x.shape, |ix| {
+            let c = ix[1];
+            let folded = (x.at(ix) - mean.data[c]) * factor[c] + bias.data[c];
+            let w = norm.at(ix);
+            assert!(
+                (folded - w).abs() <= RTOL * w.abs().max(1.0),
+                "batchnorm_factor: channel {c} folds to {folded}, the batch norm gives {w}"
+            );
+        });
     }
 }
 

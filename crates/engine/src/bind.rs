@@ -161,6 +161,21 @@ pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, E
     Ok(args)
 }
 
+/// The integer scalar parameters of `def` that `sizes` gives, as
+/// arguments: a search binds them as sizes (other scalars have no value
+/// to time with, and [`bind`] says so).
+pub fn int_scalars(def: &Def, sizes: &HashMap<String, i64>) -> HashMap<String, Arg> {
+    def.params
+        .iter()
+        .filter_map(|p| match p {
+            Param::Scalar { name, dtype } if dtype.is_int() => sizes
+                .get(name)
+                .map(|v| (name.clone(), Arg::Scalar(Value::Int(*v)))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Binds `def`'s sizes from `given` and the shapes of `args`, and fills
 /// every tensor parameter `args` lacks with seeded random values (the seed
 /// of parameter k is `seed + k`), noting each. A scalar parameter must be

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use interp::Arg;
-use ir::{Param, Value};
+use ir::Value;
 use opt::optimize::{Event, Outcome};
 use opt::rules::Rule;
 
@@ -61,16 +61,7 @@ pub fn optimize(
 
 /// Every size symbol and integer scalar of `d`, from `given`.
 fn bound_sizes(d: &ir::Def, given: &HashMap<String, i64>) -> Result<HashMap<String, i64>, Error> {
-    let args: HashMap<String, Arg> = d
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Scalar { name, dtype } if dtype.is_int() => given
-                .get(name)
-                .map(|v| (name.clone(), Arg::Scalar(Value::Int(*v)))),
-            _ => None,
-        })
-        .collect();
+    let args = crate::bind::int_scalars(d, given);
     let mut sizes =
         interp::bind_sizes(d, &args, given).map_err(|e| Error::Sizes(e.message.clone()))?;
     for (name, arg) in args {

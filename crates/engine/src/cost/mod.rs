@@ -19,8 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use codegen::cache::KernelCache;
-use interp::Arg;
-use ir::{Param, Program, Stmt, Value};
+use ir::{Program, Stmt};
 use opt::cost::{CostModel, Estimate};
 
 use crate::{bind, compile, Error};
@@ -120,18 +119,7 @@ impl CostService {
         sizes: &HashMap<String, i64>,
     ) -> Result<(crate::Compiled, runtime::State), Error> {
         let d = crate::source::pick_def(program, Some(def), "the program")?;
-        // Integer scalars are sizes; other scalars have no value to time
-        // with, and `bind` says so.
-        let args: HashMap<String, Arg> = d
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                Param::Scalar { name, dtype } if dtype.is_int() => sizes
-                    .get(name)
-                    .map(|v| (name.clone(), Arg::Scalar(Value::Int(*v)))),
-                _ => None,
-            })
-            .collect();
+        let args = bind::int_scalars(d, sizes);
         let bound = bind::bind(d, args, sizes.clone(), 0)?;
         let compiled =
             compile::compile_with(program, d, &bound.sizes, &self.options, &self.kernels)?;

@@ -37,13 +37,7 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
         .iter()
         .map(|s| search.canonical(&s.node))
         .collect();
-    let origins: Vec<(Node, String)> = search
-        .egraph
-        .analysis
-        .origins
-        .iter()
-        .map(|(n, r)| (search.canonical(n), r.as_str().to_string()))
-        .collect();
+    let origins = origins(search);
     // Keyed by (statement index or MAX, rule) so the steps come in order.
     let mut grouped: BTreeMap<(usize, String), Step> = BTreeMap::new();
     for (id, node) in choice.iter() {
@@ -87,6 +81,18 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
     grouped.into_values().collect()
 }
 
+/// Each node a rewrite added, its children canonical now, and the rule
+/// that added it.
+fn origins(search: &Search) -> Vec<(Node, String)> {
+    search
+        .egraph
+        .analysis
+        .origins
+        .iter()
+        .map(|(n, r)| (search.canonical(n), r.as_str().to_string()))
+        .collect()
+}
+
 /// The most alternative forms the explanation lists per statement.
 const MAX_FORMS: usize = 8;
 
@@ -94,13 +100,7 @@ const MAX_FORMS: usize = 8;
 /// of its value in the e-graph (`op`, and the rule that added it), for the
 /// statements that have any.
 pub fn found(search: &Search) -> Vec<(String, Vec<String>)> {
-    let origins: Vec<(Node, String)> = search
-        .egraph
-        .analysis
-        .origins
-        .iter()
-        .map(|(n, r)| (search.canonical(n), r.as_str().to_string()))
-        .collect();
+    let origins = origins(search);
     let mut out = Vec::new();
     for s in &search.statements {
         let mine = search.canonical(&s.node);

@@ -192,7 +192,7 @@ impl CostModel for CostService {
             .into_iter()
             .map(|(_, _, mut s)| {
                 s.sort_by(f64::total_cmp);
-                Duration::from_secs_f64(s[s.len() / 2])
+                Duration::from_secs_f64(timing::median(&s))
             })
             .collect())
     }

@@ -29,17 +29,22 @@ impl Timing {
     /// The median time in seconds (the mean of the middle two of an even
     /// count).
     pub fn median(&self) -> f64 {
-        let t = &self.seconds;
-        if t.len() % 2 == 1 {
-            t[t.len() / 2]
-        } else {
-            (t[t.len() / 2 - 1] + t[t.len() / 2]) / 2.0
-        }
+        median(&self.seconds)
     }
 
     /// The shortest time in seconds.
     pub fn min(&self) -> f64 {
         self.seconds[0]
+    }
+}
+
+/// The median of ascending times `t` (the mean of the middle two of an
+/// even count); `t` must not be empty.
+pub fn median(t: &[f64]) -> f64 {
+    if t.len() % 2 == 1 {
+        t[t.len() / 2]
+    } else {
+        (t[t.len() / 2 - 1] + t[t.len() / 2]) / 2.0
     }
 }
 

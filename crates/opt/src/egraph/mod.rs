@@ -313,6 +313,14 @@ impl Search {
         n
     }
 
+    /// The original statements' nodes, their children canonical now.
+    pub fn original_nodes(&self) -> Vec<Node> {
+        self.statements
+            .iter()
+            .map(|s| self.canonical(&s.node))
+            .collect()
+    }
+
     /// The classes of the def's inputs, by name.
     fn input_classes(&self) -> Vec<(String, Id)> {
         self.egraph

@@ -32,11 +32,7 @@ pub struct Step {
 /// The steps of `choice`, in the order of the original statements they
 /// replace (new tensors last).
 pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
-    let original: Vec<Node> = search
-        .statements
-        .iter()
-        .map(|s| search.canonical(&s.node))
-        .collect();
+    let original = search.original_nodes();
     let origins = origins(search);
     // Keyed by (statement index or MAX, rule) so the steps come in order.
     let mut grouped: BTreeMap<(usize, String), Step> = BTreeMap::new();

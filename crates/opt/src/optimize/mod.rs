@@ -219,8 +219,7 @@ pub fn optimize<M: CostModel>(
         time: original_time,
         best: original_time,
     });
-    let shared = Arc::new(program.clone());
-    let mut search = match Search::new(Arc::clone(&shared), name, sizes) {
+    let mut search = match Search::new(Arc::new(program.clone()), name, sizes) {
         Ok(s) => s,
         Err(why) => {
             outcome.not_searched = Some(why);
@@ -246,11 +245,7 @@ pub fn optimize<M: CostModel>(
 
     let mut costs = costs::EstimateCosts::new(model, program);
     let choices = extract_top(&search, &mut costs, options.top_k);
-    let original_nodes: Vec<_> = search
-        .statements
-        .iter()
-        .map(|s| search.canonical(&s.node))
-        .collect();
+    let original_nodes = search.original_nodes();
     let mut work = program.clone();
     let mut seen = Vec::new();
     let mut written = Vec::new();
@@ -319,7 +314,6 @@ pub fn optimize<M: CostModel>(
             }
         }
     }
-    outcome.candidates_program = work.clone();
     if let Some(Decided {
         name: winner,
         time,
@@ -360,6 +354,7 @@ pub fn optimize<M: CostModel>(
         outcome.time = time;
         outcome.steps = explain::steps(&search, choice);
     }
+    outcome.candidates_program = work;
     outcome.elapsed = start.elapsed();
     Ok(outcome)
 }

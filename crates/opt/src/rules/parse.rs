@@ -371,17 +371,30 @@ impl Parser {
     }
 
     fn dim(&mut self) -> Result<SizeExpr, String> {
+        self.size_atom(
+            ("{", "}"),
+            "expected a dimension: a size symbol, an integer or `{expression}`",
+        )
+    }
+
+    /// A size symbol, an integer, or a size expression between `open` and
+    /// `close`; `expected` is the error otherwise.
+    fn size_atom(
+        &mut self,
+        (open, close): (&'static str, &'static str),
+        expected: &str,
+    ) -> Result<SizeExpr, String> {
         match self.next() {
             Some((Tok::Ident(s), _)) => Ok(SizeExpr::sym(&s)),
             Some((Tok::Int(v), _)) => Ok(SizeExpr::constant(v)),
-            Some((Tok::Punct("{"), _)) => {
+            Some((Tok::Punct(p), _)) if p == open => {
                 let e = self.sum()?;
-                self.punct("}")?;
+                self.punct(close)?;
                 Ok(e)
             }
             _ => {
                 self.k -= 1;
-                self.error("expected a dimension: a size symbol, an integer or `{expression}`")
+                self.error(expected)
             }
         }
     }
@@ -467,18 +480,6 @@ impl Parser {
     }
 
     fn atom(&mut self) -> Result<SizeExpr, String> {
-        match self.next() {
-            Some((Tok::Ident(s), _)) => Ok(SizeExpr::sym(&s)),
-            Some((Tok::Int(v), _)) => Ok(SizeExpr::constant(v)),
-            Some((Tok::Punct("("), _)) => {
-                let e = self.sum()?;
-                self.punct(")")?;
-                Ok(e)
-            }
-            _ => {
-                self.k -= 1;
-                self.error("expected a size symbol, an integer or `(`")
-            }
-        }
+        self.size_atom(("(", ")"), "expected a size symbol, an integer or `(`")
     }
 }

@@ -301,6 +301,13 @@ impl Scope<'_> {
             Expr::Cast(to, a) if *to == DType::I64 && self.type_of(a) == DType::I64 => {
                 self.ord(a, upto)?
             }
+            // A narrower integer constant (an `int32` attribute bound to
+            // its value) widened is an affine constant, so subscripts that
+            // multiply iterators by it stay affine.
+            Expr::Cast(DType::I64, a) if self.type_of(a).is_int() => match self.ord(a, upto)? {
+                Ord::Const(Value::Int(v)) => Ord::Form(Form::constant(v)),
+                x => Ord::Cast(DType::I64, Box::new(x)),
+            },
             Expr::Cast(to, a) => Ord::Cast(*to, Box::new(self.ord(a, upto)?)),
             Expr::Call(b, args) => Ord::Call(
                 *b,

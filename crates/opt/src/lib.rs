@@ -9,6 +9,7 @@ pub mod egraph;
 pub mod hoist;
 pub mod layout;
 pub mod linearity;
+pub mod mutant;
 pub mod optimize;
 pub mod rules;
 pub mod signature;

@@ -73,6 +73,8 @@ pub struct Search {
     input_types: HashMap<String, ir::DType>,
     /// Why saturation stopped, once it ran.
     pub stopped: Option<String>,
+    /// The mutants whose calls joined classes (`optimize::mutate`).
+    pub mutants: Vec<crate::mutant::Mutant>,
 }
 
 impl Search {
@@ -223,6 +225,7 @@ impl Search {
                 .map(|t| (t.name.clone(), t.dtype))
                 .collect(),
             stopped: None,
+            mutants: Vec::new(),
         })
     }
 
@@ -244,6 +247,12 @@ impl Search {
             StopReason::Other(why) => why.clone(),
         });
         self.egraph = runner.egraph;
+        self.canonicalize();
+    }
+
+    /// Makes the outputs' and statements' classes canonical after the
+    /// e-graph changed.
+    pub fn canonicalize(&mut self) {
         for (_, id) in &mut self.outputs {
             *id = self.egraph.find(*id);
         }
@@ -517,6 +526,14 @@ fn scalar(e: &Expr, sizes: &HashMap<String, i64>) -> Option<Node> {
         Expr::Lit(Value::Int(v), _) => Some(Node::Int(*v)),
         Expr::Lit(Value::Float(v), _) => Some(lang::float(*v)),
         Expr::Sym(s) => sizes.get(s).map(|v| Node::Int(*v)),
+        // The checker narrows a size passed to an `int32` parameter.
+        Expr::Cast(t, x) if t.is_int() => match scalar(x, sizes)? {
+            Node::Int(v) => match ir::arith::cast_value(*t, Value::Int(v)) {
+                Value::Int(w) => Some(Node::Int(w)),
+                _ => None,
+            },
+            _ => None,
+        },
         Expr::Unary(ir::UnOp::Neg, x) => match scalar(x, sizes)? {
             Node::Int(v) => Some(Node::Int(-v)),
             Node::Leaf(s) => match lang::leaf_kind(&s) {

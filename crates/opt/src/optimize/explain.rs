@@ -42,10 +42,14 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
         if original.contains(&node) {
             continue;
         }
-        let rule = origins
-            .iter()
-            .find(|(n, _)| *n == node)
-            .map_or_else(|| "(unrecorded)".to_string(), |(_, r)| r.clone());
+        let mutant = super::mutate::mutant_named(search, op.as_str());
+        let rule = match mutant {
+            Some(m) => format!("mutant: {}", m.description),
+            None => origins
+                .iter()
+                .find(|(n, _)| *n == node)
+                .map_or_else(|| "(unrecorded)".to_string(), |(_, r)| r.clone()),
+        };
         let place = search
             .statements
             .iter()
@@ -65,16 +69,47 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
             rule: rule.clone(),
             at,
             ops: Vec::new(),
-            verdict: format!(
-                "rule proved by the verifier at {} sizes",
-                crate::rules::SAMPLES
-            ),
+            verdict: match mutant {
+                Some(m) => mutant_verdict(m),
+                None => format!(
+                    "rule proved by the verifier at {} sizes",
+                    crate::rules::SAMPLES
+                ),
+            },
         });
         if !step.ops.contains(&op) {
             step.ops.push(op);
         }
     }
+    // An original statement whose node the result does not compute is
+    // gone: the rules proved its value equal to another the result has.
+    let chosen: Vec<Node> = choice.iter().map(|(_, n)| search.canonical(n)).collect();
+    for s in &search.statements {
+        if !chosen.contains(&search.canonical(&s.node)) && !grouped.keys().any(|k| k.0 == s.index) {
+            grouped.insert(
+                (s.index, String::new()),
+                Step {
+                    rule: "(removed: equal to a value the result computes)".to_string(),
+                    at: format!("statement {} (`{}` = {})", s.index + 1, s.result, s.op),
+                    ops: Vec::new(),
+                    verdict: format!(
+                        "rules proved by the verifier at {} sizes",
+                        crate::rules::SAMPLES
+                    ),
+                },
+            );
+        }
+    }
     grouped.into_values().collect()
+}
+
+/// How a mutant is proved: its corrections, and the verdict on it.
+fn mutant_verdict(m: &crate::mutant::Mutant) -> String {
+    if m.corrections.is_empty() {
+        return m.verdict.clone();
+    }
+    let regions: Vec<String> = m.corrections.iter().map(|r| r.show()).collect();
+    format!("corrected on {}; then {}", regions.join(" "), m.verdict)
 }
 
 /// Each node a rewrite added, its children canonical now, and the rule
@@ -107,11 +142,16 @@ pub fn found(search: &Search) -> Vec<(String, Vec<String>)> {
             if n == mine {
                 continue;
             }
-            let rule = origins
-                .iter()
-                .find(|(o, _)| *o == n)
-                .map_or("", |(_, r)| r.as_str());
-            let form = format!("{op} ({rule})");
+            let form = match super::mutate::mutant_named(search, op.as_str()) {
+                Some(m) => format!("mutant: {} ({})", m.description, mutant_verdict(m)),
+                None => {
+                    let rule = origins
+                        .iter()
+                        .find(|(o, _)| *o == n)
+                        .map_or("", |(_, r)| r.as_str());
+                    format!("{op} ({rule})")
+                }
+            };
             if !forms.contains(&form) {
                 forms.push(form);
             }
@@ -146,8 +186,27 @@ pub fn print_explanation(outcome: &Outcome) -> String {
             outcome.classes, outcome.nodes, outcome.stopped
         ));
     }
+    let m = &outcome.mutation;
+    if m.applications > 0 {
+        out.push_str(&format!(
+            "mutants: {} generated for {} applications, {} checked, {} accepted ({} corrected){}\n",
+            m.generated,
+            m.applications,
+            m.checked,
+            m.accepted,
+            m.corrected,
+            if m.out_of_time {
+                "; stopped at the budget"
+            } else {
+                ""
+            }
+        ));
+    }
     for (statement, forms) in &outcome.found {
-        out.push_str(&format!("found for {statement}: {}\n", forms.join(", ")));
+        out.push_str(&format!("found for {statement}:\n"));
+        for f in forms {
+            out.push_str(&format!("  {f}\n"));
+        }
     }
     if outcome.steps.is_empty() {
         out.push_str("steps: none (the original is the fastest candidate)\n");

@@ -16,6 +16,7 @@
 
 pub mod costs;
 pub mod explain;
+pub mod mutate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +26,6 @@ use ir::{Def, Program};
 
 use crate::cost::CostModel;
 use crate::egraph::extract::{extract_top, Choice};
-use crate::egraph::lang::Node;
 use crate::egraph::{rewrite, Limits, Search};
 use crate::rules::Rule;
 
@@ -45,6 +45,9 @@ pub struct Options {
     /// Decide among the candidates by measured times; off, by the
     /// analytic estimate alone (no compiling, same answer on every run).
     pub measure: bool,
+    /// The mutation depth (PET §4: operators per mutant, layouts of
+    /// weights not counted); 0 turns mutants off.
+    pub depth: usize,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             limits: Limits::default(),
             verify: true,
             measure: true,
+            depth: 3,
         }
     }
 }
@@ -130,8 +134,11 @@ pub struct Outcome {
     pub candidates: Vec<Candidate>,
     /// The program with every candidate def beside the original.
     pub candidates_program: Program,
-    /// Why saturation stopped, and the e-graph's size then.
+    /// Why saturation stopped, and the e-graph's size then (mutants
+    /// added).
     pub stopped: String,
+    /// What the mutation phase did.
+    pub mutation: mutate::Report,
     pub classes: usize,
     pub nodes: usize,
     /// The verifier's verdict on the result (`None` when unchanged or not
@@ -207,6 +214,7 @@ pub fn optimize<M: CostModel>(
         }],
         candidates_program: program.clone(),
         stopped: String::new(),
+        mutation: mutate::Report::default(),
         classes: 0,
         nodes: 0,
         proof: None,
@@ -233,6 +241,12 @@ pub fn optimize<M: CostModel>(
         ..options.limits
     };
     search.saturate(&rewrites, limits);
+    if options.depth > 0 {
+        let deadline = start + options.budget * 3 / 4;
+        outcome.mutation = mutate::add_mutants(&mut search, model, options.depth, deadline)
+            .map_err(Error::Internal)?;
+    }
+    let searched = Arc::clone(&search.egraph.analysis.program);
     outcome.stopped = search.stopped.clone().unwrap_or_default();
     outcome.classes = search.egraph.number_of_classes();
     outcome.nodes = search.egraph.total_number_of_nodes();
@@ -243,19 +257,15 @@ pub fn optimize<M: CostModel>(
         stopped: outcome.stopped.clone(),
     });
 
-    let mut costs = costs::EstimateCosts::new(model, program);
+    let mut costs = costs::EstimateCosts::new(model, &searched);
     let choices = extract_top(&search, &mut costs, options.top_k);
-    let original_nodes = search.original_nodes();
-    let mut work = program.clone();
-    let mut seen = Vec::new();
+    let mut work = (*searched).clone();
+    // A choice that writes the original back is the original, already
+    // a candidate; one of some of its nodes only (a statement found to
+    // be redundant) is not.
+    let mut seen = vec![body_text(program, original)];
     let mut written = Vec::new();
     for choice in &choices {
-        // A choice of the original's own nodes is the original.
-        if choice.iter().all(|(_, n)| {
-            !matches!(n, Node::Call(..)) || original_nodes.contains(&search.canonical(n))
-        }) {
-            continue;
-        }
         let cand = format!("{name}__candidate{}", written.len() + 1);
         let def = search
             .to_def(original, choice, &cand)
@@ -347,6 +357,24 @@ pub fn optimize<M: CostModel>(
             .cloned()
             .ok_or_else(|| Error::Internal(format!("no candidate `{winner}`")))?;
         def.name = name.to_string();
+        // The mutants the result calls join the program, before it.
+        for m in &search.mutants {
+            let called = def
+                .stmts
+                .iter()
+                .any(|s| matches!(s, ir::Stmt::Call(c) if c.callee == m.def.name));
+            if called {
+                let at = outcome.program.defs.len().min(
+                    outcome
+                        .program
+                        .defs
+                        .iter()
+                        .position(|d| d.name == name)
+                        .unwrap_or(usize::MAX),
+                );
+                outcome.program.defs.insert(at, m.def.clone());
+            }
+        }
         if let Some(slot) = outcome.program.defs.iter_mut().find(|d| d.name == name) {
             *slot = def;
         }

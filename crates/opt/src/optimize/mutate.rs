@@ -1,0 +1,185 @@
+//! The optimizer's mutation phase (PET §4–§5 in the e-graph): each
+//! operator application in the saturated e-graph that a mutant template
+//! covers gets its shape-valid mutants, the cheapest by the analytic
+//! estimate are checked by the verifier (corrected where they differ on
+//! small regions), and every accepted mutant joins its application's
+//! e-class as a call of its own def, added to the program.
+//!
+//! Requires a saturated search and a cost model. Guarantees: a node added
+//! here calls a def proved equal to the application it joins
+//! (`mutant::check`); the work stops at the deadline, between checks.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use egg::{Id, Symbol};
+use ir::Program;
+
+use crate::cost::CostModel;
+use crate::egraph::analysis::Data;
+use crate::egraph::lang::Node;
+use crate::egraph::Search;
+use crate::mutant::{self, Arg, Checked, Mutant};
+
+/// What the mutation phase did, for the explanation.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Applications mutated, mutants generated, checked and accepted.
+    pub applications: usize,
+    pub generated: usize,
+    pub checked: usize,
+    pub accepted: usize,
+    /// Accepted mutants that needed corrections.
+    pub corrected: usize,
+    /// Whether the deadline stopped the phase early.
+    pub out_of_time: bool,
+}
+
+/// How many mutants of one application are checked at most.
+pub const CHECKS_PER_APPLICATION: usize = 48;
+
+/// Mutants estimated this many times slower than their original are
+/// not checked: they would not be extracted.
+const MAX_SLOWDOWN: f64 = 4.0;
+
+/// Adds the accepted mutants of `search`'s applications to it, their
+/// defs to its program.
+pub fn add_mutants<M: CostModel>(
+    search: &mut Search,
+    model: &M,
+    depth: usize,
+    deadline: Instant,
+) -> Result<Report, String> {
+    let mut report = Report::default();
+    let applications = applications(search);
+    let mut program: Program = (*search.egraph.analysis.program).clone();
+    let mut joins: Vec<(Id, String, Vec<Id>)> = Vec::new();
+    for (k, (op, args, places)) in applications.into_iter().enumerate() {
+        if Instant::now() >= deadline {
+            report.out_of_time = true;
+            break;
+        }
+        report.applications += 1;
+        let prefix = format!("{}{}_", mutant::PREFIX, k + 1);
+        let specs = mutant::enumerate::mutants(&program, &op, &args, depth, &prefix);
+        report.generated += specs.len();
+        if specs.is_empty() {
+            continue;
+        }
+        let original = format!("{prefix}original");
+        let mut text = mutant::callees_text(&program, mutant::family(&op));
+        text += &mutant::original_text(&op, &args, &original);
+        for s in &specs {
+            text += &s.text;
+        }
+        let local = tc::check_source(&text)
+            .map_err(|d| {
+                format!(
+                    "internal error: mutants of `{op}` do not check:\n{}",
+                    tc::render_diagnostics(&d, "mutants", &text)
+                )
+            })?
+            .program;
+        let none = HashMap::new();
+        let cost = |name: &str| {
+            model
+                .estimate(&local, name, &none)
+                .map_or(f64::INFINITY, |e| e.seconds)
+        };
+        let base = cost(&original);
+        let mut ranked: Vec<(f64, &mutant::Spec)> = specs
+            .iter()
+            .map(|s| (cost(&s.name), s))
+            .filter(|(c, _)| *c <= base * MAX_SLOWDOWN || !base.is_finite())
+            .collect();
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (_, spec) in ranked.into_iter().take(CHECKS_PER_APPLICATION) {
+            if Instant::now() >= deadline {
+                report.out_of_time = true;
+                break;
+            }
+            report.checked += 1;
+            let Checked::Accepted(m) = mutant::check(&local, &original, &op, &args, spec)? else {
+                continue;
+            };
+            report.accepted += 1;
+            report.corrected += usize::from(!m.corrections.is_empty());
+            program.defs.push(m.def.clone());
+            for (class, kids) in &places {
+                joins.push((*class, spec.name.clone(), kids.clone()));
+            }
+            search.mutants.push(m);
+        }
+    }
+    search.egraph.analysis.program = Arc::new(program);
+    for (class, name, kids) in joins {
+        let node = Node::Call(Symbol::from(name.as_str()), kids);
+        let id = search.egraph.add(node.clone());
+        if let Data::Invalid(why) = &search.egraph[id].data {
+            return Err(format!("internal error: mutant `{name}`: {why}"));
+        }
+        search
+            .egraph
+            .analysis
+            .origins
+            .push((node, Symbol::from(format!("mutant {name}"))));
+        search.egraph.union(class, id);
+    }
+    search.egraph.rebuild();
+    search.canonicalize();
+    Ok(report)
+}
+
+/// The applications a template covers, each once: the operator, its
+/// arguments' values, and every (class, tensor children) it occurs at,
+/// the original statements' first.
+#[allow(clippy::type_complexity)]
+fn applications(search: &Search) -> Vec<(String, Vec<Arg>, Vec<(Id, Vec<Id>)>)> {
+    let mut order: Vec<Id> = search.statements.iter().map(|s| s.class).collect();
+    let mut seen: HashSet<Id> = order.iter().copied().collect();
+    for c in search.egraph.classes() {
+        if seen.insert(c.id) {
+            order.push(c.id);
+        }
+    }
+    let mut out: Vec<(String, Vec<Arg>, Vec<(Id, Vec<Id>)>)> = Vec::new();
+    for class in order {
+        for node in &search.egraph[class].nodes {
+            let Node::Call(op, kids) = node else { continue };
+            if mutant::family(op.as_str()).is_empty() {
+                continue;
+            }
+            let args: Option<Vec<Arg>> = kids
+                .iter()
+                .map(|k| match &search.egraph[*k].data {
+                    Data::Tensor(s) => Some(Arg::Tensor(s.clone())),
+                    Data::Int(v) => Some(Arg::Int(*v)),
+                    Data::Float(v) => Some(Arg::Float(*v)),
+                    Data::Invalid(_) => None,
+                })
+                .collect();
+            let Some(args) = args else { continue };
+            let tensors: Vec<Id> = kids
+                .iter()
+                .zip(&args)
+                .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
+                .map(|(k, _)| *k)
+                .collect();
+            let place = (class, tensors);
+            match out
+                .iter_mut()
+                .find(|(o, a, _)| o == op.as_str() && *a == args)
+            {
+                Some((_, _, places)) => places.push(place),
+                None => out.push((op.as_str().to_string(), args, vec![place])),
+            }
+        }
+    }
+    out
+}
+
+/// The accepted mutant behind def `name`, if it is one.
+pub fn mutant_named<'s>(search: &'s Search, name: &str) -> Option<&'s Mutant> {
+    search.mutants.iter().find(|m| m.def.name == name)
+}

@@ -9,12 +9,14 @@
 //! interpreter on rewritten and perturbed copies, the compiled path
 //! against the interpreter, the printer and parser against each other.
 
+pub mod calls;
 pub mod comprehension;
 pub mod eval;
 pub mod generate;
 pub mod kernels;
 pub mod program;
 
+pub use calls::{calls, Calls};
 pub use comprehension::comprehension;
 pub use eval::{eval, random_inputs, Evaluation, Failure, Output};
 pub use generate::{generate, Family, Gen, Generated, It, Profile, FAMILIES};

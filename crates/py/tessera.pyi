@@ -2,8 +2,8 @@
 
 ONNX models run as inference sessions (``InferenceSession``, with ONNX
 Runtime's habits), Tensor Comprehensions defs compile into functions
-(``compile``), and ``verify`` decides whether two defs compute the same
-outputs. Arrays go in without copies (aligned, C-contiguous NumPy arrays;
+(``compile``), ``verify`` decides whether two defs compute the same
+outputs, and ``optimize`` searches for a faster equivalent of a def. Arrays go in without copies (aligned, C-contiguous NumPy arrays;
 DLPack tensors such as PyTorch CPU tensors) and come out as NumPy arrays
 over tessera's own buffers.
 """
@@ -76,8 +76,16 @@ class InferenceSession:
     name ``CPUExecutionProvider``, and ``provider_options`` may only be
     empty.
 
+    With ``optimize=True``, each set of input shapes runs the optimizer's
+    result for the model's program (as ``optimize`` finds it: a search of
+    ``budget`` seconds, default 10, or the result of an identical earlier
+    search from the cache) instead of the program as imported; its outputs
+    are the model's.
+
     Raises ``ParseError`` for a file that is not a valid model,
-    ``UnsupportedOperatorError`` for an operator tessera lacks.
+    ``UnsupportedOperatorError`` for an operator tessera lacks,
+    ``InputError`` for a ``budget`` of 0 or one given without
+    ``optimize=True``.
     """
 
     @overload
@@ -89,6 +97,9 @@ class InferenceSession:
         providers: Optional[Sequence[Any]] = None,
         sess_options: Any = None,
         provider_options: Optional[Sequence[Mapping[str, Any]]] = None,
+        *,
+        optimize: bool = False,
+        budget: Optional[float] = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -99,6 +110,8 @@ class InferenceSession:
         *,
         sizes: Optional[Mapping[str, int]] = None,
         provider_options: Optional[Sequence[Mapping[str, Any]]] = None,
+        optimize: bool = False,
+        budget: Optional[float] = None,
     ) -> None: ...
     @property
     def threads(self) -> Optional[int]:
@@ -216,3 +229,67 @@ def input_copies() -> int:
     """How many input arrays tessera has copied since it was imported
     (arrays not C-contiguous or not aligned to 16 bytes, and objects that
     were not arrays)."""
+
+class Optimized:
+    """What ``optimize`` gave for a def; ``str()`` is the line ``tessera run
+    --optimize`` prints."""
+
+    @property
+    def entry(self) -> str:
+        """The def's name."""
+    @property
+    def program(self) -> str:
+        """The optimized def as TC, after the defs it calls that the search
+        generated, at the sizes it was searched for (``compile`` it with
+        ``entry``); the original def's text when unchanged."""
+    @property
+    def changed(self) -> bool:
+        """Whether the search found a faster equivalent."""
+    @property
+    def original_time(self) -> float:
+        """The original's time in seconds, measured or estimated."""
+    @property
+    def time(self) -> float:
+        """The result's time in seconds, measured or estimated."""
+    @property
+    def speedup(self) -> float:
+        """``original_time / time``."""
+    @property
+    def measured(self) -> bool:
+        """Whether the times are measured (else the analytic estimate)."""
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """The steps the result applies: dicts with ``rule``, ``at`` (where
+        in the original), ``ops`` (a list of the operators it applies) and
+        ``verdict`` (how it is proved)."""
+    @property
+    def proof(self) -> Optional[str]:
+        """The verifier's verdict on the result; ``None`` when unchanged."""
+    @property
+    def cached(self) -> bool:
+        """Whether the result was read from the cache instead of searched."""
+    @property
+    def search_time(self) -> float:
+        """The search's time in seconds (for a cached result, that of the
+        search that found it)."""
+
+def optimize(
+    tc_source: Union[str, os.PathLike[str]],
+    entry: Optional[str] = None,
+    sizes: Optional[Mapping[str, int]] = None,
+    budget: float = 10.0,
+    top_k: int = 5,
+    measure: bool = True,
+) -> Optimized:
+    """Searches for a faster equivalent of def ``entry`` (the source's only
+    def when ``None``) of TC source (text, or a path to a ``.tc`` file or an
+    ``.onnx`` model) at ``sizes`` (every size symbol bound; for a model,
+    its symbolic input dimensions): the proved rewrite rules and mutants
+    searched for ``budget`` seconds, the ``top_k`` cheapest candidates by
+    estimate measured (with ``measure=False``, decided by the estimate
+    alone: nothing is compiled or timed), the fastest proved equal to the
+    original. The result of an identical earlier search is read from the
+    cache (``cached``). The GIL is released while it works. Raises
+    ``InputError`` for a ``budget`` or ``top_k`` of 0 or a def the source
+    lacks, ``ShapeError`` for a size without a value, ``ParseError`` for
+    source with errors."""

@@ -2,6 +2,11 @@
 //! warm-up), and report the median and minimum time of the runs, GFLOP/s,
 //! and the fraction of this machine's measured matmul peak.
 //!
+//! With `--optimize`, the optimizer's result for the bound sizes is
+//! measured instead of the def as written (searched now, or reused from
+//! the cache); the line saying so goes to stderr, so `--json` output stays
+//! one object.
+//!
 //! The peak is measured once per machine (float32 matmul with the matmul
 //! library on all cores, at a large size) and stored in the cached target
 //! description; a target given with `--target` is used as it is.
@@ -43,6 +48,13 @@ pub struct BenchArgs {
     /// moved and share.
     #[arg(long)]
     pub profile: bool,
+    /// First search for a faster equivalent of the def at the bound sizes
+    /// (as `tessera optimize` does; the result of an identical earlier
+    /// search is reused from the cache), and measure that.
+    #[arg(long)]
+    pub optimize: bool,
+    #[command(flatten)]
+    pub search: crate::optimize::SearchArgs,
     #[command(flatten)]
     pub compile: crate::compiled::CompileArgs,
 }
@@ -56,9 +68,9 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
 /// service's own inputs and options; a benchmark's inputs and options are
 /// the caller's).
 fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
-    let (source, bound) =
+    let search = a.search.requested(a.optimize, &a.compile)?;
+    let (mut source, bound) =
         crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0)?;
-    let def = source.pick_def(a.def.as_deref())?;
     let options = a.compile.options();
     if source.model.is_some() && !a.constants.is_empty() {
         return Err(engine::Error::Usage(
@@ -67,8 +79,11 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     }
     let mut args = bound.args.clone();
     let mut constants = std::collections::HashMap::new();
+    // An optimized def has the def's parameters: they are checked here.
+    let written = source.pick_def(a.def.as_deref())?;
+    let def_name = written.name.clone();
     for name in &a.constants {
-        engine::bind::param(def, name)?;
+        engine::bind::param(written, name)?;
         let arg = args.remove(name).ok_or_else(|| engine::Error::Input {
             name: name.clone(),
             message: format!("`--constant {name}` is given twice"),
@@ -78,6 +93,10 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     for n in &bound.notes {
         eprintln!("{n}");
     }
+    if let Some(o) = &search {
+        crate::optimize::apply(&mut source, a.def.as_deref(), &bound, o)?;
+    }
+    let def = engine::source::pick_def(source.program(), Some(&def_name), &source.name)?;
     let started = Instant::now();
     let built = engine::constants::compile_constants(
         source.program(),

@@ -2,13 +2,104 @@
 //! proved rewrite rules saturated in an e-graph, the cheapest candidates
 //! by estimate measured), prove the fastest equal to the original, and
 //! print it as TC, with `--explain` the steps it applies and the times.
+//! The search's options ([`SearchArgs`]) are shared with `run --optimize`
+//! and `bench --optimize`, which run the result ([`apply`]), reusing a
+//! cached one.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use opt::optimize::Event;
+use crate::progress::Searching;
+
+/// The options of a search, shared by `optimize`, `run` and `bench`.
+#[derive(clap::Args, Debug)]
+pub struct SearchArgs {
+    /// The search's time in seconds (saturation, extraction and the
+    /// candidates' measurements) [default: 10].
+    #[arg(long, value_name = "SECONDS")]
+    pub budget: Option<f64>,
+    /// How many of the cheapest candidates by estimate are measured
+    /// [default: 5].
+    #[arg(long, value_name = "K")]
+    pub top_k: Option<usize>,
+    /// A rules file to use beside the shipped rules (repeatable); each
+    /// rule is proved by the verifier before it is used.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Decide among the candidates by the analytic estimate alone: no
+    /// candidate is compiled or measured, and the answer is the same on
+    /// every run.
+    #[arg(long)]
+    pub estimate_only: bool,
+}
+
+impl SearchArgs {
+    /// The engine's options these arguments give, checked (a budget that
+    /// is not a number of seconds, a budget or top-k of 0, are errors).
+    pub fn options(
+        &self,
+        compile: &crate::compiled::CompileArgs,
+    ) -> Result<engine::optimize::Options, engine::Error> {
+        let defaults = opt::optimize::Options::default();
+        let budget = match self.budget {
+            None => defaults.budget,
+            Some(b) => Duration::try_from_secs_f64(b).map_err(|_| {
+                engine::Error::Usage(format!("`--budget {b}` is not a number of seconds"))
+            })?,
+        };
+        let search = opt::optimize::Options {
+            budget,
+            top_k: self.top_k.unwrap_or(defaults.top_k),
+            measure: !self.estimate_only,
+            ..defaults
+        };
+        search.check().map_err(engine::Error::Usage)?;
+        Ok(engine::optimize::Options {
+            search,
+            compile: compile.options(),
+            rules: self.rules.clone(),
+        })
+    }
+
+    /// The options given, as they were spelled: all of them need
+    /// `--optimize` on `run` and `bench`.
+    fn given(&self) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        if self.budget.is_some() {
+            given.push("--budget");
+        }
+        if self.top_k.is_some() {
+            given.push("--top-k");
+        }
+        if !self.rules.is_empty() {
+            given.push("--rules");
+        }
+        if self.estimate_only {
+            given.push("--estimate-only");
+        }
+        given
+    }
+
+    /// For `run` and `bench`: the engine's options when `optimize` is on,
+    /// `None` when it is off, and a usage error when a search option is
+    /// given without it.
+    pub fn requested(
+        &self,
+        optimize: bool,
+        compile: &crate::compiled::CompileArgs,
+    ) -> Result<Option<engine::optimize::Options>, engine::Error> {
+        if optimize {
+            return self.options(compile).map(Some);
+        }
+        match self.given().first() {
+            Some(flag) => Err(engine::Error::Usage(format!(
+                "`{flag}` is an option of the optimizer's search, which runs only with `--optimize`\n  = help: add `--optimize` to search for a faster equivalent of the def first"
+            ))),
+            None => Ok(None),
+        }
+    }
+}
 
 #[derive(clap::Args, Debug)]
 pub struct OptimizeArgs {
@@ -21,39 +112,44 @@ pub struct OptimizeArgs {
     /// is for these sizes.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
-    /// The search's time in seconds (saturation, extraction and the
-    /// candidates' measurements).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    pub budget: f64,
-    /// How many of the cheapest candidates by estimate are measured.
-    #[arg(long, value_name = "K", default_value_t = 5)]
-    pub top_k: usize,
-    /// A rules file to use beside the shipped rules (repeatable); each
-    /// rule is proved by the verifier before it is used.
-    #[arg(long = "rules", value_name = "FILE")]
-    pub rules: Vec<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchArgs,
     /// Write the optimized program to this file instead of printing it.
     #[arg(short = 'o', value_name = "OUT.tc")]
     pub out: Option<PathBuf>,
     /// Also print the applied steps, the candidates and the proof.
     #[arg(long)]
     pub explain: bool,
-    /// Decide among the candidates by the analytic estimate alone: no
-    /// candidate is compiled or measured, and the answer is the same on
-    /// every run.
-    #[arg(long)]
-    pub estimate_only: bool,
     #[command(flatten)]
     pub compile: crate::compiled::CompileArgs,
 }
 
+/// For `run` and `bench --optimize`: replaces def `def` of `source` by the
+/// optimizer's result at the sizes of `bound` (cached, or searched now
+/// with a spinner), and says what happened on stderr in one line. The
+/// program then holds the defs the result calls beside the file's: the
+/// caller finds the def by its name.
+pub fn apply(
+    source: &mut engine::Source,
+    def: Option<&str>,
+    bound: &engine::Bound,
+    options: &engine::optimize::Options,
+) -> Result<(), engine::Error> {
+    let d = source.pick_def(def)?;
+    let sizes = engine::optimize::run_sizes(d, bound);
+    let spinner = Searching::start();
+    let found =
+        engine::optimize::optimize_cached(source, def, &sizes, options, &mut |e| spinner.report(e));
+    spinner.finish();
+    let found = found?;
+    eprintln!("{}", found.summary());
+    let name = found.def.name.clone();
+    source.replace_program(found.program, &name);
+    Ok(())
+}
+
 pub fn run(a: &OptimizeArgs) -> Result<String, String> {
-    if !(a.budget.is_finite() && a.budget >= 0.0) {
-        return Err(format!(
-            "error: `--budget {}` is not a number of seconds",
-            a.budget
-        ));
-    }
+    let options = a.search.options(&a.compile).map_err(|e| e.to_string())?;
     let onnx = a.file.extension().is_some_and(|e| e == "onnx");
     let given = engine::bind::parse_sizes(&a.sizes).map_err(|e| e.to_string())?;
     let source = if onnx {
@@ -62,39 +158,14 @@ pub fn run(a: &OptimizeArgs) -> Result<String, String> {
         engine::Source::read_tc(&a.file)
     }
     .map_err(|e| e.to_string())?;
-    let options = engine::optimize::Options {
-        search: opt::optimize::Options {
-            budget: Duration::from_secs_f64(a.budget),
-            top_k: a.top_k,
-            measure: !a.estimate_only,
-            ..Default::default()
-        },
-        compile: a.compile.options(),
-        rules: a.rules.clone(),
-    };
-    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} optimizing: {msg} ({elapsed})") {
-        bar.set_style(style);
-    }
-    bar.enable_steady_tick(Duration::from_millis(200));
+    let spinner = Searching::start();
     let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
-    let mut report = |e: Event| match e {
-        Event::Saturated { classes, nodes, .. } => {
-            bar.set_message(format!("e-graph of {classes} classes, {nodes} nodes"))
-        }
-        Event::Measured {
-            index, count, best, ..
-        } => bar.set_message(format!(
-            "measured {} of {count} candidates, best {}",
-            index + 1,
-            ms(best)
-        )),
-        Event::Verifying => bar.set_message("proving the result equal to the original"),
-    };
     let given = if onnx { HashMap::new() } else { given };
     let outcome =
-        engine::optimize::optimize(&source, a.def.as_deref(), &given, &options, &mut report);
-    bar.finish_and_clear();
+        engine::optimize::optimize(&source, a.def.as_deref(), &given, &options, &mut |e| {
+            spinner.report(e)
+        });
+    spinner.finish();
     let outcome = outcome.map_err(|e| e.to_string())?;
     let program = own_defs(&outcome.program);
     let mut out = String::new();

@@ -1,6 +1,8 @@
 //! Progress bars for long work: the interpreter's long statements
 //! (`run --interp`, a compiled run's fallback, `verify`'s floating-point
-//! comparison) and `verify`'s trials.
+//! comparison) and `verify`'s trials; and the spinner of the optimizer's
+//! search (`optimize`, `run --optimize`, `bench --optimize`), which tells
+//! the search's events as they come.
 //!
 //! `interp::Progress` is how the libraries report; this crate alone draws,
 //! with indicatif, on stderr. A bar appears only once its work has lasted
@@ -11,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use opt::optimize::Event;
 
 /// Work that lasts less than this shows no bar.
 const QUIET: Duration = Duration::from_secs(1);
@@ -83,5 +86,48 @@ impl interp::Progress for Bars {
                 bar.finish_and_clear();
             }
         });
+    }
+}
+
+/// The spinner shown while the optimizer searches.
+#[derive(Debug)]
+pub struct Searching {
+    bar: ProgressBar,
+}
+
+impl Searching {
+    /// A spinner on stderr, ticking until [`Searching::finish`].
+    pub fn start() -> Searching {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} optimizing: {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(200));
+        Searching { bar }
+    }
+
+    /// Tells the search's event `e`.
+    pub fn report(&self, e: Event) {
+        let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+        match e {
+            Event::Saturated { classes, nodes, .. } => self
+                .bar
+                .set_message(format!("e-graph of {classes} classes, {nodes} nodes")),
+            Event::Measured {
+                index, count, best, ..
+            } => self.bar.set_message(format!(
+                "measured {} of {count} candidates, best {}",
+                index + 1,
+                ms(best)
+            )),
+            Event::Verifying => self
+                .bar
+                .set_message("proving the result equal to the original"),
+        }
+    }
+
+    /// Removes the spinner.
+    pub fn finish(self) {
+        self.bar.finish_and_clear();
     }
 }

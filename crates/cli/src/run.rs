@@ -1,6 +1,7 @@
 //! `tessera run`: run a def on `.npy` tensors and numbers, compiled to
 //! native code (through `runtime`) or, with `--interp`, on the reference
-//! interpreter.
+//! interpreter; with `--optimize`, the optimizer's result for the bound
+//! sizes instead of the def as written.
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -41,6 +42,13 @@ pub struct RunArgs {
     /// Print, per step, its time, GFLOP/s, bytes moved and share.
     #[arg(long)]
     pub profile: bool,
+    /// First search for a faster equivalent of the def at the bound sizes
+    /// (as `tessera optimize` does; the result of an identical earlier
+    /// search is reused from the cache), and run that.
+    #[arg(long)]
+    pub optimize: bool,
+    #[command(flatten)]
+    pub search: crate::optimize::SearchArgs,
     #[command(flatten)]
     pub compile: crate::compiled::CompileArgs,
 }
@@ -57,6 +65,7 @@ pub fn run(a: &RunArgs) -> Result<String, String> {
 /// Loads, binds and runs the def the arguments name, noting into `notes`;
 /// returns what to print.
 fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
+    let search = a.search.requested(a.optimize, &a.compile)?;
     let emit_c = match a.emit.as_deref() {
         None => None,
         Some([kind, dir]) if kind == "c" => Some(PathBuf::from(dir)),
@@ -67,11 +76,15 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
             )))
         }
     };
-    let (source, mut bound) =
+    let (mut source, mut bound) =
         load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, a.seed)?;
-    let def = source.pick_def(a.def.as_deref())?;
     // Random inputs are told before anything runs.
     notes.append(&mut bound.notes);
+    let name = source.pick_def(a.def.as_deref())?.name.clone();
+    if let Some(options) = &search {
+        crate::optimize::apply(&mut source, a.def.as_deref(), &bound, options)?;
+    }
+    let def = engine::source::pick_def(source.program(), Some(&name), &source.name)?;
     let options = engine::RunOptions {
         compiled: (!a.interp).then(|| a.compile.options()),
         profile: a.profile,

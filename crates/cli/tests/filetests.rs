@@ -17,8 +17,10 @@
 //! ```
 //!
 //! `bench` appears only in rejection tests: its output is timings. For
-//! the same reason a full-output `optimize` test takes `--estimate-only`
-//! and a fixed `--target` (`tests/files/optimize/machine.target`).
+//! the same reason a full-output `optimize` test (and a `run --optimize`
+//! one) takes `--estimate-only` and a fixed `--target`
+//! (`tests/files/optimize/machine.target`). A test with `--optimize` runs
+//! without the optimizer's cached results, so that it always searches.
 //!
 //! A full-output test ends with its expectation, every line commented:
 //!
@@ -88,10 +90,14 @@ fn push_stream(s: &mut String, text: &str) {
     }
 }
 
+/// Compiled kernels and the probed target go to a cache of the test
+/// build's own, not the user's.
+fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filetests-cache")
+}
+
 fn tessera(root: &Path, args: &[String]) -> Outcome {
-    // Compiled kernels and the probed target go to a cache of the test
-    // build's own, not the user's.
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filetests-cache");
+    let cache = cache();
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(args)
         .current_dir(root)
@@ -218,6 +224,12 @@ fn check(path: &Path) -> Result<(), String> {
     let header = parse_header(&text)?;
     let mut args = vec![header.subcommand.clone(), shown.clone()];
     args.extend(header.args.iter().cloned());
+    if header.args.iter().any(|a| a == "--optimize") {
+        // The test is of a search: the optimizer's cached result of an
+        // earlier run of it would be reused, and the line saying what
+        // happened would say so.
+        let _ = std::fs::remove_dir_all(cache().join("optimize"));
+    }
     let out = tessera(&root, &args);
     if header.reject {
         return check_rejection(&text, &shown, &out);

@@ -11,10 +11,13 @@
 //! run a program many times on new tensors, [`Model`] (an ONNX model, as an
 //! inference session) and [`Function`] (a TC def, called like a function)
 //! compile once per set of shapes and run from many threads at once
-//! ([`specialized`]); [`verify`] decides whether two defs are equivalent.
+//! ([`specialized`]); [`verify`] decides whether two defs are equivalent,
+//! and [`optimize`] searches for a faster equivalent of a def, its results
+//! cached on disk ([`optimize_cache`]).
 //! Errors are one typed [`Error`]; what the engine did that the user may
 //! want to know comes back as [`Note`]s, never printed here.
 
+mod at_sizes;
 pub mod bind;
 pub mod compile;
 pub mod constants;
@@ -25,6 +28,7 @@ pub mod lowering;
 pub mod model;
 pub mod note;
 pub mod optimize;
+pub mod optimize_cache;
 pub mod session;
 pub mod source;
 pub mod specialized;

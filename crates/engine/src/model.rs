@@ -7,6 +7,11 @@
 //! tessera cannot run is refused there; a model with symbolic inputs is
 //! checked there for operators tessera does not support.
 //!
+//! Opened with optimizer options, each instance runs the optimizer's
+//! result for its input shapes (`optimize::optimize_cached`: searched
+//! once, then read from the cache) instead of the imported def; the
+//! result has the def's signature, so the weights bind as before.
+//!
 //! Guarantees: every problem with the tensors given is an [`Error`] naming
 //! the input or output: an unknown or missing name or a wrong element type
 //! is [`Error::Input`], a wrong rank or dimension [`Error::Shape`], a
@@ -27,6 +32,8 @@ pub struct Model {
     path: PathBuf,
     sizes: Sizes,
     setup: Setup,
+    /// Optimize each instance's def first, with these options.
+    optimize: Option<crate::optimize::Options>,
     /// The inputs and outputs the model declares.
     pub signature: onnx::Signature,
     instances: Specializations<Vec<Vec<usize>>, Instance>,
@@ -43,14 +50,20 @@ struct Instance {
 
 impl Model {
     /// Opens the model at `path`; `sizes` binds symbolic input dimensions
-    /// by name. Notes (a model compiled only in part) go to `notes`.
+    /// by name; with `optimize`, each set of input shapes runs the
+    /// optimizer's result. Notes (a model compiled only in part) go to
+    /// `notes`.
     pub fn open(
         path: &Path,
         sizes: Sizes,
         setup: Setup,
+        optimize: Option<crate::optimize::Options>,
         notes: &mut Vec<Note>,
     ) -> Result<Model, Error> {
         crate::bind::check_positive(&sizes)?;
+        if let Some(o) = &optimize {
+            o.search.check().map_err(Error::Usage)?;
+        }
         let loaded = onnx::load(path)?;
         // Checked here, not at the first run, for a model whose input
         // shapes wait for that run.
@@ -83,6 +96,7 @@ impl Model {
             path: path.to_path_buf(),
             sizes,
             setup,
+            optimize,
             signature,
             instances: Specializations::default(),
         };
@@ -264,6 +278,17 @@ impl Model {
                 .zip(shapes)
                 .collect();
             let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name)?;
+            if let Some(options) = &self.optimize {
+                // The import bound every size: the model def has none.
+                let found = crate::optimize::optimize_cached(
+                    &source,
+                    None,
+                    &HashMap::new(),
+                    options,
+                    &mut |_| {},
+                )?;
+                source.replace_program(found.program, onnx::MODEL_DEF);
+            }
             let weights = source.take_weights();
             let params = self
                 .signature

@@ -4,8 +4,10 @@
 //! a model, the ports (the model's input and output names beside the
 //! model def's parameters) and the weights as arguments.
 //!
-//! Guarantees: a `Source` holds a program that passed `tc::check_source`;
-//! every error is an [`Error`] naming the file.
+//! Guarantees: a `Source` holds a program that passed `tc::check_source`,
+//! or, once [`Source::replace_program`] gave it one, an optimizer's result
+//! for such a program (proved equal to it); every error is an [`Error`]
+//! naming the file.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -199,6 +201,31 @@ impl Source {
 
     pub fn program(&self) -> &Program {
         &self.checked.program
+    }
+
+    /// Replaces the program by `program`, where def `def` is an
+    /// optimizer's result (of the same signature, and the defs it calls
+    /// that the search generated). Its statements are not the file's, so
+    /// the old def's statement locations (and a model's node names) are
+    /// dropped: an error in it is reported in the def, not at a line.
+    pub fn replace_program(&mut self, program: Program, def: &str) {
+        self.checked.program = program;
+        // The program may now hold the prelude (a search works over its
+        // operators) and generated defs before the def: the file's own
+        // defs are still those after the defs it did not write.
+        if self.model.is_none() {
+            self.prelude_defs = self
+                .checked
+                .program
+                .defs
+                .iter()
+                .take_while(|d| !self.checked.def_spans.contains_key(&d.name))
+                .count();
+        }
+        self.checked.stmt_spans.retain(|(d, _), _| d != def);
+        if let Some(ports) = self.model.as_mut().filter(|_| def == onnx::MODEL_DEF) {
+            ports.nodes.clear();
+        }
     }
 
     /// The def named `want`; with no name, the program's only def. For a

@@ -1,7 +1,8 @@
 //! `import tessera`: the Python package, a thin layer over the engine.
 //! Each entry point is one module here (`session.rs`: ONNX models as
 //! inference sessions; `function.rs`: TC defs compiled as functions;
-//! `verify.rs`: the equivalence verifier) that converts arrays
+//! `verify.rs`: the equivalence verifier; `optimize.rs`: the optimizer)
+//! that converts arrays
 //! (`arrays.rs`) and errors (`errors.rs`) and releases the GIL while the
 //! engine works; adding an entry point is adding a module and a line to
 //! [`tessera`].
@@ -9,6 +10,7 @@
 mod arrays;
 mod errors;
 mod function;
+mod optimize;
 mod session;
 mod verify;
 
@@ -30,6 +32,7 @@ fn tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     session::register(m)?;
     function::register(m)?;
     verify::register(m)?;
+    optimize::register(m)?;
     m.add_function(wrap_pyfunction!(input_copies, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -95,6 +95,11 @@ impl NodeArg {
 /// all cores; its other settings are optimization switches tessera does
 /// not need); `providers` may only name `CPUExecutionProvider`, and
 /// `provider_options` may only be empty.
+///
+/// With `optimize=True`, each set of input shapes runs the optimizer's
+/// result for the model's program (as `tessera.optimize` finds it: a
+/// search of `budget` seconds, default 10, or the result of an identical
+/// earlier search from the cache) instead of the program as imported.
 #[pyclass(frozen, module = "tessera")]
 struct InferenceSession {
     model: engine::Model,
@@ -105,7 +110,8 @@ struct InferenceSession {
 #[pymethods]
 impl InferenceSession {
     #[new]
-    #[pyo3(signature = (path, sizes=None, threads=None, providers=None, sess_options=None, provider_options=None))]
+    #[pyo3(signature = (path, sizes=None, threads=None, providers=None, sess_options=None, provider_options=None, *, optimize=false, budget=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
@@ -114,7 +120,17 @@ impl InferenceSession {
         providers: Option<&Bound<'_, PyAny>>,
         sess_options: Option<&Bound<'_, PyAny>>,
         provider_options: Option<&Bound<'_, PyAny>>,
+        optimize: bool,
+        budget: Option<f64>,
     ) -> PyResult<InferenceSession> {
+        let optimize =
+            match (optimize, budget) {
+                (true, b) => Some(crate::optimize::options(b, None, true)?),
+                (false, Some(_)) => return Err(errors::input(
+                    "`budget` is the optimizer's search time, which runs only with `optimize=True`",
+                )),
+                (false, None) => None,
+            };
         let path = model_path(path)?;
         // ONNX Runtime's positional order is (path, sess_options,
         // providers): told apart from (path, sizes, threads) by type.
@@ -170,7 +186,7 @@ impl InferenceSession {
         let mut notes = Vec::new();
         let shown = path.display().to_string();
         let model = py
-            .detach(|| engine::Model::open(&path, sizes, setup, &mut notes))
+            .detach(|| engine::Model::open(&path, sizes, setup, optimize, &mut notes))
             .map_err(errors::to_py)?;
         crate::function::warn_notes(py, &notes)?;
         Ok(InferenceSession {

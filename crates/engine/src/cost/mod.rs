@@ -110,6 +110,20 @@ impl CostService {
         ]))
     }
 
+    /// What this service's estimates and measurements depend on besides
+    /// the program and the sizes: the target (with the peak and bandwidth
+    /// the estimates use), the compiler and the compile options. A cache
+    /// of results decided on its costs keys on it.
+    pub fn identity(&self) -> String {
+        format!(
+            "{}compiler {}\npasses {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}\ncompare {COMPARE_ROUNDS}",
+            self.options.target.to_text(),
+            self.kernels.compiler_id(),
+            self.options.passes.join(","),
+            self.options.library
+        )
+    }
+
     /// Compiles `def` for `sizes` and prepares a run state on seeded
     /// random tensors.
     fn prepare(

@@ -82,14 +82,15 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
         }
     }
     // An original statement whose node the result does not compute is
-    // gone: the rules proved its value equal to another the result has.
+    // gone: the rules that rewrote its users (or proved its value equal
+    // to another) made it unneeded.
     let chosen: Vec<Node> = choice.iter().map(|(_, n)| search.canonical(n)).collect();
     for s in &search.statements {
         if !chosen.contains(&search.canonical(&s.node)) && !grouped.keys().any(|k| k.0 == s.index) {
             grouped.insert(
                 (s.index, String::new()),
                 Step {
-                    rule: "(removed: equal to a value the result computes)".to_string(),
+                    rule: "(not computed: the result no longer needs it)".to_string(),
                     at: format!("statement {} (`{}` = {})", s.index + 1, s.result, s.op),
                     ops: Vec::new(),
                     verdict: format!(

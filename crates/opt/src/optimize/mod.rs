@@ -11,8 +11,8 @@
 //! other than the original has passed `verify::verify` against it (when
 //! [`Options::verify`] is on, the default), and a failed proof is an
 //! internal error, never a returned program; the budget bounds the search
-//! (saturation takes at most half of it, measurements stop when it is
-//! spent, the original's measurement and the final proof excepted).
+//! (saturation takes at most 30% of it, mutants end at half of it,
+//! measurements stop when it is spent, the original's measurement and the final proof excepted).
 
 pub mod costs;
 pub mod explain;
@@ -237,12 +237,12 @@ pub fn optimize<M: CostModel>(
     };
     let rewrites = rewrite::rewrites(rules).map_err(Error::Internal)?;
     let limits = Limits {
-        time: options.limits.time.min(options.budget / 2),
+        time: options.limits.time.min(options.budget * 3 / 10),
         ..options.limits
     };
     search.saturate(&rewrites, limits);
     if options.depth > 0 {
-        let deadline = start + options.budget * 3 / 4;
+        let deadline = start + options.budget / 2;
         outcome.mutation = mutate::add_mutants(&mut search, model, options.depth, deadline)
             .map_err(Error::Internal)?;
     }
@@ -281,7 +281,9 @@ pub fn optimize<M: CostModel>(
     let mut decided: Vec<Decided> = Vec::new();
     let mut best_time = original_time;
     for (k, (cand, choice)) in written.iter().enumerate() {
-        if start.elapsed() >= options.budget {
+        // Estimates are cheap and decide alone without measurements;
+        // only measuring is bounded by the budget.
+        if options.measure && start.elapsed() >= options.budget {
             break;
         }
         let (estimate, measured) = time_of(&work, cand)?;

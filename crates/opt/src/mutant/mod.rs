@@ -157,18 +157,8 @@ pub fn check(
         ..Default::default()
     };
     let first = verify::verify(program, original, program, &spec.name, &quick)?;
-    if let Verdict::NotEquivalent { boxes } = &first.verdict {
-        let total: usize = first
-            .outputs
-            .iter()
-            .map(|(_, s)| s.iter().product::<usize>())
-            .sum();
-        let corrected: usize = boxes.iter().map(Region::len).sum();
-        if corrected as f64 > MAX_CORRECTED * total as f64 {
-            return Ok(Checked::Rejected(format!(
-                "differs on {corrected} of {total} elements"
-            )));
-        }
+    if let Some(why) = too_different(&first) {
+        return Ok(Checked::Rejected(why));
     }
     let options = verify::Options::default();
     let report = verify::verify(program, original, program, &spec.name, &options)?;
@@ -186,16 +176,8 @@ pub fn check(
         }
         Verdict::NotEquivalent { boxes } => boxes.clone(),
     };
-    let total: usize = report
-        .outputs
-        .iter()
-        .map(|(_, s)| s.iter().product::<usize>())
-        .sum();
-    let corrected: usize = boxes.iter().map(Region::len).sum();
-    if corrected as f64 > MAX_CORRECTED * total as f64 {
-        return Ok(Checked::Rejected(format!(
-            "differs on {corrected} of {total} elements"
-        )));
+    if let Some(why) = too_different(&report) {
+        return Ok(Checked::Rejected(why));
     }
     let Some(fixed) = correct::corrected(program, def, op, args, &boxes)? else {
         return Ok(Checked::Rejected(format!(
@@ -220,6 +202,22 @@ pub fn check(
         corrections: boxes,
         verdict: verdict_text(&report),
     }))
+}
+
+/// Why a report's differences are too many to correct (more than
+/// [`MAX_CORRECTED`] of the output), if they are.
+fn too_different(report: &verify::Report) -> Option<String> {
+    let Verdict::NotEquivalent { boxes } = &report.verdict else {
+        return None;
+    };
+    let total: usize = report
+        .outputs
+        .iter()
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum();
+    let corrected: usize = boxes.iter().map(Region::len).sum();
+    (corrected as f64 > MAX_CORRECTED * total as f64)
+        .then(|| format!("differs on {corrected} of {total} elements"))
 }
 
 /// The verdict in a line.

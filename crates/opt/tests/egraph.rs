@@ -14,12 +14,7 @@ use opt::egraph::{Limits, Search};
 
 /// The prelude with `text` after it, checked.
 fn program(text: &str) -> Arc<ir::Program> {
-    let prelude = std::fs::read_to_string(testkit::root().join("ops/prelude.tc")).unwrap();
-    let source = format!("{prelude}\n{text}");
-    match tc::check_source(&source) {
-        Ok(c) => Arc::new(c.program),
-        Err(d) => panic!("{}", tc::render_diagnostics(&d, "test", &source)),
-    }
+    Arc::new(testkit::with_prelude(text))
 }
 
 fn rewrites() -> Vec<egg::Rewrite<Node, opt::egraph::analysis::Shapes>> {

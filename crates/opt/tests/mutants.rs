@@ -219,9 +219,7 @@ const IMAGES: &str = "def images(float(N,C,H,W) X, float(F,C,3,3) Wt) -> (Y) {\n
 
 #[test]
 fn the_optimizer_applies_the_corrected_mutant_and_computes_the_original() {
-    let prelude = std::fs::read_to_string(testkit::root().join("ops/prelude.tc")).unwrap();
-    let source = format!("{prelude}\n{IMAGES}");
-    let program = tc::check_source(&source).unwrap().program;
+    let program = testkit::with_prelude(IMAGES);
     let sizes: HashMap<String, i64> = [("N", 2), ("C", 3), ("F", 4), ("H", 5), ("W", 6)]
         .iter()
         .map(|(k, v)| (k.to_string(), *v))

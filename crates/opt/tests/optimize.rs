@@ -10,16 +10,6 @@ use ir::{CallArg, Program, Stmt};
 use opt::cost::{CostModel, Estimate};
 use opt::optimize::{optimize, shipped_rules, Options};
 
-/// The prelude with `text` after it, checked.
-fn program(text: &str) -> Program {
-    let prelude = std::fs::read_to_string(testkit::root().join("ops/prelude.tc")).unwrap();
-    let source = format!("{prelude}\n{text}");
-    match tc::check_source(&source) {
-        Ok(c) => c.program,
-        Err(d) => panic!("{}", tc::render_diagnostics(&d, "test", &source)),
-    }
-}
-
 /// Costs a def by the multiply-adds of its matrix products (M K N each,
 /// from the declared shapes of their operands); with `slow_candidates`,
 /// every def but the original `chain` measures a second.
@@ -97,7 +87,7 @@ impl CostModel for Products {
 const CHAIN: &str = "def chain(float(M,K) A, float(K,N) B, float(N,P) C) -> (D) {\n  T = matmul(A, B)\n  D = matmul(T, C)\n}\n";
 
 fn run(slow_candidates: bool) -> opt::optimize::Outcome {
-    let p = program(CHAIN);
+    let p = testkit::with_prelude(CHAIN);
     let rules = shipped_rules(&p).unwrap();
     let sizes: HashMap<String, i64> = [("M", 32), ("K", 32), ("N", 32), ("P", 2)]
         .iter()
@@ -135,7 +125,7 @@ fn a_candidate_measured_faster_replaces_the_original_and_is_proved() {
     assert!(out.steps.iter().any(|s| s.rule == "matmul_associates"));
     // The returned program equals the original by the verifier too.
     let mut both = out.program.clone();
-    let mut original = program(CHAIN).def("chain").unwrap().clone();
+    let mut original = testkit::with_prelude(CHAIN).def("chain").unwrap().clone();
     original.name = "original".to_string();
     both.defs.push(original);
     let options = opt::verify::Options {
@@ -157,5 +147,5 @@ fn the_original_stays_when_every_candidate_measures_slower() {
     assert!(out.steps.is_empty());
     assert!(out.candidates.len() > 1, "candidates were measured");
     let def = out.program.def("chain").unwrap();
-    assert_eq!(def, program(CHAIN).def("chain").unwrap());
+    assert_eq!(def, testkit::with_prelude(CHAIN).def("chain").unwrap());
 }

@@ -18,5 +18,5 @@ pub mod gen;
 mod programs;
 mod rng;
 
-pub use programs::{load, prelude, root};
+pub use programs::{load, prelude, root, with_prelude};
 pub use rng::Rng;

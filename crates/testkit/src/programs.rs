@@ -36,3 +36,19 @@ pub fn prelude() -> &'static Program {
     static PRELUDE: OnceLock<Program> = OnceLock::new();
     PRELUDE.get_or_init(|| load("ops/prelude.tc"))
 }
+
+/// The operator prelude's text with `text` after it, checked: a test's
+/// program that calls prelude operators.
+///
+/// # Panics
+///
+/// If the program does not check; the panic shows the diagnostics.
+pub fn with_prelude(text: &str) -> Program {
+    let prelude = std::fs::read_to_string(root().join("ops/prelude.tc"))
+        .unwrap_or_else(|e| panic!("cannot read ops/prelude.tc: {e}"));
+    let source = format!("{prelude}\n{text}");
+    match tc::check_source(&source) {
+        Ok(checked) => checked.program,
+        Err(diags) => panic!("{}", tc::render_diagnostics(&diags, "test", &source)),
+    }
+}

@@ -121,7 +121,6 @@ pub fn mutants(program: &Program, op: &str, args: &[Arg], depth: usize, prefix: 
             text: text.replace("{name}", &name),
             name,
             description: d.what,
-            depth: d.depth,
         });
     }
     out

@@ -98,13 +98,6 @@ impl Layout {
         src
     }
 
-    /// Whether the step can be undone ([`inverse`]).
-    pub fn invertible(&self) -> bool {
-        !matches!(self, Layout::Tile { .. })
-    }
-}
-
-impl Layout {
     /// The step in words, axes named by `axes` (by number past its end).
     pub fn describe(&self, axes: &[&str]) -> String {
         let name = |a: usize| {

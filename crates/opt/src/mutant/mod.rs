@@ -60,8 +60,6 @@ pub struct Spec {
     pub text: String,
     /// What it does, for the explanation.
     pub description: String,
-    /// Its operators, layouts on data inputs counted.
-    pub depth: usize,
 }
 
 /// An accepted mutant.

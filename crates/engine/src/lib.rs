@@ -17,7 +17,6 @@
 //! Errors are one typed [`Error`]; what the engine did that the user may
 //! want to know comes back as [`Note`]s, never printed here.
 
-mod at_sizes;
 pub mod bind;
 pub mod compile;
 pub mod constants;

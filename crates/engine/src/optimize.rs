@@ -137,7 +137,7 @@ pub fn optimize(
     if outcome.changed {
         let name = request.def().name.clone();
         if let Some(d) = outcome.program.defs.iter_mut().find(|d| d.name == name) {
-            *d = crate::at_sizes::at_sizes(d, &request.sizes);
+            *d = ir::at_sizes(d, &request.sizes);
         }
     }
     Ok(outcome)
@@ -317,7 +317,7 @@ impl<'s> Request<'s> {
 
 /// The defs of `result` that `original` lacks and def `def`'s result, as
 /// TC, in `result`'s order. The def is printed at `sizes`
-/// ([`crate::at_sizes`]): the defs the search generates are for the
+/// ([`ir::at_sizes`]): the defs the search generates are for the
 /// sizes, and the checker cannot match their shapes against symbolic ones.
 fn result_text(original: &Program, result: &Program, def: &Def, sizes: &Sizes) -> String {
     result
@@ -326,7 +326,7 @@ fn result_text(original: &Program, result: &Program, def: &Def, sizes: &Sizes) -
         .filter(|d| d.name == def.name || original.def(&d.name).is_none())
         .map(|d| {
             if d.name == def.name {
-                ir::print_def(result, &crate::at_sizes::at_sizes(d, sizes))
+                ir::print_def(result, &ir::at_sizes(d, sizes))
             } else {
                 ir::print_def(result, d)
             }

@@ -9,6 +9,7 @@
 //! IR; [`verify_program`] checks the invariants listed in `verify.rs`.
 
 pub mod arith;
+mod at_sizes;
 mod builtin;
 mod dtype;
 mod expr;
@@ -19,6 +20,7 @@ mod size;
 mod special;
 mod verify;
 
+pub use at_sizes::at_sizes;
 pub use builtin::{Builtin, CSpelling};
 pub use dtype::DType;
 pub use expr::{BinOp, Expr, UnOp, Value};

@@ -313,6 +313,35 @@ impl Search {
         Ok(def)
     }
 
+    /// Writes into `def` the statements computing class `root` into
+    /// tensor `result` as `choice` computes it, from the classes `leaves`
+    /// names (the caller declares those): the chosen nodes between them,
+    /// `root` computed from its own node even when `leaves` names it. A
+    /// root that chose an input is a copy of it.
+    pub fn write_region(
+        &self,
+        root: Id,
+        result: &str,
+        leaves: &HashMap<Id, String>,
+        choice: &extract::Choice,
+        def: &mut Def,
+    ) -> Result<(), String> {
+        let root = self.egraph.find(root);
+        let mut named = leaves.clone();
+        named.remove(&root);
+        let stmt = match choice.node(root)? {
+            Node::Call(..) => self.statement(root, result, choice, &mut named, def)?,
+            Node::Leaf(s) => match lang::leaf_kind(s) {
+                Some(lang::LeafKind::Input(input)) => self.copy(result, input, root),
+                _ => return Err(format!("internal error: e-class {root} chose a float")),
+            },
+            Node::Int(_) => return Err(format!("internal error: e-class {root} chose an integer")),
+        };
+        self.declare(def, result, root, TensorRole::Output, choice);
+        def.stmts.push(stmt);
+        Ok(())
+    }
+
     /// `node` with its children's classes canonical.
     pub fn canonical(&self, node: &Node) -> Node {
         let mut n = node.clone();

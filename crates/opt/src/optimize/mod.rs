@@ -2,7 +2,8 @@
 //! sizes saturated by the proved rewrite rules, the cheapest candidates
 //! by analytic estimate extracted as a beam of `top_k`, each measured, and
 //! the fastest of them and the original kept, proved equal to the
-//! original by the verifier before it is returned.
+//! original by the verifier before it is returned (region by region,
+//! [`prove`]).
 //!
 //! Requires a program holding the prelude and the def, sizes binding
 //! every size symbol and integer scalar of the def, rules loaded against
@@ -17,6 +18,7 @@
 pub mod costs;
 pub mod explain;
 pub mod mutate;
+pub mod prove;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -275,12 +277,17 @@ pub fn optimize<M: CostModel>(
             continue;
         }
         seen.push(text);
+        // The original under other tensor names is the original too.
+        let plan = prove::plan(&search, original, choice).map_err(Error::Internal)?;
+        if plan.same {
+            continue;
+        }
         work.defs.push(def);
-        written.push((cand, choice));
+        written.push((cand, choice, plan));
     }
     let mut decided: Vec<Decided> = Vec::new();
     let mut best_time = original_time;
-    for (k, (cand, choice)) in written.iter().enumerate() {
+    for (k, (cand, choice, plan)) in written.iter().enumerate() {
         // Estimates are cheap and decide alone without measurements;
         // only measuring is bounded by the budget.
         if options.measure && start.elapsed() >= options.budget {
@@ -298,6 +305,7 @@ pub fn optimize<M: CostModel>(
             time,
             estimate,
             choice,
+            plan,
         });
         best_time = best_time.min(time);
         progress(Event::Measured {
@@ -326,34 +334,17 @@ pub fn optimize<M: CostModel>(
             }
         }
     }
-    if let Some(Decided {
-        name: winner,
-        time,
-        choice,
-        ..
-    }) = best
-    {
+    if let Some(w) = best {
         if options.verify {
             progress(Event::Verifying);
-            let report = crate::verify::verify(
-                &work,
-                name,
-                &work,
-                &winner,
-                &crate::verify::Options {
-                    sizes: sizes.clone(),
-                    ..Default::default()
-                },
-            )
-            .map_err(|e| Error::Internal(format!("proving the optimized `{name}`: {e}")))?;
-            if !report.equivalent() {
-                return Err(Error::Internal(format!(
-                    "the optimized `{name}` differs from the original:\n{}",
-                    crate::verify::print_report(&report)
-                )));
-            }
-            outcome.proof = Some(crate::verify::print_report(&report));
+            outcome.proof = Some(prove_result(&search, &work, original, &w, sizes)?);
         }
+        let Decided {
+            name: winner,
+            time,
+            choice,
+            ..
+        } = w;
         let mut def = work
             .def(&winner)
             .cloned()
@@ -400,6 +391,7 @@ struct Decided<'c> {
     time: Duration,
     estimate: Duration,
     choice: &'c Choice,
+    plan: &'c prove::Plan,
 }
 
 /// The candidate that replaces the original: one faster than it by more
@@ -423,4 +415,58 @@ fn body_text(program: &Program, def: &Def) -> String {
     let mut d = def.clone();
     d.name = String::new();
     ir::print_def(program, &d)
+}
+
+/// Proves candidate `w` (extracted from `search`, a def of `work`) equal
+/// to the `original` def: region by region by its plan, or, when a region
+/// cannot be written, the whole def at once. Returns the verdict's text;
+/// a candidate not proved is an internal error.
+fn prove_result<E>(
+    search: &Search,
+    work: &Program,
+    original: &Def,
+    w: &Decided,
+    sizes: &HashMap<String, i64>,
+) -> Result<String, Error<E>> {
+    let name = &original.name;
+    let failed = |report: String| {
+        Error::Internal(format!(
+            "the optimized `{name}` differs from the original:\n{report}"
+        ))
+    };
+    let why = match prove::prove(search, work, original, w.choice, w.plan, sizes) {
+        Ok(proof) if proof.equivalent() => return Ok(proof.show()),
+        Ok(proof) => {
+            let (region, report) = proof
+                .reports
+                .iter()
+                .find(|(_, r)| !r.equivalent())
+                .ok_or_else(|| Error::Internal("a region proof without a verdict".into()))?;
+            return Err(failed(format!(
+                "in the region computing `{}`: {}",
+                region.tensor,
+                crate::verify::print_report(report)
+            )));
+        }
+        // A region that could not be written: the whole def instead.
+        Err(why) => why,
+    };
+    let report = crate::verify::verify(
+        work,
+        name,
+        work,
+        &w.name,
+        &crate::verify::Options {
+            sizes: sizes.clone(),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| Error::Internal(format!("proving the optimized `{name}`: {e}")))?;
+    if !report.equivalent() {
+        return Err(failed(crate::verify::print_report(&report)));
+    }
+    Ok(format!(
+        "the whole def at once (the regions could not be proved apart: {why}): {}",
+        crate::verify::print_report(&report)
+    ))
 }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use ir::{CallArg, Def, Expr, Param, Stmt, Value};
+use crate::{CallArg, DType, Def, Expr, Param, Stmt, Value};
 
 /// `def` with its size symbols replaced by their values in `sizes`.
 pub fn at_sizes(def: &Def, sizes: &HashMap<String, i64>) -> Def {
@@ -62,7 +62,7 @@ fn replace(e: &mut Expr, value: &dyn Fn(&str) -> Option<i64>) {
     match e {
         Expr::Sym(s) => {
             if let Some(v) = value(s) {
-                *e = Expr::Lit(Value::Int(v), ir::DType::I64);
+                *e = Expr::Lit(Value::Int(v), DType::I64);
             }
         }
         Expr::Lit(..) | Expr::Iter(_) | Expr::Local(_) => {}

@@ -1,0 +1,438 @@
+//! The final proof, region by region: a candidate is proved equal to the
+//! original def by proving only the parts where it computes differently,
+//! each on its own, instead of the whole def at once.
+//!
+//! The candidate's chosen classes are matched against the original's
+//! statements from the inputs forward: a class whose node is an original
+//! statement's operator applied to the tensors the match already gave that
+//! statement's arguments (the same scalars besides) computes that
+//! statement's tensor, with no proof needed ("settled"). A class that does
+//! not match but that the e-graph says holds an original tensor is a
+//! region's root, mapped to that tensor (an output's class to the output);
+//! the region is what the candidate computes for it back to settled
+//! classes, other roots and inputs (its leaves). Each region becomes a
+//! pair of defs over the leaves — the candidate's nodes, and the original
+//! statements that compute the root's tensor from the leaves' tensors —
+//! which the verifier proves equal for all values of the leaves. By
+//! induction in the candidate's order every class then holds its
+//! original tensor's value, the outputs included: the candidate equals
+//! the original. The e-graph only suggests the pairing; nothing it claims
+//! is trusted.
+//!
+//! Requires the search the candidate was extracted from and the original
+//! def it was built on. Guarantees: [`Plan::same`] only when the candidate
+//! computes every original statement the original's way (the original,
+//! renamed); an error from [`prove`] when a region could not be written,
+//! which callers answer with the whole-def proof.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+use egg::Id;
+use ir::{CallArg, Def, Param, Program, Stmt, TensorRole};
+
+use crate::egraph::extract::Choice;
+use crate::egraph::lang::{self, Node};
+use crate::egraph::Search;
+use crate::verify;
+
+/// A part of the candidate to prove: class `root`, which must hold the
+/// original's tensor `tensor`, computed from the classes `leaves` names
+/// (by their original tensors).
+#[derive(Clone, Debug)]
+pub struct Region {
+    pub root: Id,
+    pub tensor: String,
+    pub leaves: Vec<(Id, String)>,
+}
+
+/// How a candidate differs from the original.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The regions to prove, in the candidate's order.
+    pub regions: Vec<Region>,
+    /// Whether the candidate is the original: no region, and every
+    /// original statement computed.
+    pub same: bool,
+}
+
+/// An argument of a statement, as matching compares it: a tensor by its
+/// original name, a scalar by its (integer or float) class.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Tensor(String),
+    Scalar(Id),
+}
+
+/// The regions where `choice` computes `original` differently.
+pub fn plan(search: &Search, original: &Def, choice: &Choice) -> Result<Plan, String> {
+    let eg = &search.egraph;
+    // Each original statement by its operator and arguments.
+    let mut statements: HashMap<(String, Vec<Key>), String> = HashMap::new();
+    // The original tensor each class holds, as the e-graph says: outputs
+    // first, so that an output's class maps to that output.
+    let mut holds: HashMap<Id, String> = HashMap::new();
+    for (name, id) in &search.outputs {
+        holds.entry(eg.find(*id)).or_insert_with(|| name.clone());
+    }
+    for s in &search.statements {
+        let Node::Call(op, kids) = search.canonical(&s.node) else {
+            continue;
+        };
+        let tensors: Vec<&str> = match lang::opaque_index(&op) {
+            Some(k) => eg.analysis.opaque[k]
+                .reads
+                .iter()
+                .map(String::as_str)
+                .collect(),
+            None => match original.stmts.get(s.index) {
+                Some(Stmt::Call(c)) => c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        CallArg::Tensor(t) => t.as_str(),
+                        CallArg::Scalar(_) => "",
+                    })
+                    .collect(),
+                _ => return Err(format!("statement {} is not a call", s.index + 1)),
+            },
+        };
+        let key = kids
+            .iter()
+            .zip(&tensors)
+            .map(|(kid, t)| match *t {
+                "" => Key::Scalar(eg.find(*kid)),
+                t => Key::Tensor(t.to_string()),
+            })
+            .collect();
+        statements
+            .entry((op.as_str().to_string(), key))
+            .or_insert_with(|| s.result.clone());
+        holds
+            .entry(eg.find(s.class))
+            .or_insert_with(|| s.result.clone());
+    }
+
+    // The candidate's classes, operands first.
+    let mut order = Vec::new();
+    let mut visited = HashSet::new();
+    for (_, id) in &search.outputs {
+        postorder(search, choice, eg.find(*id), &mut visited, &mut order)?;
+    }
+    let mut tensor: HashMap<Id, String> = HashMap::new();
+    let mut roots = Vec::new();
+    let mut computed = HashSet::new();
+    for &id in &order {
+        match choice.node(id)? {
+            Node::Leaf(s) => {
+                if let Some(lang::LeafKind::Input(name)) = lang::leaf_kind(s) {
+                    tensor.insert(id, name.to_string());
+                }
+            }
+            Node::Int(_) => {}
+            Node::Call(op, kids) => {
+                let key: Option<Vec<Key>> = kids
+                    .iter()
+                    .map(|&kid| {
+                        let kid = eg.find(kid);
+                        match tensor.get(&kid) {
+                            Some(t) => Some(Key::Tensor(t.clone())),
+                            None if is_scalar(choice, kid) => Some(Key::Scalar(kid)),
+                            None => None,
+                        }
+                    })
+                    .collect();
+                let settled = key.and_then(|k| statements.get(&(op.as_str().to_string(), k)));
+                if let Some(t) = settled {
+                    computed.insert(t.clone());
+                    tensor.insert(id, t.clone());
+                } else if let Some(t) = holds.get(&id) {
+                    roots.push(id);
+                    tensor.insert(id, t.clone());
+                }
+            }
+        }
+    }
+    let mut regions = Vec::new();
+    for &root in &roots {
+        regions.push(region(
+            search,
+            choice,
+            root,
+            tensor[&root].clone(),
+            &tensor,
+        )?);
+    }
+    // An output whose class holds another tensor is proved to equal it.
+    for (name, id) in &search.outputs {
+        let id = eg.find(*id);
+        if tensor.get(&id) != Some(name) {
+            regions.push(region(search, choice, id, name.clone(), &tensor)?);
+        }
+    }
+    let same = regions.is_empty()
+        && search
+            .statements
+            .iter()
+            .all(|s| computed.contains(&s.result));
+    Ok(Plan { regions, same })
+}
+
+/// Whether class `id` is a scalar as `choice` computes it.
+fn is_scalar(choice: &Choice, id: Id) -> bool {
+    match choice.node(id) {
+        Ok(Node::Int(_)) => true,
+        Ok(Node::Leaf(s)) => matches!(lang::leaf_kind(s), Some(lang::LeafKind::Float(_))),
+        _ => false,
+    }
+}
+
+/// The classes reachable from `id` by `choice`, each after its operands.
+fn postorder(
+    search: &Search,
+    choice: &Choice,
+    id: Id,
+    visited: &mut HashSet<Id>,
+    order: &mut Vec<Id>,
+) -> Result<(), String> {
+    // An explicit stack: a model's chain of statements can be long.
+    let mut stack = vec![(id, false)];
+    while let Some((id, expanded)) = stack.pop() {
+        if expanded {
+            order.push(id);
+            continue;
+        }
+        if !visited.insert(id) {
+            continue;
+        }
+        stack.push((id, true));
+        if let Node::Call(_, kids) = choice.node(id)? {
+            for &kid in kids.iter().rev() {
+                let kid = search.egraph.find(kid);
+                if !visited.contains(&kid) {
+                    stack.push((kid, false));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The region of `root` (to hold `name`): its leaves are the first classes
+/// back from it that `tensor` maps.
+fn region(
+    search: &Search,
+    choice: &Choice,
+    root: Id,
+    name: String,
+    tensor: &HashMap<Id, String>,
+) -> Result<Region, String> {
+    let mut leaves = Vec::new();
+    let mut seen = HashSet::new();
+    let mut todo = vec![root];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        match choice.node(id)? {
+            Node::Call(_, kids) => {
+                for &kid in kids {
+                    let kid = search.egraph.find(kid);
+                    match tensor.get(&kid) {
+                        Some(t) if kid != root => {
+                            if !leaves.iter().any(|(k, _)| *k == kid) {
+                                leaves.push((kid, t.clone()));
+                            }
+                        }
+                        _ if is_scalar(choice, kid) => {}
+                        _ => todo.push(kid),
+                    }
+                }
+            }
+            Node::Leaf(s) => {
+                if let Some(lang::LeafKind::Input(input)) = lang::leaf_kind(s) {
+                    leaves.push((id, input.to_string()));
+                }
+            }
+            Node::Int(_) => {}
+        }
+    }
+    Ok(Region {
+        root,
+        tensor: name,
+        leaves,
+    })
+}
+
+/// What proving a candidate region by region found.
+#[derive(Clone, Debug)]
+pub struct Proof {
+    /// Every region's verdict.
+    pub reports: Vec<(Region, verify::Report)>,
+}
+
+impl Proof {
+    /// Whether every region is equivalent.
+    pub fn equivalent(&self) -> bool {
+        self.reports.iter().all(|(_, r)| r.equivalent())
+    }
+
+    /// The verdicts, one region a line (with the report of each that is
+    /// not equivalent in full).
+    pub fn show(&self) -> String {
+        let mut s = format!(
+            "{} region{} where the result computes differently, each proved apart:\n",
+            self.reports.len(),
+            if self.reports.len() == 1 { "" } else { "s" }
+        );
+        for (r, report) in &self.reports {
+            let text = verify::print_report(report);
+            let first = text.lines().next().unwrap_or_default();
+            let method = text.lines().nth(1).unwrap_or_default();
+            let _ = writeln!(s, "  `{}`: {first}; {method}", r.tensor);
+        }
+        s
+    }
+}
+
+/// Proves each region of `plan` with the verifier: the candidate's nodes
+/// (written from `search` by `choice`) against the statements of
+/// `original` (a def of `program`) computing the region's tensor from its
+/// leaves, at `sizes`.
+pub fn prove(
+    search: &Search,
+    program: &Program,
+    original: &Def,
+    choice: &Choice,
+    plan: &Plan,
+    sizes: &HashMap<String, i64>,
+) -> Result<Proof, String> {
+    // The pairs are written at the sizes; only integer scalars remain.
+    let scalars: HashMap<String, i64> = sizes
+        .iter()
+        .filter(|(s, _)| original.scalar(s).is_some())
+        .map(|(s, v)| (s.clone(), *v))
+        .collect();
+    let mut reports = Vec::new();
+    for (k, r) in plan.regions.iter().enumerate() {
+        let (ours, theirs) = (
+            format!("__region{k}_candidate"),
+            format!("__region{k}_original"),
+        );
+        let (a, b) = pair(search, original, choice, r, &theirs, &ours)?;
+        let mut p = program.clone();
+        p.defs.push(ir::at_sizes(&a, sizes));
+        p.defs.push(ir::at_sizes(&b, sizes));
+        ir::verify_program(&p).map_err(|e| {
+            format!(
+                "internal error: the region of `{}` does not check: {e:?}",
+                r.tensor
+            )
+        })?;
+        let report = verify::verify(
+            &p,
+            &theirs,
+            &p,
+            &ours,
+            &verify::Options {
+                sizes: scalars.clone(),
+                ..Default::default()
+            },
+        )?;
+        reports.push((r.clone(), report));
+    }
+    Ok(Proof { reports })
+}
+
+/// The region's two defs: the original statements computing its tensor
+/// from its leaves' tensors (named `theirs`), and the candidate's nodes
+/// (named `ours`), with one signature: the original's integer scalars,
+/// then every tensor either side reads, in the original's order.
+fn pair(
+    search: &Search,
+    original: &Def,
+    choice: &Choice,
+    r: &Region,
+    theirs: &str,
+    ours: &str,
+) -> Result<(Def, Def), String> {
+    let writer: HashMap<&str, usize> = original
+        .stmts
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| s.written().into_iter().map(move |t| (t, k)))
+        .collect();
+    let leaf_names: HashSet<&str> = r.leaves.iter().map(|(_, t)| t.as_str()).collect();
+    if leaf_names.contains(r.tensor.as_str()) {
+        return Err(format!("the region of `{}` reads it", r.tensor));
+    }
+    // The original side: back from the tensor to the leaves or inputs.
+    let mut needed = Vec::new();
+    let mut reads: HashSet<String> = HashSet::new();
+    let mut todo = vec![r.tensor.as_str()];
+    let mut seen = HashSet::new();
+    while let Some(t) = todo.pop() {
+        if !seen.insert(t) {
+            continue;
+        }
+        match writer.get(t) {
+            Some(&k) if t == r.tensor || !leaf_names.contains(t) => {
+                needed.push(k);
+                todo.extend(original.stmts[k].reads());
+            }
+            _ => {
+                reads.insert(t.to_string());
+            }
+        }
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    reads.extend(leaf_names.iter().map(|t| t.to_string()));
+    let decl = |t: &str| {
+        original
+            .tensor(t)
+            .cloned()
+            .ok_or_else(|| format!("`{t}` has no declaration"))
+    };
+    let mut params: Vec<Param> = original
+        .params
+        .iter()
+        .filter(|p| matches!(p, Param::Scalar { .. }))
+        .cloned()
+        .collect();
+    let mut inputs = Vec::new();
+    for t in &original.tensors {
+        if reads.contains(&t.name) {
+            params.push(Param::Tensor(t.name.clone()));
+            inputs.push(ir::TensorDecl {
+                role: TensorRole::Input,
+                ..t.clone()
+            });
+        }
+    }
+    let skeleton = |name: &str| Def {
+        name: name.to_string(),
+        params: params.clone(),
+        outputs: vec![r.tensor.clone()],
+        tensors: inputs.clone(),
+        stmts: Vec::new(),
+    };
+    let mut a = skeleton(theirs);
+    for &k in &needed {
+        for t in original.stmts[k].written() {
+            if !a.tensors.iter().any(|d| d.name == t) {
+                let role = if t == r.tensor {
+                    TensorRole::Output
+                } else {
+                    TensorRole::Temp
+                };
+                a.tensors.push(ir::TensorDecl { role, ..decl(t)? });
+            }
+        }
+        a.stmts.push(original.stmts[k].clone());
+    }
+    let mut b = skeleton(ours);
+    let leaves: HashMap<Id, String> = r.leaves.iter().cloned().collect();
+    search.write_region(r.root, &r.tensor, &leaves, choice, &mut b)?;
+    Ok((a, b))
+}

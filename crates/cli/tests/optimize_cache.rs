@@ -151,3 +151,35 @@ fn other_search_options_are_other_entries() {
     }
     assert_eq!(entries(&cache).len(), 3);
 }
+
+/// `tessera cache` with `cache` as the cache directory.
+fn cache_command(cache: &Path, action: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["cache", action])
+        .env("TESSERA_CACHE_DIR", cache)
+        .output()
+        .expect("the tessera binary starts");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn cache_clear_removes_search_results_and_measured_times_too() {
+    let cache = fresh_cache("clear");
+    let first = run_chain(&cache, &OPTIMIZE);
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    assert_eq!(entries(&cache).len(), 1);
+    let stats = cache_command(&cache, "stats");
+    assert!(stats.contains(": 1 search results"), "{stats}");
+    let cleared = cache_command(&cache, "clear");
+    assert!(cleared.contains("removed 1 search results"), "{cleared}");
+    assert!(entries(&cache).is_empty());
+    let stats = cache_command(&cache, "stats");
+    assert!(
+        stats.contains(": 0 kernels") && stats.contains(": 0 search results"),
+        "{stats}"
+    );
+    // The next run searches again.
+    let again = run_chain(&cache, &OPTIMIZE);
+    assert!(!again.stderr.contains("cached"), "{}", again.stderr);
+}

@@ -399,6 +399,13 @@ impl KernelCache {
 /// The entries and bytes of the cache directory `dir` (zero when it does
 /// not exist). Only files named like the cache's own count.
 pub fn stats(dir: &Path) -> Result<CacheStats, CacheError> {
+    stats_of(dir, "so")
+}
+
+/// [`stats`] of a directory of keyed entries (the kernel cache's naming:
+/// the engine's measured times and search results use it too) whose
+/// entry file has extension `ext`.
+pub fn stats_of(dir: &Path, ext: &str) -> Result<CacheStats, CacheError> {
     let mut stats = CacheStats::default();
     for (key, files) in files_by_key(dir)? {
         for file in &files {
@@ -409,7 +416,7 @@ pub fn stats(dir: &Path) -> Result<CacheStats, CacheError> {
                 Err(e) => return Err(io_error("read", file, &e)),
             }
         }
-        if files.contains(&dir.join(format!("{key}.so"))) {
+        if files.contains(&dir.join(format!("{key}.{ext}"))) {
             stats.entries += 1;
         }
     }
@@ -421,11 +428,17 @@ pub fn stats(dir: &Path) -> Result<CacheStats, CacheError> {
 /// its lock. Returns the number of entries (keys with an object) removed.
 /// Files of kernels that are loaded stay mapped in their processes.
 pub fn clear(dir: &Path) -> Result<usize, CacheError> {
+    clear_of(dir, "so")
+}
+
+/// [`clear`] of a directory of keyed entries whose entry file has
+/// extension `ext` (see [`stats_of`]).
+pub fn clear_of(dir: &Path, ext: &str) -> Result<usize, CacheError> {
     let mut removed = 0;
     for (key, files) in files_by_key(dir)? {
         let lock_path = dir.join(format!("{key}.lock"));
         let lock = lock_key(dir, &key)?;
-        if files.contains(&dir.join(format!("{key}.so"))) {
+        if files.contains(&dir.join(format!("{key}.{ext}"))) {
             removed += 1;
         }
         for file in files.iter().filter(|f| **f != lock_path) {

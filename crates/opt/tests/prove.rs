@@ -95,10 +95,17 @@ fn a_reassociated_chain_is_one_region_proved_from_its_inputs() {
     let mut leaves: Vec<&str> = region.leaves.iter().map(|(_, t)| t.as_str()).collect();
     leaves.sort_unstable();
     assert_eq!(leaves, ["A", "B", "C"]);
-    assert!(plan.regions.iter().all(|r| r.tensor == "U" || r.tensor == "D"));
+    assert!(plan
+        .regions
+        .iter()
+        .all(|r| r.tensor == "U" || r.tensor == "D"));
     let proof = prove::prove(&search, &program, original, &choice, &plan, &sizes()).unwrap();
     assert!(proof.equivalent(), "{}", proof.show());
-    assert!(proof.show().contains("exact test over Z_p"), "{}", proof.show());
+    assert!(
+        proof.show().contains("exact test over Z_p"),
+        "{}",
+        proof.show()
+    );
 }
 
 #[test]
@@ -119,7 +126,10 @@ fn a_class_merged_wrongly_is_caught() {
     let original = program.def("chain").unwrap();
     let plan = prove::plan(&search, original, &choice).unwrap();
     assert_eq!(
-        plan.regions.iter().map(|r| r.tensor.as_str()).collect::<Vec<_>>(),
+        plan.regions
+            .iter()
+            .map(|r| r.tensor.as_str())
+            .collect::<Vec<_>>(),
         ["T"]
     );
     let proof = prove::prove(&search, &program, original, &choice, &plan, &sizes()).unwrap();

@@ -139,6 +139,10 @@ const SINGLE_DEFS: &[&str] = &[
     "nchwc",
     "nchw",
     "interleave2d_nchwc",
+    "interleave2d_blocked",
+    "unpack_weights_nchwc",
+    "unpack_weights_nchw_nchwc",
+    "unpack_bias_nchwc",
     "conv2d_nchwc",
     "conv2d_nchwc_relu",
     "conv2d_nchwc_add",
@@ -628,7 +632,56 @@ fn interleaved_phases() {
         .map(|(name, p)| t(name, &blocked(p, l, 9.0)))
         .collect();
     args.push(int("C", c));
-    check("interleave2d_nchwc", args, &[&want]);
+    check("interleave2d_nchwc", args.clone(), &[&want]);
+    // Blocked, every lane is put in place, those past C too.
+    let blocked_phases: Vec<Nd> = phases.iter().map(|p| blocked(p, l, 9.0)).collect();
+    let want = r::tabulate(&[2, c.div_ceil(l), 4, 6, l], |i| {
+        blocked_phases[2 * (i[2] % 2) + i[3] % 2].at(&[i[0], i[1], i[2] / 2, i[3] / 2, i[4]])
+    });
+    args.pop();
+    check("interleave2d_blocked", args, &[&want]);
+}
+
+#[test]
+fn packed_weights_unpacked() {
+    // 7 filters in blocks of 3 over 5 input channels, packed for a
+    // blocked input (blocks of 4) and for a plain one; the first F = 6
+    // filters unpacked, a blocked input's channels past 5 as zeros.
+    let (f, c, l, m) = (7, 5, 4, 3);
+    let wt = rand(&[f, c, 3, 2], 1800);
+    let bias = rand(&[f], 1801);
+    let want = r::tabulate(&[6, c.div_ceil(l) * l, 3, 2], |i| {
+        if i[1] < c {
+            wt.at(i)
+        } else {
+            0.0
+        }
+    });
+    check(
+        "unpack_weights_nchwc",
+        vec![t("Wt", &packed(&wt, Some(l), m)), int("F", 6)],
+        &[&want],
+    );
+    let want = r::tabulate(&[6, c, 3, 2], |i| wt.at(i));
+    check(
+        "unpack_weights_nchw_nchwc",
+        vec![t("Wt", &packed(&wt, None, m)), int("F", 6)],
+        &[&want],
+    );
+    let packed_bias = r::tabulate(&[f.div_ceil(m), m], |i| {
+        let fo = i[0] * m + i[1];
+        if fo < f {
+            bias.at(&[fo])
+        } else {
+            0.0
+        }
+    });
+    let want = r::tabulate(&[6], |i| bias.at(i));
+    check(
+        "unpack_bias_nchwc",
+        vec![t("B", &packed_bias), int("F", 6)],
+        &[&want],
+    );
 }
 
 #[test]

@@ -44,15 +44,18 @@ pub trait CostModel {
     ) -> Result<Duration, Self::Error>;
 
     /// The times of `defs` measured now and side by side (their runs
-    /// interleaved, so that a drift of the machine touches all alike):
-    /// how a search confirms that a candidate beats the original. By
-    /// default, each one's [`CostModel::measure`].
+    /// interleaved, so that a drift of the machine touches all alike),
+    /// taking about `within` when the defs are slow enough to need
+    /// fewer runs: how a search confirms that a candidate beats the
+    /// original. By default, each one's [`CostModel::measure`].
     fn compare(
         &self,
         program: &Program,
         defs: &[&str],
         sizes: &HashMap<String, i64>,
+        within: Duration,
     ) -> Result<Vec<Duration>, Self::Error> {
+        let _ = within;
         defs.iter()
             .map(|d| self.measure(program, d, sizes))
             .collect()

@@ -99,7 +99,9 @@ fn a_reassociated_chain_is_one_region_proved_from_its_inputs() {
         .regions
         .iter()
         .all(|r| r.tensor == "U" || r.tensor == "D"));
-    let proof = prove::prove(&search, &program, original, &choice, &plan, &sizes()).unwrap();
+    let written = prove::write(&search, &program, original, &choice, &plan, &sizes()).unwrap();
+    assert!(written.pairs.iter().all(|p| p.exact.is_ok()));
+    let proof = prove::prove(&written).unwrap();
     assert!(proof.equivalent(), "{}", proof.show());
     assert!(
         proof.show().contains("exact test over Z_p"),
@@ -132,6 +134,37 @@ fn a_class_merged_wrongly_is_caught() {
             .collect::<Vec<_>>(),
         ["T"]
     );
-    let proof = prove::prove(&search, &program, original, &choice, &plan, &sizes()).unwrap();
+    let written = prove::write(&search, &program, original, &choice, &plan, &sizes()).unwrap();
+    assert!(written.pairs.iter().all(|p| p.exact.is_ok()));
+    let proof = prove::prove(&written).unwrap();
     assert!(!proof.equivalent(), "{}", proof.show());
+}
+
+#[test]
+fn a_repeated_statement_computed_once_is_proved_apart() {
+    // T3 repeats T2 (the same product of the same tensors), so the
+    // e-graph holds them in one class and a candidate adds T2 to itself;
+    // the region of D must read T3 as T2, not recompute it from the
+    // inputs while T2 is a free leaf (found by tests/optimize_random.rs).
+    const TWICE: &str = "def twice(float(M,K) A, float(K,N) B) -> (D) {
+  T1 = add_r2(A, A)
+  T2 = matmul(T1, B)
+  T3 = matmul(T1, B)
+  D = add_r2(T2, T3)
+}";
+    let program = Arc::new(testkit::with_prelude(TWICE));
+    let sizes: HashMap<String, i64> = [("M", 4), ("K", 3), ("N", 5)]
+        .map(|(k, v)| (k.to_string(), v))
+        .into();
+    let search = Search::new(Arc::clone(&program), "twice", &sizes).unwrap();
+    let choice = extract(&search, &mut Flops);
+    let original = program.def("twice").unwrap();
+    let plan = prove::plan(&search, original, &choice).unwrap();
+    assert_eq!(plan.alias.get("T3").map(String::as_str), Some("T2"));
+    // Computing T3 once is a change, with nothing to prove apart: D adds
+    // T2 to T2, which the original's D does once T3 reads as T2.
+    assert!(!plan.same);
+    let written = prove::write(&search, &program, original, &choice, &plan, &sizes).unwrap();
+    let proof = prove::prove(&written).unwrap();
+    assert!(proof.equivalent(), "{}", proof.show());
 }

@@ -47,7 +47,7 @@ fn mistaken_rules_are_refused_where_they_are() {
     );
     refused(
         "rule r\n  a: [M, K], b: [K, N]\n  (matmul a b) => (matmul_tb a b)\n",
-        "bad.rules:3:19: rule `r`: at K=5, M=4, N=3: argument 2 of `matmul_tb` (`B`) makes `K` 3, but an earlier one made it 5",
+        "bad.rules:3:19: rule `r`: at K=3, M=4, N=5: argument 2 of `matmul_tb` (`B`) makes `K` 5, but an earlier one made it 3",
     );
     refused(
         "rule r\n  a: [M, N], b: [M, N]\n  (add_r2 a b) => (add_r2 a a), (add_r2 b b)\n",

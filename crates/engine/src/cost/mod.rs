@@ -181,23 +181,29 @@ impl CostModel for CostService {
     }
 
     /// Each def compiled and warmed up, then [`COMPARE_ROUNDS`] rounds of
-    /// [`RUNS`] runs of each in turn; each def's median over its runs.
-    /// Never cached: a comparison is about now.
+    /// up to [`RUNS`] runs of each in turn (as many as fit in `within`, at
+    /// least one); each def's median over its runs. Never cached: a
+    /// comparison is about now.
     fn compare(
         &self,
         program: &Program,
         defs: &[&str],
         sizes: &HashMap<String, i64>,
+        within: Duration,
     ) -> Result<Vec<Duration>, Error> {
         let mut prepared = Vec::new();
+        let mut one_of_each = 0.0;
         for d in defs {
             let (compiled, mut state) = self.prepare(program, d, sizes)?;
-            timing::time_runs(&compiled, &mut state, 1, WARMUP, false)?;
+            let warm = timing::time_runs(&compiled, &mut state, 1, WARMUP, false)?;
+            one_of_each += warm.median();
             prepared.push((compiled, state, Vec::new()));
         }
+        let per_round = within.as_secs_f64() / f64::from(COMPARE_ROUNDS);
+        let runs = ((per_round / one_of_each.max(1e-9)) as u32).clamp(1, RUNS);
         for _ in 0..COMPARE_ROUNDS {
             for (compiled, state, seconds) in &mut prepared {
-                seconds.extend(timing::time_batch(compiled, state, RUNS)?);
+                seconds.extend(timing::time_batch(compiled, state, runs)?);
             }
         }
         self.measured

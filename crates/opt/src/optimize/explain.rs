@@ -254,6 +254,9 @@ pub fn print_explanation(outcome: &Outcome) -> String {
         &["candidate", "estimate", "measured", "speedup"],
         &rows,
     ));
+    for (name, why) in &outcome.unprovable {
+        out.push_str(&format!("not a candidate: {name}: {why}\n"));
+    }
     if let Some((name, before, after)) = &outcome.side_by_side {
         out.push_str(&format!(
             "side by side: {} {}, {name} {}{}\n",
@@ -275,6 +278,12 @@ pub fn print_explanation(outcome: &Outcome) -> String {
             speedup(outcome.time),
             outcome.elapsed.as_secs_f64()
         ));
+        let phases: Vec<String> = outcome
+            .phases
+            .iter()
+            .map(|(name, t)| format!("{name} {:.2} s", t.as_secs_f64()))
+            .collect();
+        out.push_str(&format!("search phases: {}\n", phases.join(", ")));
     } else {
         // Without measurements the output is the same on every run, and
         // the search's time is left out to keep it so.

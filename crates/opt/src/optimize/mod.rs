@@ -12,8 +12,11 @@
 //! other than the original has passed `verify::verify` against it (when
 //! [`Options::verify`] is on, the default), and a failed proof is an
 //! internal error, never a returned program; the budget bounds the search
-//! (saturation takes at most 30% of it, mutants end at half of it,
-//! measurements stop when it is spent, the original's measurement and the final proof excepted).
+//! (saturation takes at most 30% of it, mutants end at 35%, no candidate
+//! is measured after 70%, the comparison side by side fits in what is
+//! left up to 85% or a tenth of it; a candidate's measurement that
+//! started in time, the original's measurement and the final proof are
+//! not cut).
 
 pub mod costs;
 pub mod explain;
@@ -40,7 +43,7 @@ pub struct Options {
     pub budget: Duration,
     /// How many candidates the extraction hands to measurement.
     pub top_k: usize,
-    /// Saturation's limits (its time is also capped at half the budget).
+    /// Saturation's limits (its time is also capped at 30% of the budget).
     pub limits: Limits,
     /// Prove the result equal to the original before returning it.
     pub verify: bool,
@@ -151,6 +154,11 @@ pub struct Outcome {
     pub not_searched: Option<String>,
     /// The whole search's time.
     pub elapsed: Duration,
+    /// Where it went: each phase's name and time, in order.
+    pub phases: Vec<(&'static str, Duration)>,
+    /// Candidates left out because their proof would take too long, and
+    /// why.
+    pub unprovable: Vec<(String, String)>,
 }
 
 /// Why the optimizer gave no result.
@@ -198,7 +206,9 @@ pub fn optimize<M: CostModel>(
         }
         Ok((e, Some(model.measure(p, d, sizes).map_err(Error::Cost)?)))
     };
+    let mut phase = Phases::new();
     let (original_estimate, original_measured) = time_of(program, name)?;
+    phase.end("measuring the original");
     let original_time = original_measured.unwrap_or(original_estimate);
     let mut outcome = Outcome {
         program: program.clone(),
@@ -222,6 +232,8 @@ pub fn optimize<M: CostModel>(
         proof: None,
         not_searched: None,
         elapsed: Duration::ZERO,
+        phases: Vec::new(),
+        unprovable: Vec::new(),
     };
     progress(Event::Measured {
         index: 0,
@@ -243,10 +255,12 @@ pub fn optimize<M: CostModel>(
         ..options.limits
     };
     search.saturate(&rewrites, limits);
+    phase.end("saturation");
     if options.depth > 0 {
-        let deadline = start + options.budget / 2;
+        let deadline = start + options.budget.mul_f64(MUTANTS_END);
         outcome.mutation = mutate::add_mutants(&mut search, model, options.depth, deadline)
             .map_err(Error::Internal)?;
+        phase.end("mutants");
     }
     let searched = Arc::clone(&search.egraph.analysis.program);
     outcome.stopped = search.stopped.clone().unwrap_or_default();
@@ -282,15 +296,35 @@ pub fn optimize<M: CostModel>(
         if plan.same {
             continue;
         }
+        let method = prove::Method::new(&search, &searched, original, choice, &plan, sizes);
         work.defs.push(def);
-        written.push((cand, choice, plan));
+        // A candidate the verifier could not prove in reasonable time
+        // could not be returned: it is not measured either.
+        if options.verify {
+            let flops = method
+                .float_flops(model, &work, original, &cand, sizes)
+                .map_err(Error::Cost)?;
+            if flops > FLOAT_PROOF_FLOPS {
+                outcome.unprovable.push((
+                    cand,
+                    format!(
+                        "its proof would compare {:.1} GFLOP of interpreted work in floating point (at most {:.1})",
+                        flops as f64 / 1e9,
+                        FLOAT_PROOF_FLOPS as f64 / 1e9
+                    ),
+                ));
+                continue;
+            }
+        }
+        written.push((cand, choice, method));
     }
+    phase.end("extraction");
     let mut decided: Vec<Decided> = Vec::new();
     let mut best_time = original_time;
-    for (k, (cand, choice, plan)) in written.iter().enumerate() {
+    for (k, (cand, choice, method)) in written.iter().enumerate() {
         // Estimates are cheap and decide alone without measurements;
         // only measuring is bounded by the budget.
-        if options.measure && start.elapsed() >= options.budget {
+        if options.measure && start.elapsed() >= options.budget.mul_f64(MEASURING_END) {
             break;
         }
         let (estimate, measured) = time_of(&work, cand)?;
@@ -305,7 +339,7 @@ pub fn optimize<M: CostModel>(
             time,
             estimate,
             choice,
-            plan,
+            method,
         });
         best_time = best_time.min(time);
         progress(Event::Measured {
@@ -315,14 +349,21 @@ pub fn optimize<M: CostModel>(
             best: best_time,
         });
     }
+    phase.end("measuring candidates");
     let mut best = winner(original_time, &decided);
     // The times above may come from the cost model's cache, each measured
     // alone; a winner must also beat the original measured side by side
     // with it now, or the original stays.
     if let (Some(w), true) = (&best, options.measure) {
         let times = model
-            .compare(&work, &[name, &w.name], sizes)
+            .compare(
+                &work,
+                &[name, &w.name],
+                sizes,
+                comparing(options.budget, start),
+            )
             .map_err(Error::Cost)?;
+        phase.end("side by side");
         if let [before, after] = times[..] {
             outcome.side_by_side = Some((w.name.clone(), before, after));
             outcome.original_time = before;
@@ -337,7 +378,12 @@ pub fn optimize<M: CostModel>(
     if let Some(w) = best {
         if options.verify {
             progress(Event::Verifying);
-            outcome.proof = Some(prove_result(&search, &work, original, &w, sizes)?);
+            let proof = w
+                .method
+                .prove(&work, original, &w.name, sizes)
+                .map_err(Error::Internal)?;
+            outcome.proof = Some(proof);
+            phase.end("proof");
         }
         let Decided {
             name: winner,
@@ -377,8 +423,54 @@ pub fn optimize<M: CostModel>(
     }
     outcome.candidates_program = work;
     outcome.elapsed = start.elapsed();
+    outcome.phases = phase.done;
     Ok(outcome)
 }
+
+/// The times of a search's phases, each from the end of the one before.
+struct Phases {
+    since: Instant,
+    done: Vec<(&'static str, Duration)>,
+}
+
+impl Phases {
+    fn new() -> Phases {
+        Phases {
+            since: Instant::now(),
+            done: Vec::new(),
+        }
+    }
+
+    fn end(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.done.push((name, now - self.since));
+        self.since = now;
+    }
+}
+
+/// Where the budget ends each phase, as fractions of it: mutants are
+/// checked until 35% of it, candidates measured until 70% (none starts
+/// later), and the comparison side by side takes what is left up to 85%,
+/// at least a tenth of it; the proof comes last, and the rest is for the
+/// work that started in time and runs over.
+const MUTANTS_END: f64 = 0.35;
+const MEASURING_END: f64 = 0.7;
+const COMPARING_END: f64 = 0.85;
+
+/// The time the comparison side by side may take.
+fn comparing(budget: Duration, start: Instant) -> Duration {
+    budget
+        .mul_f64(COMPARING_END)
+        .saturating_sub(start.elapsed())
+        .max(budget / 10)
+}
+
+/// The most floating-point work a candidate's proof may interpret (both
+/// sides, every draw): the reference interpreter does some 10^7
+/// operations a second (a 64-channel 3x3 convolution of a 32 x 32 image
+/// takes it 6 s), so this is a few seconds. Exact tests are lazy and not
+/// bounded by it; only regions with a non-linear statement count.
+const FLOAT_PROOF_FLOPS: u64 = 50_000_000;
 
 /// Times closer than this fraction are one time: measurements of one
 /// program vary by about that much from run to run.
@@ -391,7 +483,7 @@ struct Decided<'c> {
     time: Duration,
     estimate: Duration,
     choice: &'c Choice,
-    plan: &'c prove::Plan,
+    method: &'c prove::Method,
 }
 
 /// The candidate that replaces the original: one faster than it by more
@@ -415,58 +507,4 @@ fn body_text(program: &Program, def: &Def) -> String {
     let mut d = def.clone();
     d.name = String::new();
     ir::print_def(program, &d)
-}
-
-/// Proves candidate `w` (extracted from `search`, a def of `work`) equal
-/// to the `original` def: region by region by its plan, or, when a region
-/// cannot be written, the whole def at once. Returns the verdict's text;
-/// a candidate not proved is an internal error.
-fn prove_result<E>(
-    search: &Search,
-    work: &Program,
-    original: &Def,
-    w: &Decided,
-    sizes: &HashMap<String, i64>,
-) -> Result<String, Error<E>> {
-    let name = &original.name;
-    let failed = |report: String| {
-        Error::Internal(format!(
-            "the optimized `{name}` differs from the original:\n{report}"
-        ))
-    };
-    let why = match prove::prove(search, work, original, w.choice, w.plan, sizes) {
-        Ok(proof) if proof.equivalent() => return Ok(proof.show()),
-        Ok(proof) => {
-            let (region, report) = proof
-                .reports
-                .iter()
-                .find(|(_, r)| !r.equivalent())
-                .ok_or_else(|| Error::Internal("a region proof without a verdict".into()))?;
-            return Err(failed(format!(
-                "in the region computing `{}`: {}",
-                region.tensor,
-                crate::verify::print_report(report)
-            )));
-        }
-        // A region that could not be written: the whole def instead.
-        Err(why) => why,
-    };
-    let report = crate::verify::verify(
-        work,
-        name,
-        work,
-        &w.name,
-        &crate::verify::Options {
-            sizes: sizes.clone(),
-            ..Default::default()
-        },
-    )
-    .map_err(|e| Error::Internal(format!("proving the optimized `{name}`: {e}")))?;
-    if !report.equivalent() {
-        return Err(failed(crate::verify::print_report(&report)));
-    }
-    Ok(format!(
-        "the whole def at once (the regions could not be proved apart: {why}): {}",
-        crate::verify::print_report(&report)
-    ))
 }

@@ -25,12 +25,14 @@
 //! renamed); an error from [`prove`] when a region could not be written,
 //! which callers answer with the whole-def proof.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use egg::Id;
 use ir::{CallArg, Def, Param, Program, Stmt, TensorRole};
 
+use crate::cost::CostModel;
 use crate::egraph::extract::Choice;
 use crate::egraph::lang::{self, Node};
 use crate::egraph::Search;
@@ -54,6 +56,9 @@ pub struct Plan {
     /// Whether the candidate is the original: no region, and every
     /// original statement computed.
     pub same: bool,
+    /// Original tensors whose statement repeats an earlier statement, and
+    /// that one's tensor (the regions' leaves are named by the latter).
+    pub alias: HashMap<String, String>,
 }
 
 /// An argument of a statement, as matching compares it: a tensor by its
@@ -67,14 +72,15 @@ enum Key {
 /// The regions where `choice` computes `original` differently.
 pub fn plan(search: &Search, original: &Def, choice: &Choice) -> Result<Plan, String> {
     let eg = &search.egraph;
-    // Each original statement by its operator and arguments.
+    // Each original statement by its operator and arguments, and the
+    // statements that repeat an earlier one (the same operator on the
+    // same tensors) as that one's tensor: they hold its value.
     let mut statements: HashMap<(String, Vec<Key>), String> = HashMap::new();
+    let mut alias: HashMap<String, String> = HashMap::new();
     // The original tensor each class holds, as the e-graph says: outputs
     // first, so that an output's class maps to that output.
     let mut holds: HashMap<Id, String> = HashMap::new();
-    for (name, id) in &search.outputs {
-        holds.entry(eg.find(*id)).or_insert_with(|| name.clone());
-    }
+    let mut held = Vec::new();
     for s in &search.statements {
         let Node::Call(op, kids) = search.canonical(&s.node) else {
             continue;
@@ -102,15 +108,26 @@ pub fn plan(search: &Search, original: &Def, choice: &Choice) -> Result<Plan, St
             .zip(&tensors)
             .map(|(kid, t)| match *t {
                 "" => Key::Scalar(eg.find(*kid)),
-                t => Key::Tensor(t.to_string()),
+                t => Key::Tensor(canonical(&alias, t)),
             })
             .collect();
-        statements
-            .entry((op.as_str().to_string(), key))
-            .or_insert_with(|| s.result.clone());
+        match statements.entry((op.as_str().to_string(), key)) {
+            Entry::Occupied(e) => {
+                alias.insert(s.result.clone(), e.get().clone());
+            }
+            Entry::Vacant(e) => {
+                e.insert(s.result.clone());
+            }
+        }
+        held.push((eg.find(s.class), canonical(&alias, &s.result)));
+    }
+    for (name, id) in &search.outputs {
         holds
-            .entry(eg.find(s.class))
-            .or_insert_with(|| s.result.clone());
+            .entry(eg.find(*id))
+            .or_insert_with(|| canonical(&alias, name));
+    }
+    for (id, t) in held {
+        holds.entry(id).or_insert(t);
     }
 
     // The candidate's classes, operands first.
@@ -166,7 +183,7 @@ pub fn plan(search: &Search, original: &Def, choice: &Choice) -> Result<Plan, St
     // An output whose class holds another tensor is proved to equal it.
     for (name, id) in &search.outputs {
         let id = eg.find(*id);
-        if tensor.get(&id) != Some(name) {
+        if tensor.get(&id) != Some(&canonical(&alias, name)) {
             regions.push(region(search, choice, id, name.clone(), &tensor)?);
         }
     }
@@ -175,7 +192,16 @@ pub fn plan(search: &Search, original: &Def, choice: &Choice) -> Result<Plan, St
             .statements
             .iter()
             .all(|s| computed.contains(&s.result));
-    Ok(Plan { regions, same })
+    Ok(Plan {
+        regions,
+        same,
+        alias,
+    })
+}
+
+/// The tensor that `t` repeats, or `t`.
+fn canonical(alias: &HashMap<String, String>, t: &str) -> String {
+    alias.get(t).cloned().unwrap_or_else(|| t.to_string())
 }
 
 /// Whether class `id` is a scalar as `choice` computes it.
@@ -264,6 +290,73 @@ fn region(
     })
 }
 
+/// A candidate's regions written as pairs of defs, ready to prove.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The program with every pair's two defs after its own.
+    pub program: Program,
+    /// Per region: the names of its original and candidate defs, and
+    /// whether the exact test applies to them (else why not).
+    pub pairs: Vec<Pair>,
+    /// The integer scalars the pairs take (their shapes are concrete).
+    pub sizes: HashMap<String, i64>,
+}
+
+/// One region's two defs in [`Written::program`].
+#[derive(Clone, Debug)]
+pub struct Pair {
+    pub region: Region,
+    pub original: String,
+    pub candidate: String,
+    pub exact: Result<(), String>,
+}
+
+/// Writes each region of `plan` as a pair of defs: the candidate's nodes
+/// (from `search` by `choice`) and the statements of `original` (a def of
+/// `program`) computing the region's tensor from its leaves, at `sizes`.
+pub fn write(
+    search: &Search,
+    program: &Program,
+    original: &Def,
+    choice: &Choice,
+    plan: &Plan,
+    sizes: &HashMap<String, i64>,
+) -> Result<Written, String> {
+    // The pairs are written at the sizes; only integer scalars remain.
+    let scalars: HashMap<String, i64> = sizes
+        .iter()
+        .filter(|(s, _)| original.scalar(s).is_some())
+        .map(|(s, v)| (s.clone(), *v))
+        .collect();
+    let mut p = program.clone();
+    let mut pairs = Vec::new();
+    for (k, r) in plan.regions.iter().enumerate() {
+        let (ours, theirs) = (
+            format!("__region{k}_candidate"),
+            format!("__region{k}_original"),
+        );
+        let (a, b) = pair(search, original, choice, r, &plan.alias, &theirs, &ours)?;
+        p.defs.push(ir::at_sizes(&a, sizes));
+        p.defs.push(ir::at_sizes(&b, sizes));
+        pairs.push(Pair {
+            region: r.clone(),
+            original: theirs,
+            candidate: ours,
+            exact: Ok(()),
+        });
+    }
+    ir::verify_program(&p)
+        .map_err(|e| format!("internal error: a region's defs do not check: {e:?}"))?;
+    for pair in &mut pairs {
+        pair.exact = verify::exact_applies(&p, &pair.original, &pair.candidate, &scalars);
+    }
+    Ok(Written {
+        program: p,
+        pairs,
+        sizes: scalars,
+    })
+}
+
 /// What proving a candidate region by region found.
 #[derive(Clone, Debug)]
 pub struct Proof {
@@ -277,8 +370,7 @@ impl Proof {
         self.reports.iter().all(|(_, r)| r.equivalent())
     }
 
-    /// The verdicts, one region a line (with the report of each that is
-    /// not equivalent in full).
+    /// The verdicts, one region a line.
     pub fn show(&self) -> String {
         let mut s = format!(
             "{} region{} where the result computes differently, each proved apart:\n",
@@ -295,51 +387,21 @@ impl Proof {
     }
 }
 
-/// Proves each region of `plan` with the verifier: the candidate's nodes
-/// (written from `search` by `choice`) against the statements of
-/// `original` (a def of `program`) computing the region's tensor from its
-/// leaves, at `sizes`.
-pub fn prove(
-    search: &Search,
-    program: &Program,
-    original: &Def,
-    choice: &Choice,
-    plan: &Plan,
-    sizes: &HashMap<String, i64>,
-) -> Result<Proof, String> {
-    // The pairs are written at the sizes; only integer scalars remain.
-    let scalars: HashMap<String, i64> = sizes
-        .iter()
-        .filter(|(s, _)| original.scalar(s).is_some())
-        .map(|(s, v)| (s.clone(), *v))
-        .collect();
+/// Proves each pair of `written` with the verifier.
+pub fn prove(written: &Written) -> Result<Proof, String> {
     let mut reports = Vec::new();
-    for (k, r) in plan.regions.iter().enumerate() {
-        let (ours, theirs) = (
-            format!("__region{k}_candidate"),
-            format!("__region{k}_original"),
-        );
-        let (a, b) = pair(search, original, choice, r, &theirs, &ours)?;
-        let mut p = program.clone();
-        p.defs.push(ir::at_sizes(&a, sizes));
-        p.defs.push(ir::at_sizes(&b, sizes));
-        ir::verify_program(&p).map_err(|e| {
-            format!(
-                "internal error: the region of `{}` does not check: {e:?}",
-                r.tensor
-            )
-        })?;
+    for pair in &written.pairs {
         let report = verify::verify(
-            &p,
-            &theirs,
-            &p,
-            &ours,
+            &written.program,
+            &pair.original,
+            &written.program,
+            &pair.candidate,
             &verify::Options {
-                sizes: scalars.clone(),
+                sizes: written.sizes.clone(),
                 ..Default::default()
             },
         )?;
-        reports.push((r.clone(), report));
+        reports.push((pair.region.clone(), report));
     }
     Ok(Proof { reports })
 }
@@ -353,6 +415,7 @@ fn pair(
     original: &Def,
     choice: &Choice,
     r: &Region,
+    alias: &HashMap<String, String>,
     theirs: &str,
     ours: &str,
 ) -> Result<(Def, Def), String> {
@@ -378,7 +441,14 @@ fn pair(
         match writer.get(t) {
             Some(&k) if t == r.tensor || !leaf_names.contains(t) => {
                 needed.push(k);
-                todo.extend(original.stmts[k].reads());
+                // A repeated statement's tensor is read as the one it
+                // repeats, the name the leaves have.
+                todo.extend(
+                    original.stmts[k]
+                        .reads()
+                        .into_iter()
+                        .map(|t| alias.get(t).map_or(t, String::as_str)),
+                );
             }
             _ => {
                 reads.insert(t.to_string());
@@ -429,10 +499,167 @@ fn pair(
                 a.tensors.push(ir::TensorDecl { role, ..decl(t)? });
             }
         }
-        a.stmts.push(original.stmts[k].clone());
+        a.stmts.push(reading_canonical(&original.stmts[k], alias));
     }
     let mut b = skeleton(ours);
     let leaves: HashMap<Id, String> = r.leaves.iter().cloned().collect();
     search.write_region(r.root, &r.tensor, &leaves, choice, &mut b)?;
     Ok((a, b))
+}
+
+/// Statement `s` with every tensor it reads that repeats another read as
+/// that other one.
+fn reading_canonical(s: &Stmt, alias: &HashMap<String, String>) -> Stmt {
+    let name = |t: &str| alias.get(t).cloned().unwrap_or_else(|| t.to_string());
+    match s {
+        Stmt::Call(c) => Stmt::Call(ir::CallStmt {
+            args: c
+                .args
+                .iter()
+                .map(|a| match a {
+                    CallArg::Tensor(t) => CallArg::Tensor(name(t)),
+                    scalar => scalar.clone(),
+                })
+                .collect(),
+            ..c.clone()
+        }),
+        Stmt::Comp(c) => {
+            let mut map = |e: ir::Expr| match e {
+                ir::Expr::Read(t, ix) => ir::Expr::Read(name(&t), ix),
+                e => e,
+            };
+            let mut c = c.clone();
+            c.body = c.body.map(&mut map);
+            c.lets = c
+                .lets
+                .into_iter()
+                .map(|(n, e)| (n, e.map(&mut map)))
+                .collect();
+            c.exists = c.exists.into_iter().map(|e| e.map(&mut map)).collect();
+            Stmt::Comp(c)
+        }
+    }
+}
+
+/// How a candidate is proved: its regions apart, or the whole def at
+/// once when a region cannot be written (why, then).
+#[derive(Clone, Debug)]
+pub enum Method {
+    Regions(Written),
+    Whole(String),
+}
+
+impl Method {
+    /// The method for a candidate `choice` of `search` with `plan`.
+    pub fn new(
+        search: &Search,
+        program: &Program,
+        original: &Def,
+        choice: &Choice,
+        plan: &Plan,
+        sizes: &HashMap<String, i64>,
+    ) -> Method {
+        match write(search, program, original, choice, plan, sizes) {
+            Ok(w) => Method::Regions(w),
+            Err(why) => Method::Whole(format!("the regions could not be written apart: {why}")),
+        }
+    }
+
+    /// The floating-point operations the proof's floating-point checks
+    /// would interpret (both sides, every draw), by `model`'s estimate;
+    /// def `candidate` of `work` is the candidate, for the whole-def
+    /// method. Exact tests are not counted: they evaluate lazily.
+    pub fn float_flops<M: CostModel>(
+        &self,
+        model: &M,
+        work: &Program,
+        original: &Def,
+        candidate: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<u64, M::Error> {
+        let flops = |p: &Program, a: &str, b: &str, s: &HashMap<String, i64>| {
+            Ok::<u64, M::Error>(model.estimate(p, a, s)?.flops + model.estimate(p, b, s)?.flops)
+        };
+        let draws = verify::FLOAT_DRAWS as u64;
+        match self {
+            Method::Regions(w) => {
+                let mut total = 0;
+                for pair in w.pairs.iter().filter(|p| p.exact.is_err()) {
+                    total += flops(&w.program, &pair.original, &pair.candidate, &w.sizes)?;
+                }
+                Ok(total * draws)
+            }
+            Method::Whole(_) => {
+                if verify::exact_applies(work, &original.name, candidate, sizes).is_ok() {
+                    return Ok(0);
+                }
+                Ok(flops(work, &original.name, candidate, sizes)? * draws)
+            }
+        }
+    }
+
+    /// Proves def `candidate` of `work` equal to `original` (also a def
+    /// of `work`): the verdict's text, or why it is not proved (an
+    /// internal error for the optimizer).
+    pub fn prove(
+        &self,
+        work: &Program,
+        original: &Def,
+        candidate: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<String, String> {
+        let name = &original.name;
+        let failed =
+            |report: String| format!("the optimized `{name}` differs from the original:\n{report}");
+        let why = match self {
+            Method::Regions(w) => {
+                let proof = prove(w).map_err(|e| format!("proving the optimized `{name}`: {e}"))?;
+                if proof.equivalent() {
+                    return Ok(proof.show());
+                }
+                let (k, (region, report)) = proof
+                    .reports
+                    .iter()
+                    .enumerate()
+                    .find(|(_, (_, r))| !r.equivalent())
+                    .ok_or("internal error: a region proof without a verdict")?;
+                let text = |d: &str| {
+                    w.program
+                        .def(d)
+                        .map(|d| ir::print_def(&w.program, d))
+                        .unwrap_or_default()
+                };
+                let pair = &w.pairs[k];
+                // A region is proved for any values of its leaves, which
+                // may be more than holds (the original may recompute a
+                // leaf's value from the inputs); the whole def decides.
+                &format!(
+                    "the region computing `{}` is not equivalent apart: {}the original's statements:\n{}the result's:\n{}",
+                    region.tensor,
+                    verify::print_report(report),
+                    text(&pair.original),
+                    text(&pair.candidate)
+                )
+            }
+            Method::Whole(why) => why,
+        };
+        let report = verify::verify(
+            work,
+            name,
+            work,
+            candidate,
+            &verify::Options {
+                sizes: sizes.clone(),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| format!("proving the optimized `{name}`: {e}"))?;
+        if !report.equivalent() {
+            return Err(failed(format!("{}{why}", verify::print_report(&report))));
+        }
+        Ok(format!(
+            "the whole def at once ({why}): {}",
+            verify::print_report(&report)
+        ))
+    }
 }

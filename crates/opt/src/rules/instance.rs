@@ -47,27 +47,75 @@ fn term_symbols(t: &Term, out: &mut BTreeSet<String>) {
 }
 
 /// `count` assignments of the rule's size symbols, each symbol varying
-/// across them inside its range.
+/// across them inside its range. A symbol's values across the samples are
+/// a word over its range that is not constant, and the symbols of one
+/// range get distinct words (as long as there are enough), so that every
+/// symbol takes two values and two symbols of one range (a begin pad and
+/// an end pad, a height and a width) differ in some sample: a rule that
+/// confuses them fails its proof.
 pub fn samples(rule: &Rule, count: usize) -> Vec<Sizes> {
-    let symbols = symbols(rule);
-    (0..count as i64)
+    let range = |s: &str| {
+        rule.ranges
+            .iter()
+            .find(|r| r.0 == s)
+            .map(|r| (r.1, r.2))
+            .unwrap_or(DEFAULT_RANGE)
+    };
+    let mut words: Vec<(String, i64, Vec<i64>)> = Vec::new();
+    let mut taken: BTreeMap<(i64, i64), u64> = BTreeMap::new();
+    for s in symbols(rule) {
+        let (lo, hi) = range(&s);
+        let span = (hi - lo).max(1);
+        let j = taken.entry((lo, hi)).or_default();
+        words.push((s, lo, word(span, count, *j)));
+        *j += 1;
+    }
+    (0..count)
         .map(|t| {
-            symbols
+            words
                 .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let (lo, hi) = rule
-                        .ranges
-                        .iter()
-                        .find(|r| r.0 == *s)
-                        .map(|r| (r.1, r.2))
-                        .unwrap_or(DEFAULT_RANGE);
-                    let i = i as i64;
-                    (s.clone(), lo + (2 * i + 3 * t + i * t) % (hi - lo))
-                })
+                .map(|(s, lo, w)| (s.clone(), lo + w[t]))
                 .collect()
         })
         .collect()
+}
+
+/// The `j`-th word of `count` digits below `span` that is not constant
+/// (taken with a stride, so that neighbours differ in many digits; words
+/// repeat once there are no new ones).
+fn word(span: i64, count: usize, j: u64) -> Vec<i64> {
+    let span = span as u64;
+    let total = span.saturating_pow(count as u32).max(1);
+    let digits = |mut k: u64| -> Vec<i64> {
+        (0..count)
+            .map(|_| {
+                let d = (k % span) as i64;
+                k /= span;
+                d
+            })
+            .collect()
+    };
+    if span < 2 || total < 3 {
+        return digits(0);
+    }
+    // A stride coprime to the words' count visits every word once.
+    let stride = (5..).find(|p| gcd(*p, total) == 1).unwrap_or(1);
+    let mut k = (1 + j * stride) % total;
+    loop {
+        let w = digits(k);
+        if w.iter().any(|d| *d != w[0]) {
+            return w;
+        }
+        k = (k + stride) % total;
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The shape of variable `name` at `sizes`.

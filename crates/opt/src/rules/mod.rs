@@ -30,7 +30,7 @@ pub const REWRITES: &str = include_str!("../../../../ops/rewrites.rules");
 
 /// How many sizes a rule's shapes are checked at when loaded (and proved
 /// at, in the tests).
-pub const SAMPLES: usize = 3;
+pub const SAMPLES: usize = 4;
 
 /// Parses and checks a rules file (`file` names it in errors) against
 /// `program`; an error is `file:line:col: message`.

@@ -193,6 +193,28 @@ pub fn verify(
     }
 }
 
+/// Whether [`verify`] of defs `a` and `b` of `program` at `sizes` takes
+/// the exact test (both are polynomials it can compile), or why it would
+/// compare them in floating point instead; cheap next to the test itself.
+/// The exact test may still fall back when a box count is too large.
+pub fn exact_applies(
+    program: &Program,
+    a: &str,
+    b: &str,
+    sizes: &HashMap<String, i64>,
+) -> Result<(), String> {
+    let da = program
+        .def(a)
+        .ok_or_else(|| format!("no def named `{a}`"))?;
+    let db = program
+        .def(b)
+        .ok_or_else(|| format!("no def named `{b}`"))?;
+    let (sa, sb) = bind(da, db, sizes)?;
+    graph::build(program, da, &sa)?;
+    graph::build(program, db, &sb)?;
+    Ok(())
+}
+
 enum Exact {
     Done(Verdict, Method),
     TooManyBoxes(String),

@@ -69,7 +69,7 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
 /// the caller's).
 fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     let search = a.search.requested(a.optimize, &a.compile)?;
-    let (mut source, bound) =
+    let (mut source, bound, weights) =
         crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0)?;
     let options = a.compile.options();
     if source.model.is_some() && !a.constants.is_empty() {
@@ -89,6 +89,14 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             message: format!("`--constant {name}` is given twice"),
         })?;
         constants.insert(name.clone(), arg);
+    }
+    // A model's weights are its constants: what reads only them (the
+    // optimizer's unpacked weights) runs once, at load, as a session's
+    // does.
+    for name in &weights {
+        if let Some(arg) = args.remove(name) {
+            constants.insert(name.clone(), arg);
+        }
     }
     for n in &bound.notes {
         eprintln!("{n}");

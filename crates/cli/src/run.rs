@@ -76,7 +76,7 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
             )))
         }
     };
-    let (mut source, mut bound) =
+    let (mut source, mut bound, _) =
         load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, a.seed)?;
     // Random inputs are told before anything runs.
     notes.append(&mut bound.notes);
@@ -108,14 +108,14 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
 /// The program in `file` (TC, or an `.onnx` model imported with `sizes`
 /// and the shapes of its input files) and its def `def`, bound: the
 /// `--input` items, the model's weights, seeded random values for the
-/// tensors not given (`seed`).
+/// tensors not given (`seed`); and the weights' parameter names.
 pub fn load_and_bind(
     file: &std::path::Path,
     def: Option<&str>,
     sizes: &[String],
     inputs: &[String],
     seed: u64,
-) -> Result<(Source, engine::bind::Bound), Error> {
+) -> Result<(Source, engine::bind::Bound, Vec<String>), Error> {
     let onnx = file.extension().is_some_and(|e| e == "onnx");
     let (mut source, items) = if onnx {
         let given = engine::bind::parse_sizes(sizes)?;
@@ -128,6 +128,8 @@ pub fn load_and_bind(
     };
     // The weights move into the run: one copy of them, not two.
     let weights = source.take_weights();
+    let mut names: Vec<String> = weights.keys().cloned().collect();
+    names.sort();
     let d = source.pick_def(def)?;
     // An ONNX model's sizes went into its import: its def has no size
     // symbols.
@@ -135,7 +137,7 @@ pub fn load_and_bind(
     let mut args = engine::bind::read_items(d, &items)?;
     args.extend(weights);
     let bound = engine::bind::bind(d, args, given, seed)?;
-    Ok((source, bound))
+    Ok((source, bound, names))
 }
 
 /// The memory a run used: the buffers' slots (temporaries share slots when

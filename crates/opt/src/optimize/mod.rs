@@ -257,7 +257,11 @@ pub fn optimize<M: CostModel>(
     search.saturate(&rewrites, limits);
     phase.end("saturation");
     if options.depth > 0 {
-        let deadline = start + options.budget.mul_f64(MUTANTS_END);
+        // Deciding by estimates gives the same answer on every run, so
+        // the clock does not cut its mutants either.
+        let deadline = options
+            .measure
+            .then(|| start + options.budget.mul_f64(MUTANTS_END));
         outcome.mutation = mutate::add_mutants(&mut search, model, options.depth, deadline)
             .map_err(Error::Internal)?;
         phase.end("mutants");
@@ -281,8 +285,8 @@ pub fn optimize<M: CostModel>(
     // be redundant) is not.
     let mut seen = vec![body_text(program, original)];
     let mut written = Vec::new();
-    for choice in &choices {
-        let cand = format!("{name}__candidate{}", written.len() + 1);
+    for (k, choice) in choices.iter().enumerate() {
+        let cand = format!("{name}__candidate{}", k + 1);
         let def = search
             .to_def(original, choice, &cand)
             .map_err(Error::Internal)?;
@@ -301,14 +305,14 @@ pub fn optimize<M: CostModel>(
         // A candidate the verifier could not prove in reasonable time
         // could not be returned: it is not measured either.
         if options.verify {
-            let flops = method
-                .float_flops(model, &work, original, &cand, sizes)
+            let (flops, why) = method
+                .float_work(model, &work, original, &cand, sizes)
                 .map_err(Error::Cost)?;
             if flops > FLOAT_PROOF_FLOPS {
                 outcome.unprovable.push((
                     cand,
                     format!(
-                        "its proof would compare {:.1} GFLOP of interpreted work in floating point (at most {:.1})",
+                        "its proof would interpret {:.2} GFLOP in floating point (at most {:.2}); {why}",
                         flops as f64 / 1e9,
                         FLOAT_PROOF_FLOPS as f64 / 1e9
                     ),

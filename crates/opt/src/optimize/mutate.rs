@@ -7,7 +7,8 @@
 //!
 //! Requires a saturated search and a cost model. Guarantees: a node added
 //! here calls a def proved equal to the application it joins
-//! (`mutant::check`); the work stops at the deadline, between checks.
+//! (`mutant::check`); the work stops at the deadline (if any), between
+//! checks.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -49,14 +50,14 @@ pub fn add_mutants<M: CostModel>(
     search: &mut Search,
     model: &M,
     depth: usize,
-    deadline: Instant,
+    deadline: Option<Instant>,
 ) -> Result<Report, String> {
     let mut report = Report::default();
     let applications = applications(search);
     let mut program: Program = (*search.egraph.analysis.program).clone();
     let mut joins: Vec<(Id, String, Vec<Id>)> = Vec::new();
     for (k, (op, args, places)) in applications.into_iter().enumerate() {
-        if Instant::now() >= deadline {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             report.out_of_time = true;
             break;
         }
@@ -95,7 +96,7 @@ pub fn add_mutants<M: CostModel>(
             .collect();
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
         for (_, spec) in ranked.into_iter().take(CHECKS_PER_APPLICATION) {
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 report.out_of_time = true;
                 break;
             }

@@ -566,35 +566,40 @@ impl Method {
     }
 
     /// The floating-point operations the proof's floating-point checks
-    /// would interpret (both sides, every draw), by `model`'s estimate;
-    /// def `candidate` of `work` is the candidate, for the whole-def
-    /// method. Exact tests are not counted: they evaluate lazily.
-    pub fn float_flops<M: CostModel>(
+    /// would interpret (both sides, every draw), by `model`'s estimate,
+    /// and why the first of them is not exact; def `candidate` of `work`
+    /// is the candidate, for the whole-def method. Exact tests are not
+    /// counted: they evaluate lazily.
+    pub fn float_work<M: CostModel>(
         &self,
         model: &M,
         work: &Program,
         original: &Def,
         candidate: &str,
         sizes: &HashMap<String, i64>,
-    ) -> Result<u64, M::Error> {
+    ) -> Result<(u64, String), M::Error> {
         let flops = |p: &Program, a: &str, b: &str, s: &HashMap<String, i64>| {
             Ok::<u64, M::Error>(model.estimate(p, a, s)?.flops + model.estimate(p, b, s)?.flops)
         };
         let draws = verify::FLOAT_DRAWS as u64;
         match self {
             Method::Regions(w) => {
-                let mut total = 0;
-                for pair in w.pairs.iter().filter(|p| p.exact.is_err()) {
-                    total += flops(&w.program, &pair.original, &pair.candidate, &w.sizes)?;
+                let (mut total, mut why) = (0, String::new());
+                for pair in &w.pairs {
+                    if let Err(e) = &pair.exact {
+                        total += flops(&w.program, &pair.original, &pair.candidate, &w.sizes)?;
+                        if why.is_empty() {
+                            why = format!("the region computing `{}`: {e}", pair.region.tensor);
+                        }
+                    }
                 }
-                Ok(total * draws)
+                Ok((total * draws, why))
             }
-            Method::Whole(_) => {
-                if verify::exact_applies(work, &original.name, candidate, sizes).is_ok() {
-                    return Ok(0);
-                }
-                Ok(flops(work, &original.name, candidate, sizes)? * draws)
-            }
+            Method::Whole(_) => match verify::exact_applies(work, &original.name, candidate, sizes)
+            {
+                Ok(()) => Ok((0, String::new())),
+                Err(e) => Ok((flops(work, &original.name, candidate, sizes)? * draws, e)),
+            },
         }
     }
 

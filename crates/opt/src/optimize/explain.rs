@@ -101,6 +101,11 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
             );
         }
     }
+    // The choice is a map: the operators of a step in name order, so
+    // that the explanation is the same on every run.
+    for step in grouped.values_mut() {
+        step.ops.sort();
+    }
     grouped.into_values().collect()
 }
 

@@ -264,7 +264,9 @@ class Optimized:
         ``verdict`` (how it is proved)."""
     @property
     def proof(self) -> Optional[str]:
-        """The verifier's verdict on the result; ``None`` when unchanged."""
+        """The verifier's verdict on the result, region by region (each
+        part of the result that computes differently from the original,
+        proved apart); ``None`` when unchanged."""
     @property
     def cached(self) -> bool:
         """Whether the result was read from the cache instead of searched."""

@@ -14,7 +14,7 @@
 //! internal error, never a returned program; the budget bounds the search
 //! (saturation takes at most 30% of it, mutants end at 35%, no candidate
 //! is measured after 70%, the comparison side by side fits in what is
-//! left up to 85% or a tenth of it; a candidate's measurement that
+//! left up to 80% or a tenth of it; a candidate's measurement that
 //! started in time, the original's measurement and the final proof are
 //! not cut).
 
@@ -325,13 +325,18 @@ pub fn optimize<M: CostModel>(
     phase.end("extraction");
     let mut decided: Vec<Decided> = Vec::new();
     let mut best_time = original_time;
+    // The longest measurement so far (compiling included): one that would
+    // not end by the phase's end is not started.
+    let mut longest = Duration::ZERO;
     for (k, (cand, choice, method)) in written.iter().enumerate() {
         // Estimates are cheap and decide alone without measurements;
         // only measuring is bounded by the budget.
-        if options.measure && start.elapsed() >= options.budget.mul_f64(MEASURING_END) {
+        if options.measure && start.elapsed() + longest >= options.budget.mul_f64(MEASURING_END) {
             break;
         }
+        let began = Instant::now();
         let (estimate, measured) = time_of(&work, cand)?;
+        longest = longest.max(began.elapsed());
         outcome.candidates.push(Candidate {
             name: cand.clone(),
             estimate,
@@ -454,12 +459,13 @@ impl Phases {
 
 /// Where the budget ends each phase, as fractions of it: mutants are
 /// checked until 35% of it, candidates measured until 70% (none starts
-/// later), and the comparison side by side takes what is left up to 85%,
+/// that would not end by then, as long as the longest so far took), and
+/// the comparison side by side takes what is left up to 80%,
 /// at least a tenth of it; the proof comes last, and the rest is for the
 /// work that started in time and runs over.
 const MUTANTS_END: f64 = 0.35;
 const MEASURING_END: f64 = 0.7;
-const COMPARING_END: f64 = 0.85;
+const COMPARING_END: f64 = 0.8;
 
 /// The time the comparison side by side may take.
 fn comparing(budget: Duration, start: Instant) -> Duration {

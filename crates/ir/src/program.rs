@@ -304,6 +304,25 @@ impl Comprehension {
             .iter()
             .filter(|r| !self.indices.contains(&r.name))
     }
+
+    /// Renames the tensors read by its body, lets and `exists` clauses:
+    /// each to the name `to` gives it, or kept when it gives none.
+    pub fn rename_reads(&mut self, to: &dyn Fn(&str) -> Option<String>) {
+        let mut map = |e: Expr| match e {
+            Expr::Read(t, ix) => Expr::Read(to(&t).unwrap_or(t), ix),
+            e => e,
+        };
+        let body = std::mem::replace(&mut self.body, Expr::int(0));
+        self.body = body.map(&mut map);
+        for (_, e) in &mut self.lets {
+            let old = std::mem::replace(e, Expr::int(0));
+            *e = old.map(&mut map);
+        }
+        for e in &mut self.exists {
+            let old = std::mem::replace(e, Expr::int(0));
+            *e = old.map(&mut map);
+        }
+    }
 }
 
 /// A call of another def: `(A, B) = f(X, 3, Y)`.

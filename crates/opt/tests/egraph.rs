@@ -7,8 +7,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use opt::egraph::analysis::Data;
-use opt::egraph::extract::{extract, NodeCost};
+mod common;
+
+use common::Flops;
+use opt::egraph::extract::extract;
 use opt::egraph::lang::Node;
 use opt::egraph::{Limits, Search};
 
@@ -25,30 +27,6 @@ fn rewrites() -> Vec<egg::Rewrite<Node, opt::egraph::analysis::Shapes>> {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     opt::egraph::rewrite::rewrites(&rules).unwrap()
-}
-
-/// Costs by multiply-adds: a matrix product M K N of them, anything else
-/// `per_element` times its result's elements; `exponent` bends the
-/// products' cost (below 1: a bigger product is cheaper per operation, as
-/// a GEMM library's is).
-struct Flops {
-    exponent: f64,
-    per_element: f64,
-}
-
-impl NodeCost for Flops {
-    fn cost(&mut self, node: &Node, kids: &[&Data], out: &Data) -> f64 {
-        let elements = |d: &Data| match d {
-            Data::Tensor(s) => s.iter().product::<i64>() as f64,
-            _ => 0.0,
-        };
-        match (node, kids) {
-            (Node::Call(op, _), [Data::Tensor(a), ..]) if op.as_str() == "matmul" => {
-                (elements(out) * a[1] as f64).powf(self.exponent)
-            }
-            _ => self.per_element * elements(out),
-        }
-    }
 }
 
 /// Saturates def `name` of `program` at `sizes`, extracts by `cost`,

@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod common;
+
+use common::Flops;
 use opt::egraph::analysis::Data;
 use opt::egraph::extract::{extract, NodeCost};
 use opt::egraph::lang::Node;
@@ -28,20 +31,10 @@ fn sizes() -> HashMap<String, i64> {
 
 /// Costs by multiply-adds, so that the narrow end of the chain goes
 /// first.
-struct Flops;
-
-impl NodeCost for Flops {
-    fn cost(&mut self, node: &Node, kids: &[&Data], out: &Data) -> f64 {
-        let elements = |d: &Data| match d {
-            Data::Tensor(s) => s.iter().product::<i64>() as f64,
-            _ => 0.0,
-        };
-        match (node, kids) {
-            (Node::Call(op, _), [Data::Tensor(a), ..]) if op.as_str() == "matmul" => {
-                elements(out) * a[1] as f64
-            }
-            _ => elements(out),
-        }
+fn flops() -> Flops {
+    Flops {
+        exponent: 1.0,
+        per_element: 1.0,
     }
 }
 
@@ -66,7 +59,7 @@ fn search(program: &Arc<ir::Program>) -> Search {
 fn the_original_extracted_again_is_the_original() {
     let program = Arc::new(testkit::with_prelude(CHAIN));
     let search = search(&program);
-    let choice = extract(&search, &mut Flops);
+    let choice = extract(&search, &mut flops());
     let plan = prove::plan(&search, program.def("chain").unwrap(), &choice).unwrap();
     assert!(plan.same, "{plan:?}");
     assert!(plan.regions.is_empty());
@@ -81,7 +74,7 @@ fn a_reassociated_chain_is_one_region_proved_from_its_inputs() {
         &opt::egraph::rewrite::rewrites(&rules).unwrap(),
         Limits::default(),
     );
-    let choice = extract(&search, &mut Flops);
+    let choice = extract(&search, &mut flops());
     let original = program.def("chain").unwrap();
     let plan = prove::plan(&search, original, &choice).unwrap();
     assert!(!plan.same);
@@ -157,7 +150,7 @@ fn a_repeated_statement_computed_once_is_proved_apart() {
         .map(|(k, v)| (k.to_string(), v))
         .into();
     let search = Search::new(Arc::clone(&program), "twice", &sizes).unwrap();
-    let choice = extract(&search, &mut Flops);
+    let choice = extract(&search, &mut flops());
     let original = program.def("twice").unwrap();
     let plan = prove::plan(&search, original, &choice).unwrap();
     assert_eq!(plan.alias.get("T3").map(String::as_str), Some("T2"));

@@ -457,19 +457,9 @@ impl Search {
                 rename.insert(read, t);
             }
         }
-        let mut map = |e: Expr| match e {
-            Expr::Read(t, ix) => Expr::Read(rename.get(t.as_str()).cloned().unwrap_or(t), ix),
-            e => e,
-        };
         let mut comp = o.comp.clone();
         comp.tensor = result.to_string();
-        comp.body = comp.body.map(&mut map);
-        comp.lets = comp
-            .lets
-            .into_iter()
-            .map(|(n, e)| (n, e.map(&mut map)))
-            .collect();
-        comp.exists = comp.exists.into_iter().map(|e| e.map(&mut map)).collect();
+        comp.rename_reads(&|t| rename.get(t).cloned());
         Ok(Stmt::Comp(comp))
     }
 

@@ -300,7 +300,9 @@ pub fn optimize<M: CostModel>(
         if plan.same {
             continue;
         }
-        let method = prove::Method::new(&search, &searched, original, choice, &plan, sizes);
+        let method = prove::Method::from(prove::write(
+            &search, &searched, original, choice, &plan, sizes,
+        ));
         work.defs.push(def);
         // A candidate the verifier could not prove in reasonable time
         // could not be returned: it is not measured either.

@@ -524,18 +524,8 @@ fn reading_canonical(s: &Stmt, alias: &HashMap<String, String>) -> Stmt {
             ..c.clone()
         }),
         Stmt::Comp(c) => {
-            let mut map = |e: ir::Expr| match e {
-                ir::Expr::Read(t, ix) => ir::Expr::Read(name(&t), ix),
-                e => e,
-            };
             let mut c = c.clone();
-            c.body = c.body.map(&mut map);
-            c.lets = c
-                .lets
-                .into_iter()
-                .map(|(n, e)| (n, e.map(&mut map)))
-                .collect();
-            c.exists = c.exists.into_iter().map(|e| e.map(&mut map)).collect();
+            c.rename_reads(&|t| alias.get(t).cloned());
             Stmt::Comp(c)
         }
     }
@@ -549,22 +539,18 @@ pub enum Method {
     Whole(String),
 }
 
-impl Method {
-    /// The method for a candidate `choice` of `search` with `plan`.
-    pub fn new(
-        search: &Search,
-        program: &Program,
-        original: &Def,
-        choice: &Choice,
-        plan: &Plan,
-        sizes: &HashMap<String, i64>,
-    ) -> Method {
-        match write(search, program, original, choice, plan, sizes) {
+impl From<Result<Written, String>> for Method {
+    /// The regions as [`write`] wrote them, or the whole def when it
+    /// could not.
+    fn from(written: Result<Written, String>) -> Method {
+        match written {
             Ok(w) => Method::Regions(w),
             Err(why) => Method::Whole(format!("the regions could not be written apart: {why}")),
         }
     }
+}
 
+impl Method {
     /// The floating-point operations the proof's floating-point checks
     /// would interpret (both sides, every draw), by `model`'s estimate,
     /// and why the first of them is not exact; def `candidate` of `work`

@@ -92,6 +92,33 @@ fn two_images_side_by_side_need_their_boundary_columns_corrected() {
 }
 
 #[test]
+fn bands_of_rows_in_the_channels_need_their_edges_corrected() {
+    // PET's channel-height mutation: the image's two halves of rows side
+    // by side in the channels, a 2-group convolution with the filters
+    // repeated; each half is padded with zeros where the other half's row
+    // was, so the rows at the seam (rows 5 and 6 of 12) are recomputed.
+    let found = accepted(
+        "conv2d",
+        &conv([1, 4, 12, 12], [4, 4, 3, 3], [1, 1, 1, 1, 1, 1, 1, 1, 1]),
+    );
+    assert_eq!(
+        find(
+            &found,
+            "blocks of 2 of the height into the channels, conv2d with 2 groups"
+        ),
+        ["[0:1, 0:4, 5:7, 0:12]"]
+    );
+    // The same with bands of columns.
+    assert_eq!(
+        find(
+            &found,
+            "blocks of 2 of the width into the channels, conv2d with 2 groups"
+        ),
+        ["[0:1, 0:4, 0:12, 5:7]"]
+    );
+}
+
+#[test]
 fn a_dilated_convolution_becomes_a_plain_one_over_reorganized_images() {
     // PET's Figure 3: dilation 2 (padding 2) on 8x8 images; every second
     // row and column moved into the batch makes four 4x4 images that a

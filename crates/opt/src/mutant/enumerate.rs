@@ -46,8 +46,9 @@ pub enum Kind {
     /// G)`: the data input's layouts move batch, channels and spatial
     /// axes; a spatial axis whose every `d`-th element moved out loses
     /// dilation `d` (and its pads shrink by `d`), swapped spatial axes
-    /// swap their attributes and the kernel's axes, and batch moved into
-    /// channels multiplies the groups with the filters repeated.
+    /// swap their attributes and the kernel's axes, and batch (or bands
+    /// of rows or columns) moved into channels multiplies the groups with
+    /// the filters repeated.
     Conv2d,
 }
 
@@ -360,13 +361,16 @@ fn conv_attrs(a: &[i64], pre: &[Layout]) -> Vec<(Vec<i64>, Vec<Layout>, String)>
                 }
             }
             Layout::Move {
-                from: 0,
+                from: 0 | 2 | 3,
                 to: 1,
                 factor,
                 from_inner: false,
                 to_inner: false,
             } => {
-                // Images side by side in the channels: one group each.
+                // Images (or bands of rows or columns) side by side in the
+                // channels: one group each, the filters repeated. Bands
+                // lose the rows they read across their edges, which the
+                // corrections recompute.
                 b[8] *= factor;
                 weights.push(Layout::Tile {
                     axis: 0,

@@ -39,6 +39,11 @@ pub struct Options {
     pub compile: compile::Options,
     /// Rules files to use beside the shipped rules.
     pub rules: Vec<PathBuf>,
+    /// Time the caller already spent on the request (loading the model,
+    /// say), taken off the search's budget, down to half of it: so that
+    /// the whole request takes about the budget. Not part of the cache
+    /// key: the same request loaded faster is the same request.
+    pub spent: Duration,
 }
 
 /// What optimizing a def gave: searched now, or an earlier identical
@@ -268,13 +273,18 @@ impl<'s> Request<'s> {
         progress: &mut dyn FnMut(Event),
     ) -> Result<Outcome, Error> {
         let rules = rules(&self.program, &self.rules)?;
+        let mut search = self.options.search.clone();
+        search.budget = search
+            .budget
+            .saturating_sub(self.options.spent)
+            .max(search.budget / 2);
         opt::optimize::optimize(
             &self.program,
             &self.def().name,
             &self.sizes,
             &rules,
             service,
-            &self.options.search,
+            &search,
             progress,
         )
         .map_err(|e| match e {

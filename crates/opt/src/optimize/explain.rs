@@ -262,16 +262,19 @@ pub fn print_explanation(outcome: &Outcome) -> String {
     for (name, why) in &outcome.unprovable {
         out.push_str(&format!("not a candidate: {name}: {why}\n"));
     }
-    if let Some((name, before, after)) = &outcome.side_by_side {
+    if !outcome.side_by_side.is_empty() {
+        let times: Vec<String> = outcome
+            .side_by_side
+            .iter()
+            .map(|(name, t)| format!("{name} {}", ms(*t)))
+            .collect();
         out.push_str(&format!(
-            "side by side: {} {}, {name} {}{}\n",
-            outcome.candidates[0].name,
-            ms(*before),
-            ms(*after),
+            "side by side: {}{}\n",
+            times.join(", "),
             if outcome.changed {
                 ""
             } else {
-                " (not faster beyond the noise: the original stays)"
+                " (none faster beyond the noise: the original stays)"
             }
         ));
     }

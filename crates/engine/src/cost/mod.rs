@@ -182,7 +182,8 @@ impl CostModel for CostService {
 
     /// Each def compiled and warmed up, then [`COMPARE_ROUNDS`] rounds of
     /// up to [`RUNS`] runs of each in turn (as many as fit in `within`, at
-    /// least one); each def's median over its runs. Never cached: a
+    /// least one), each round starting with the next def; each def's
+    /// median over its runs. Never cached: a
     /// comparison is about now.
     fn compare(
         &self,
@@ -201,8 +202,12 @@ impl CostModel for CostService {
         }
         let per_round = within.as_secs_f64() / f64::from(COMPARE_ROUNDS);
         let runs = ((per_round / one_of_each.max(1e-9)) as u32).clamp(1, RUNS);
-        for _ in 0..COMPARE_ROUNDS {
-            for (compiled, state, seconds) in &mut prepared {
+        // Each round starts with another def, so that none always runs
+        // right after the same other one (whose data the caches hold).
+        let n = prepared.len();
+        for round in 0..COMPARE_ROUNDS as usize {
+            for k in 0..n {
+                let (compiled, state, seconds) = &mut prepared[(round + k) % n];
                 seconds.extend(timing::time_batch(compiled, state, runs)?);
             }
         }

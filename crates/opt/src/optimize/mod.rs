@@ -13,8 +13,8 @@
 //! [`Options::verify`] is on, the default), and a failed proof is an
 //! internal error, never a returned program; the budget bounds the search
 //! (saturation takes at most 20% of it, mutants end at 30%, no candidate
-//! is measured after 60%, the comparison side by side fits in what is
-//! left up to 75% or a tenth of it; a candidate's measurement that
+//! is measured after 55%, the comparison side by side fits in what is
+//! left up to 65% or a tenth of it; a candidate's measurement that
 //! started in time, the original's measurement and the final proof are
 //! not cut).
 
@@ -468,14 +468,14 @@ impl Phases {
 }
 
 /// Where the budget ends each phase, as fractions of it: mutants are
-/// checked until 30% of it, candidates measured until 60% (none starts
+/// checked until 30% of it, candidates measured until 55% (none starts
 /// that would not end by then, as long as the longest so far took), and
-/// the comparison side by side takes what is left up to 75%,
+/// the comparison side by side takes what is left up to 65%,
 /// at least a tenth of it; the proof comes last, and the rest is for the
 /// work that started in time and runs over.
 const MUTANTS_END: f64 = 0.3;
-const MEASURING_END: f64 = 0.6;
-const COMPARING_END: f64 = 0.75;
+const MEASURING_END: f64 = 0.55;
+const COMPARING_END: f64 = 0.65;
 
 /// The time the comparison side by side may take.
 fn comparing(budget: Duration, start: Instant) -> Duration {

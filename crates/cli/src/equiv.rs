@@ -201,6 +201,7 @@ fn prove(
         trials: None,
         seed: 0,
         progress: Default::default(),
+        deadline: None,
     };
     let mut bound: Vec<String> = sizes
         .iter()

@@ -43,6 +43,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         trials: a.trials,
         seed: a.seed,
         progress: crate::progress::Bars::reporter(),
+        deadline: None,
     };
     let report = engine::verify::verify(
         &source_a,

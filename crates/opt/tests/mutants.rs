@@ -28,7 +28,9 @@ fn accepted(op: &str, args: &[mutant::Arg]) -> Vec<(String, Vec<String>)> {
         .program;
     let mut out = Vec::new();
     for s in &specs {
-        if let Checked::Accepted(m) = mutant::check(&program, "original", op, args, s).unwrap() {
+        if let Checked::Accepted(m) =
+            mutant::check(&program, "original", op, args, s, None).unwrap()
+        {
             let regions = m.corrections.iter().map(|r| r.show()).collect();
             out.push((m.description, regions));
         }
@@ -116,6 +118,35 @@ fn bands_of_rows_in_the_channels_need_their_edges_corrected() {
         ),
         ["[0:1, 0:4, 0:12, 5:7]"]
     );
+}
+
+#[test]
+fn a_check_past_its_deadline_is_left_undecided() {
+    // The search's mutants are checked against its clock: a verification
+    // still running at the deadline stops (between boxes) and its mutant
+    // stays out, undecided, rather than overrunning the budget.
+    let op = "conv2d";
+    let args = conv([2, 4, 6, 6], [4, 4, 3, 3], [1, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let base = testkit::prelude();
+    let specs = mutant::enumerate::mutants(base, op, &args, 3, "m");
+    let mut text = mutant::callees_text(base, mutant::family(op));
+    text += &mutant::original_text(op, &args, "original");
+    for s in &specs {
+        text += &s.text;
+    }
+    let program = tc::check_source(&text).unwrap().program;
+    let past = Some(std::time::Instant::now());
+    for s in &specs {
+        let checked = mutant::check(&program, "original", op, &args, s, past).unwrap();
+        assert!(matches!(checked, Checked::Unfinished), "{checked:?}");
+    }
+    let options = opt::verify::Options {
+        deadline: past,
+        ..Default::default()
+    };
+    let e =
+        opt::verify::verify(&program, "original", &program, &specs[0].name, &options).unwrap_err();
+    assert_eq!(e, opt::verify::OUT_OF_TIME);
 }
 
 #[test]

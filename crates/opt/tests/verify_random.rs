@@ -770,6 +770,7 @@ fn compare(
         trials: None,
         seed,
         progress: Default::default(),
+        deadline: None,
     };
     let report = verify(program, "f", program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, sizes)))?;
@@ -994,6 +995,7 @@ fn hand_pair(text: &str, sizes: &[(&str, i64)], seed: u64) -> Result<Report, Str
         trials: None,
         seed,
         progress: Default::default(),
+        deadline: None,
     };
     let report = verify(&program, "f", &program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, &sizes)))?;

@@ -110,6 +110,7 @@ fn verify(
         trials,
         seed,
         progress: interp::Reporter::default(),
+        deadline: None,
     };
     let report = py
         .detach(|| {

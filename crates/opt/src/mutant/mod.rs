@@ -133,36 +133,73 @@ pub enum Checked {
     Accepted(Mutant),
     /// Not equivalent, and not corrected: why.
     Rejected(String),
+    /// The verifier ran past the deadline before it decided.
+    Unfinished,
 }
 
 /// Checks mutant `spec` of `op(args)` in `program` (which holds the
 /// original as def `original` and the spec's def): accepted as it is
 /// when equivalent, corrected when it differs on at most
-/// [`MAX_CORRECTED`] of the output, rejected otherwise.
+/// [`MAX_CORRECTED`] of the output, rejected otherwise; unfinished when
+/// the verifier runs past `deadline`.
 pub fn check(
     program: &Program,
     original: &str,
     op: &str,
     args: &[Arg],
     spec: &Spec,
+    deadline: Option<std::time::Instant>,
 ) -> Result<Checked, String> {
-    // One draw first: a difference it finds is real (values that differ
-    // over Z_p differ), and most mutants differ almost everywhere, so they
-    // are rejected at a third of the cost. What it does not reject is
-    // decided at the full number of draws.
-    let quick = verify::Options {
-        trials: Some(1),
-        ..Default::default()
+    let verify = |p: &Program, options: &verify::Options| {
+        verify::verify(p, original, p, &spec.name, options).map_err(|e| {
+            if e == verify::OUT_OF_TIME {
+                None
+            } else {
+                Some(e)
+            }
+        })
     };
-    let first = verify::verify(program, original, program, &spec.name, &quick)?;
-    if let Some(why) = too_different(&first) {
-        return Ok(Checked::Rejected(why));
+    let run = || -> Result<Checked, Option<String>> {
+        // One draw first: a difference it finds is real (values that
+        // differ over Z_p differ), and most mutants differ almost
+        // everywhere, so they are rejected at a third of the cost. What
+        // it does not reject is decided at the full number of draws.
+        let quick = verify::Options {
+            trials: Some(1),
+            deadline,
+            ..Default::default()
+        };
+        let first = verify(program, &quick)?;
+        if let Some(why) = too_different(&first) {
+            return Ok(Checked::Rejected(why));
+        }
+        let options = verify::Options {
+            deadline,
+            ..Default::default()
+        };
+        let report = verify(program, &options)?;
+        decide(program, op, args, spec, report, &|p| verify(p, &options))
+    };
+    match run() {
+        Ok(checked) => Ok(checked),
+        Err(None) => Ok(Checked::Unfinished),
+        Err(Some(e)) => Err(e),
     }
-    let options = verify::Options::default();
-    let report = verify::verify(program, original, program, &spec.name, &options)?;
+}
+
+/// What a mutant whose first full `report` is in is: accepted as it is,
+/// corrected (and proved again by `verify`) or rejected.
+fn decide(
+    program: &Program,
+    op: &str,
+    args: &[Arg],
+    spec: &Spec,
+    report: verify::Report,
+    verify: &dyn Fn(&Program) -> Result<verify::Report, Option<String>>,
+) -> Result<Checked, Option<String>> {
     let def = program
         .def(&spec.name)
-        .ok_or_else(|| format!("no def `{}`", spec.name))?;
+        .ok_or_else(|| Some(format!("no def `{}`", spec.name)))?;
     let boxes = match &report.verdict {
         Verdict::Equivalent { .. } => {
             return Ok(Checked::Accepted(Mutant {
@@ -177,7 +214,7 @@ pub fn check(
     if let Some(why) = too_different(&report) {
         return Ok(Checked::Rejected(why));
     }
-    let Some(fixed) = correct::corrected(program, def, op, args, &boxes)? else {
+    let Some(fixed) = correct::corrected(program, def, op, args, &boxes).map_err(Some)? else {
         return Ok(Checked::Rejected(format!(
             "`{op}` is not one comprehension a correction can restrict"
         )));
@@ -186,8 +223,8 @@ pub fn check(
     if let Some(slot) = with.defs.iter_mut().find(|d| d.name == spec.name) {
         *slot = fixed.clone();
     }
-    ir::verify_program(&with).map_err(|e| format!("a corrected mutant: {e:?}"))?;
-    let report = verify::verify(&with, original, &with, &spec.name, &options)?;
+    ir::verify_program(&with).map_err(|e| Some(format!("a corrected mutant: {e:?}")))?;
+    let report = verify(&with)?;
     if !report.equivalent() {
         return Ok(Checked::Rejected(format!(
             "still differs after its corrections:\n{}",

@@ -7,8 +7,8 @@
 //!
 //! Requires a saturated search and a cost model. Guarantees: a node added
 //! here calls a def proved equal to the application it joins
-//! (`mutant::check`); the work stops at the deadline (if any), between
-//! checks.
+//! (`mutant::check`); the work stops at the deadline (if any): a check
+//! still running then is left undecided and its mutant out.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -104,10 +104,15 @@ pub fn add_mutants<M: CostModel>(
             }
             report.checked += 1;
             let began = Instant::now();
-            let checked = mutant::check(&local, &original, &op, &args, spec)?;
+            let checked = mutant::check(&local, &original, &op, &args, spec, deadline)?;
             longest = longest.max(began.elapsed());
-            let Checked::Accepted(m) = checked else {
-                continue;
+            let m = match checked {
+                Checked::Accepted(m) => m,
+                Checked::Rejected(_) => continue,
+                Checked::Unfinished => {
+                    report.out_of_time = true;
+                    break;
+                }
             };
             report.accepted += 1;
             report.corrected += usize::from(!m.corrections.is_empty());

@@ -75,6 +75,21 @@ pub struct Options {
     /// Where long work reports its progress: the trials of the exact
     /// test, the interpreter's statements in the floating-point one.
     pub progress: interp::Reporter,
+    /// When to give up: past it, the exact test stops between boxes and
+    /// the floating-point one between draws, with [`OUT_OF_TIME`] as the
+    /// error (a search's bounded checks; `None` for no limit).
+    pub deadline: Option<std::time::Instant>,
+}
+
+/// The error of a verification stopped at its deadline.
+pub const OUT_OF_TIME: &str = "the verification ran out of its time";
+
+/// An error when `options`' deadline has passed.
+fn in_time(options: &Options) -> Result<(), String> {
+    match options.deadline {
+        Some(d) if std::time::Instant::now() >= d => Err(OUT_OF_TIME.to_string()),
+        _ => Ok(()),
+    }
 }
 
 /// Draws of the floating-point comparison by default.
@@ -359,6 +374,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
             if outcome[t] != Outcome::Agree {
                 continue;
             }
+            in_time(options)?;
             let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
             let strides = &ga.nodes[oa].strides;
             let (mut same, mut differ) = (false, false);
@@ -399,6 +415,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         match o {
             Outcome::Agree => {}
             Outcome::Mixed if whole.len() <= REFINE_LIMIT => {
+                in_time(options)?;
                 differ.extend(refine(ga, gb, &whole, options.seed, trials)?);
             }
             Outcome::Mixed | Outcome::Differ => differ.push(whole),
@@ -451,6 +468,7 @@ fn floats(
     outputs: Vec<(String, Vec<usize>)>,
 ) -> Result<Report, String> {
     let draws = options.trials.unwrap_or(FLOAT_DRAWS);
+    in_time(options)?;
     let differ = float::compare(
         (pa, da, sa),
         (pb, db, sb),

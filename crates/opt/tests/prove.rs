@@ -3,7 +3,9 @@
 //! prove and is recognized as the original; a rewritten part is one
 //! region proved apart, from the tensors around it; and a class the
 //! e-graph merged wrongly is caught, since the proof trusts nothing the
-//! e-graph claims.
+//! e-graph claims; a region that is no polynomial and too large to
+//! interpret whole is proved at sampled points, at no floating-point work
+//! charged to the candidate.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -160,4 +162,84 @@ fn a_repeated_statement_computed_once_is_proved_apart() {
     let written = prove::write(&search, &program, original, &choice, &plan, &sizes).unwrap();
     let proof = prove::prove(&written).unwrap();
     assert!(proof.equivalent(), "{}", proof.show());
+}
+
+/// Charges a call of one operator more than anything else.
+struct Avoid(&'static str);
+
+impl NodeCost for Avoid {
+    fn cost(&mut self, node: &Node, _: &[&Data], _: &Data) -> f64 {
+        match node {
+            Node::Call(op, _) if op.as_str() == self.0 => 100.0,
+            _ => 1.0,
+        }
+    }
+}
+
+#[test]
+fn a_relu_fused_into_a_large_convolution_is_proved_at_sampled_points() {
+    // 16 channels of 40x40, a 3x3 window: 3.7 million multiply-adds per
+    // side, which the whole floating-point comparison would interpret for
+    // every draw; the lazy test evaluates only the sampled points.
+    const BLOCK: &str =
+        "def block(float(1,2,40,40,8) X, float(2,2,3,3,8,8) Wt, float(2,8) B) -> (Y) {
+  Z = conv2d_nchwc(X, Wt, B, 1, 1, 1, 1, 1, 1, 1, 1)
+  Y = relu_r5(Z)
+}";
+    let program = Arc::new(testkit::with_prelude(BLOCK));
+    let sizes = HashMap::new();
+    let mut search = Search::new(Arc::clone(&program), "block", &sizes).unwrap();
+    let rules = opt::optimize::shipped_rules(&program).unwrap();
+    search.saturate(
+        &opt::egraph::rewrite::rewrites(&rules).unwrap(),
+        Limits::default(),
+    );
+    let choice = extract(&search, &mut Avoid("relu_r5"));
+    let original = program.def("block").unwrap();
+    let plan = prove::plan(&search, original, &choice).unwrap();
+    let written = prove::write(&search, &program, original, &choice, &plan, &sizes).unwrap();
+    assert!(
+        written.pairs.iter().any(|p| p.exact.is_err() && p.sampled),
+        "{:?}",
+        written.pairs
+    );
+    // Every def would cost a GFLOP to interpret, but the sampled proof
+    // interprets none.
+    let method = prove::Method::from(Ok(written.clone()));
+    let (work, _) = method
+        .float_work(&Gflop, &written.program, original, "block", &sizes)
+        .unwrap();
+    assert_eq!(work, 0);
+    let proof = prove::prove(&written).unwrap();
+    assert!(proof.equivalent(), "{}", proof.show());
+    assert!(proof.show().contains("over all draws"), "{}", proof.show());
+}
+
+/// Estimates every def at a billion floating-point operations.
+struct Gflop;
+
+impl opt::cost::CostModel for Gflop {
+    type Error = String;
+
+    fn estimate(
+        &self,
+        _: &ir::Program,
+        _: &str,
+        _: &HashMap<String, i64>,
+    ) -> Result<opt::cost::Estimate, String> {
+        Ok(opt::cost::Estimate {
+            flops: 1_000_000_000,
+            bytes: 0,
+            seconds: 1.0,
+        })
+    }
+
+    fn measure(
+        &self,
+        _: &ir::Program,
+        _: &str,
+        _: &HashMap<String, i64>,
+    ) -> Result<std::time::Duration, String> {
+        Err("not measured".to_string())
+    }
 }

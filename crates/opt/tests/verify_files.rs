@@ -128,9 +128,11 @@ fn reported_regions_are_exactly_where_the_interpreter_differs() {
                 );
                 equivalent += 1;
             }
-            // The floating-point comparison draws its own inputs, so only
-            // its verdict can be compared with these draws.
-            Verdict::NotEquivalent { .. } if matches!(report.method, Method::Float { .. }) => {
+            // The floating-point comparisons draw their own inputs, so only
+            // their verdicts can be compared with these draws.
+            Verdict::NotEquivalent { .. }
+                if matches!(report.method, Method::Float { .. } | Method::Sampled { .. }) =>
+            {
                 assert!(
                     !truth.is_empty(),
                     "{}: reported not equivalent in floats, but the interpreter agrees",

@@ -143,6 +143,7 @@ fn verify(
         method: match report.method {
             opt::verify::Method::Exact { .. } => "exact",
             opt::verify::Method::Float { .. } => "float",
+            opt::verify::Method::Sampled { .. } => "sampled",
         },
         error_bound,
         report: opt::verify::print_report(&report),

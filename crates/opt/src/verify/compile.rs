@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Comprehension, DType, Def, Expr, Reduction, UnOp, Value};
 
-use super::expr::{Comp, Ord, Read, Val};
+use super::expr::{Comp, Ord, Read, RealOp, Val};
 use super::form::Form;
 use super::graph::Node;
 use interp::residue;
@@ -35,6 +35,9 @@ pub(crate) struct Scope<'a> {
     /// Float scalars: their values.
     pub scalars: &'a HashMap<String, Val>,
     pub slots: HashMap<String, usize>,
+    /// Whether what is no polynomial compiles too (to [`Val::Real`], any
+    /// reduction), for the floating-point test at sampled points.
+    pub real: bool,
 }
 
 /// Compiles comprehension `c`; `scope.slots` is filled here.
@@ -74,6 +77,7 @@ pub(crate) fn compile_comp(mut scope: Scope, shape: &[usize]) -> Result<Comp, St
     }
     match c.op {
         Reduction::Assign | Reduction::Add => {}
+        _ if scope.real => {}
         op => return Err(format!("a `{}` reduction", op.symbol())),
     }
     let dtype = scope.def.tensor(&c.tensor).map(|t| t.dtype);
@@ -92,7 +96,8 @@ pub(crate) fn compile_comp(mut scope: Scope, shape: &[usize]) -> Result<Comp, St
         at: scope.at.clone(),
         n_lhs: c.indices.len(),
         bounds,
-        accumulate: c.op == Reduction::Add && !c.init,
+        accumulate: c.op != Reduction::Assign && !c.init,
+        op: c.op,
         reduction: c.op != Reduction::Assign,
         body,
         checks,
@@ -157,12 +162,26 @@ impl Scope<'_> {
             return Ok(Val::Ord(self.ord(e, upto)?));
         }
         let not_poly = |what: &str| Err(format!("{what} in `{}`", self.print(e)));
+        let real = |op: RealOp, args: &[&Expr]| -> Result<Val, String> {
+            let args = args
+                .iter()
+                .map(|a| self.val(a, upto))
+                .collect::<Result<_, _>>()?;
+            Ok(Val::Real(op, args))
+        };
         Ok(match e {
             Expr::Read(..) => Val::Read(self.read(e, upto)?),
-            Expr::Lit(v, _) => Val::Const(literal(*v)?),
+            Expr::Lit(v, _) => {
+                let residue = match literal(*v) {
+                    Ok(r) => r,
+                    Err(_) if self.real => 0,
+                    Err(m) => return Err(m),
+                };
+                Val::Const(residue, real_of(*v))
+            }
             Expr::Iter(n) => Val::Iter(self.slot(n)?),
             Expr::Sym(n) => match (self.sizes.get(n), self.scalars.get(n)) {
-                (Some(&v), _) => Val::Const(residue::from_i64(v)),
+                (Some(&v), _) => Val::Const(residue::from_i64(v), v as f64),
                 (None, Some(v)) => v.clone(),
                 (None, None) => return Err(format!("unknown symbol `{n}`")),
             },
@@ -179,11 +198,17 @@ impl Scope<'_> {
                     BinOp::Add => Val::Add(x, Box::new(y)),
                     BinOp::Sub => Val::Sub(x, Box::new(y)),
                     BinOp::Mul => Val::Mul(x, Box::new(y)),
+                    _ if self.reads(b, upto) && self.real => {
+                        Val::Real(RealOp::Binary(*op, t), vec![*x, y])
+                    }
                     _ if self.reads(b, upto) => return not_poly("a division by a tensor value"),
                     _ => Val::Mul(x, Box::new(Val::Inv(Box::new(y)))),
                 }
             }
             Expr::Select(c, a, b) => {
+                if self.reads(c, upto) && self.real {
+                    return real(RealOp::Select, &[c, a, b]);
+                }
                 if self.reads(c, upto) {
                     return not_poly("a condition on tensor values");
                 }
@@ -198,6 +223,19 @@ impl Scope<'_> {
             }
             // A transcendental constant is a coefficient like any other.
             Expr::Call(..) if !reads => Val::Ord(self.ord(e, upto)?),
+            Expr::Call(b, args) if self.real => {
+                let t = args.first().map_or(DType::F32, |a| self.type_of(a));
+                return real(RealOp::Call(*b, t), &args.iter().collect::<Vec<_>>());
+            }
+            Expr::Cast(to, a) if self.real => {
+                return real(RealOp::Cast(*to, self.type_of(a)), &[a])
+            }
+            Expr::Unary(op, a) if self.real => {
+                return real(RealOp::Unary(*op, self.type_of(a)), &[a])
+            }
+            Expr::Binary(op, a, b) if self.real => {
+                return real(RealOp::Binary(*op, self.type_of(a)), &[a, b])
+            }
             Expr::Call(b, _) => return not_poly(&format!("`{}` of a tensor value", b.name())),
             Expr::Cast(to, _) => return not_poly(&format!("a cast of a tensor value to {to}")),
             Expr::Binary(op, ..) => {
@@ -338,6 +376,15 @@ fn affine(op: BinOp, f: &Form, g: &Form) -> Option<Form> {
         (BinOp::Div, _, Some(k)) if k > 0 => Some(f.floor_div(k)),
         (BinOp::Mod, _, Some(k)) if k > 0 => Some(f.floor_mod(k)),
         _ => None,
+    }
+}
+
+/// A literal's value as a float.
+fn real_of(v: Value) -> f64 {
+    match v {
+        Value::Int(i) => i as f64,
+        Value::Bool(b) => f64::from(u8::from(b)),
+        Value::Float(x) => x,
     }
 }
 

@@ -22,16 +22,159 @@ use std::collections::HashMap;
 
 use interp::residue::{self, P};
 
-use super::expr::{truth, Comp, Ord, Read, Val};
+use ir::Reduction;
+
+use super::expr::{truth, Comp, Ord, Read, RealOp, Val};
 use super::graph::{Graph, NodeKind};
 
 /// Memo tables of at most this many elements are dense arrays.
 const DENSE_LIMIT: usize = 1 << 20;
-const UNKNOWN: u64 = u64::MAX;
 
-enum Memo {
-    Dense(Vec<u64>),
-    Sparse(HashMap<usize, u64>),
+/// What the evaluator computes in: residues mod p (the exact test) or
+/// floating-point numbers (the test of programs that are no polynomial).
+pub(crate) trait Number: Copy + std::fmt::Debug {
+    /// A value no element takes, marking one not yet computed.
+    const UNKNOWN: Self;
+    fn is_unknown(self) -> bool;
+    /// Parameter `param`'s element `flat` in the trial seeded `seed`.
+    fn input(seed: u64, param: usize, flat: usize) -> Self;
+    /// A float scalar parameter's value.
+    fn scalar(seed: u64, param: usize) -> Self;
+    fn iter(i: i64) -> Self;
+    /// A constant given as its residue and its value.
+    fn constant(residue: u64, real: f64) -> Self;
+    fn ordinary(v: ir::Value) -> Result<Self, String>;
+    /// A reduction's start (`+`'s 0, `max`'s -inf).
+    fn identity(op: Reduction) -> Self;
+    fn reduce(op: Reduction, acc: Self, x: Self) -> Self;
+    fn neg(self) -> Self;
+    fn add(self, x: Self) -> Self;
+    fn sub(self, x: Self) -> Self;
+    fn mul(self, x: Self) -> Self;
+    fn inverse(self) -> Result<Self, String>;
+    fn real(op: RealOp, args: &[Self]) -> Result<Self, String>;
+}
+
+impl Number for u64 {
+    const UNKNOWN: u64 = u64::MAX;
+    fn is_unknown(self) -> bool {
+        self == u64::MAX
+    }
+    fn input(seed: u64, param: usize, flat: usize) -> u64 {
+        random(seed, param, flat)
+    }
+    fn scalar(seed: u64, param: usize) -> u64 {
+        random(seed, param, 0)
+    }
+    fn iter(i: i64) -> u64 {
+        residue::from_i64(i)
+    }
+    fn constant(residue: u64, _: f64) -> u64 {
+        residue
+    }
+    fn ordinary(v: ir::Value) -> Result<u64, String> {
+        Ok(match v {
+            ir::Value::Int(i) => residue::from_i64(i),
+            ir::Value::Bool(b) => u64::from(b),
+            ir::Value::Float(x) => residue::from_dyadic(x)
+                .ok_or_else(|| format!("the coefficient {x} is not a number"))?,
+        })
+    }
+    // The exact test compiles only `=` and `+=` (compile.rs).
+    fn identity(_: Reduction) -> u64 {
+        0
+    }
+    fn reduce(_: Reduction, acc: u64, x: u64) -> u64 {
+        residue::add(acc, x)
+    }
+    fn neg(self) -> u64 {
+        residue::neg(self)
+    }
+    fn add(self, x: u64) -> u64 {
+        residue::add(self, x)
+    }
+    fn sub(self, x: u64) -> u64 {
+        residue::sub(self, x)
+    }
+    fn mul(self, x: u64) -> u64 {
+        residue::mul(self, x)
+    }
+    fn inverse(self) -> Result<u64, String> {
+        residue::inverse(self).ok_or_else(|| "a division by a value that is 0 mod p".to_string())
+    }
+    fn real(_: RealOp, _: &[u64]) -> Result<u64, String> {
+        Err("an operation that is no polynomial, over Z_p".to_string())
+    }
+}
+
+/// The float evaluator's marker of an element not yet computed: a NaN
+/// with a payload no arithmetic produces.
+const UNKNOWN_BITS: u64 = 0x7FF4_DEAD_BEEF_0001;
+
+impl Number for f64 {
+    const UNKNOWN: f64 = f64::from_bits(UNKNOWN_BITS);
+    fn is_unknown(self) -> bool {
+        self.to_bits() == UNKNOWN_BITS
+    }
+    /// Uniform in `[-1, 1)`, as the interpreter's random tensors.
+    fn input(seed: u64, param: usize, flat: usize) -> f64 {
+        random(seed, param, flat) as f64 / P as f64 * 2.0 - 1.0
+    }
+    /// In `[0.5, 1.5)`: away from 0, so that a division by it is harmless.
+    fn scalar(seed: u64, param: usize) -> f64 {
+        1.0 + f64::input(seed, param, 0) / 2.0
+    }
+    fn iter(i: i64) -> f64 {
+        i as f64
+    }
+    fn constant(_: u64, real: f64) -> f64 {
+        real
+    }
+    fn ordinary(v: ir::Value) -> Result<f64, String> {
+        Ok(match v {
+            ir::Value::Int(i) => i as f64,
+            ir::Value::Bool(b) => f64::from(u8::from(b)),
+            ir::Value::Float(x) => x,
+        })
+    }
+    fn identity(op: Reduction) -> f64 {
+        match op.identity(ir::DType::F64) {
+            ir::Value::Float(x) => x,
+            _ => 0.0,
+        }
+    }
+    fn reduce(op: Reduction, acc: f64, x: f64) -> f64 {
+        match op {
+            Reduction::Assign => x,
+            Reduction::Add => acc + x,
+            Reduction::Mul => acc * x,
+            Reduction::Min => ir::arith::minimum(acc, x),
+            Reduction::Max => ir::arith::maximum(acc, x),
+        }
+    }
+    fn neg(self) -> f64 {
+        -self
+    }
+    fn add(self, x: f64) -> f64 {
+        self + x
+    }
+    fn sub(self, x: f64) -> f64 {
+        self - x
+    }
+    fn mul(self, x: f64) -> f64 {
+        self * x
+    }
+    fn inverse(self) -> Result<f64, String> {
+        Ok(1.0 / self)
+    }
+    fn real(op: RealOp, args: &[f64]) -> Result<f64, String> {
+        op.eval(args)
+    }
+}
+
+enum Memo<T> {
+    Dense(Vec<T>),
+    Sparse(HashMap<usize, T>),
 }
 
 /// Why a point gave no value.
@@ -41,15 +184,15 @@ enum Stop {
     Fail(String),
 }
 
-/// One trial's evaluation of one graph.
-pub(crate) struct Evaluator<'g> {
+/// One trial's evaluation of one graph, in residues (`u64`) or floats.
+pub(crate) struct Evaluator<'g, T> {
     graph: &'g Graph,
     seed: u64,
-    memo: Vec<Option<Memo>>,
+    memo: Vec<Option<Memo<T>>>,
 }
 
-impl<'g> Evaluator<'g> {
-    pub(crate) fn new(graph: &'g Graph, seed: u64) -> Evaluator<'g> {
+impl<'g, T: Number> Evaluator<'g, T> {
+    pub(crate) fn new(graph: &'g Graph, seed: u64) -> Evaluator<'g, T> {
         Evaluator {
             graph,
             seed,
@@ -58,11 +201,11 @@ impl<'g> Evaluator<'g> {
     }
 
     /// Element `flat` (row-major) of version `node`.
-    pub(crate) fn value(&mut self, node: usize, flat: usize) -> Result<u64, String> {
+    pub(crate) fn value(&mut self, node: usize, flat: usize) -> Result<T, String> {
         let g = self.graph;
         match &g.nodes[node].kind {
-            NodeKind::Input(k) => Ok(random(self.seed, *k, flat)),
-            NodeKind::Zeros => Ok(0),
+            NodeKind::Input(k) => Ok(T::input(self.seed, *k, flat)),
+            NodeKind::Zeros => T::ordinary(ir::Value::Int(0)),
             NodeKind::Comp { comp, prev } => {
                 if let Some(v) = self.lookup(node, flat) {
                     return Ok(v);
@@ -80,7 +223,7 @@ impl<'g> Evaluator<'g> {
         comp: &'g Comp,
         prev: usize,
         flat: usize,
-    ) -> Result<u64, String> {
+    ) -> Result<T, String> {
         let strides = &self.graph.nodes[node].strides;
         let mut iters: Vec<i64> = comp.bounds.iter().map(|b| b.0).collect();
         let mut rest = flat;
@@ -98,11 +241,11 @@ impl<'g> Evaluator<'g> {
         let mut acc = if comp.accumulate {
             self.value(prev, flat)?
         } else {
-            0
+            T::identity(comp.op)
         };
         loop {
             match self.point(comp, &iters) {
-                Ok(x) => acc = residue::add(acc, x),
+                Ok(x) => acc = T::reduce(comp.op, acc, x),
                 Err(Stop::Skip) => {}
                 Err(Stop::Fail(m)) => return Err(m),
             }
@@ -112,7 +255,7 @@ impl<'g> Evaluator<'g> {
         }
     }
 
-    fn point(&mut self, comp: &'g Comp, iters: &[i64]) -> Result<u64, Stop> {
+    fn point(&mut self, comp: &'g Comp, iters: &[i64]) -> Result<T, Stop> {
         for r in &comp.checks {
             if index(r, &self.graph.nodes[r.node].shape, iters, &comp.at)?.is_none() {
                 return Err(if comp.reduction {
@@ -130,19 +273,14 @@ impl<'g> Evaluator<'g> {
         self.val(&comp.body, iters, comp)
     }
 
-    fn val(&mut self, v: &'g Val, iters: &[i64], comp: &'g Comp) -> Result<u64, Stop> {
+    fn val(&mut self, v: &'g Val, iters: &[i64], comp: &'g Comp) -> Result<T, Stop> {
         let at = comp.at.as_str();
         let fail = |m: String| Stop::Fail(format!("{at}: {m}"));
         Ok(match v {
-            Val::Const(c) => *c,
-            Val::Iter(s) => residue::from_i64(iters[*s]),
-            Val::Scalar(k) => random(self.seed, *k, 0),
-            Val::Ord(o) => match o.eval(iters).map_err(fail)? {
-                ir::Value::Int(i) => residue::from_i64(i),
-                ir::Value::Bool(b) => u64::from(b),
-                ir::Value::Float(x) => residue::from_dyadic(x)
-                    .ok_or_else(|| fail(format!("the coefficient {x} is not a number")))?,
-            },
+            Val::Const(r, x) => T::constant(*r, *x),
+            Val::Iter(s) => T::iter(iters[*s]),
+            Val::Scalar(k) => T::scalar(self.seed, *k),
+            Val::Ord(o) => T::ordinary(o.eval(iters).map_err(fail)?).map_err(fail)?,
             Val::Read(r) => {
                 let shape = &self.graph.nodes[r.node].shape;
                 let Some(flat) = index(r, shape, iters, at)? else {
@@ -157,21 +295,27 @@ impl<'g> Evaluator<'g> {
                 };
                 self.value(r.node, flat).map_err(Stop::Fail)?
             }
-            Val::Neg(a) => residue::neg(self.val(a, iters, comp)?),
+            Val::Neg(a) => self.val(a, iters, comp)?.neg(),
             Val::Add(a, b) => {
                 let x = self.val(a, iters, comp)?;
-                residue::add(x, self.val(b, iters, comp)?)
+                x.add(self.val(b, iters, comp)?)
             }
             Val::Sub(a, b) => {
                 let x = self.val(a, iters, comp)?;
-                residue::sub(x, self.val(b, iters, comp)?)
+                x.sub(self.val(b, iters, comp)?)
             }
             Val::Mul(a, b) => {
                 let x = self.val(a, iters, comp)?;
-                residue::mul(x, self.val(b, iters, comp)?)
+                x.mul(self.val(b, iters, comp)?)
             }
-            Val::Inv(a) => residue::inverse(self.val(a, iters, comp)?)
-                .ok_or_else(|| fail("a division by a value that is 0 mod p".to_string()))?,
+            Val::Inv(a) => self.val(a, iters, comp)?.inverse().map_err(fail)?,
+            Val::Real(op, args) => {
+                let mut xs = Vec::with_capacity(args.len());
+                for a in args {
+                    xs.push(self.val(a, iters, comp)?);
+                }
+                T::real(*op, &xs).map_err(fail)?
+            }
             Val::Select(c, a, b) => {
                 if truth(c.eval(iters).map_err(fail)?) {
                     self.val(a, iters, comp)?
@@ -182,18 +326,18 @@ impl<'g> Evaluator<'g> {
         })
     }
 
-    fn lookup(&self, node: usize, flat: usize) -> Option<u64> {
+    fn lookup(&self, node: usize, flat: usize) -> Option<T> {
         match self.memo[node].as_ref()? {
-            Memo::Dense(v) => Some(v[flat]).filter(|&x| x != UNKNOWN),
+            Memo::Dense(v) => Some(v[flat]).filter(|x| !x.is_unknown()),
             Memo::Sparse(m) => m.get(&flat).copied(),
         }
     }
 
-    fn store(&mut self, node: usize, flat: usize, v: u64) {
+    fn store(&mut self, node: usize, flat: usize, v: T) {
         let n: usize = self.graph.nodes[node].shape.iter().product();
         let memo = self.memo[node].get_or_insert_with(|| {
             if n <= DENSE_LIMIT {
-                Memo::Dense(vec![UNKNOWN; n])
+                Memo::Dense(vec![T::UNKNOWN; n])
             } else {
                 Memo::Sparse(HashMap::new())
             }

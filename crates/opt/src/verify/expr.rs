@@ -31,7 +31,9 @@ pub(crate) enum Ord {
 /// A body value over Z_p.
 #[derive(Clone, Debug)]
 pub(crate) enum Val {
-    Const(u64),
+    /// A literal or size: its residue (0 for a non-finite float, which the
+    /// exact test refuses to compile) and its value.
+    Const(u64, f64),
     /// An iterator's value as a coefficient.
     Iter(usize),
     /// A float scalar parameter of the top-level def: random like an input.
@@ -47,6 +49,22 @@ pub(crate) enum Val {
     /// The inverse of a value that reads no tensor (division by it).
     Inv(Box<Val>),
     Select(Ord, Box<Val>, Box<Val>),
+    /// What is no polynomial (`exp` or `fmax` of a tensor value, a
+    /// comparison of tensor values, a division by one): evaluated only in
+    /// floating point, by the IR's ordinary semantics.
+    Real(RealOp, Vec<Val>),
+}
+
+/// A non-polynomial operation on values, with its operands' type.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RealOp {
+    Unary(UnOp, DType),
+    Binary(BinOp, DType),
+    Call(Builtin, DType),
+    /// `c ? a : b` on a condition that reads tensors.
+    Select,
+    /// To the type, from the operand's.
+    Cast(DType, DType),
 }
 
 /// A tensor read: which tensor version, at which subscripts.
@@ -70,6 +88,9 @@ pub(crate) struct Comp {
     /// `op=` without `!` (or `=` over part of the tensor does not matter
     /// here): the point starts from the tensor's earlier value.
     pub accumulate: bool,
+    /// How points combine: `+` for the exact test, any reduction for the
+    /// floating-point one.
+    pub op: ir::Reduction,
     /// Whether it is a reduction, where an out-of-bounds read among
     /// `checks` skips the point instead of failing.
     pub reduction: bool,
@@ -90,7 +111,8 @@ impl Val {
                 a.walk(f);
                 b.walk(f);
             }
-            Val::Const(_) | Val::Iter(_) | Val::Scalar(_) | Val::Ord(_) | Val::Read(_) => {}
+            Val::Real(_, args) => args.iter().for_each(|a| a.walk(f)),
+            Val::Const(..) | Val::Iter(_) | Val::Scalar(_) | Val::Ord(_) | Val::Read(_) => {}
         }
     }
 }
@@ -148,6 +170,28 @@ impl Ord {
             }
             Ord::Call(_, _, args) => args.iter().for_each(|a| a.slots(out)),
         }
+    }
+}
+
+impl RealOp {
+    /// The operation on `args` (floating-point values; conditions are 0 or
+    /// 1), as the interpreter's real mode computes it.
+    pub(crate) fn eval(self, args: &[f64]) -> Result<f64, String> {
+        let v = |k: usize, t: DType| typed(t, Value::Float(args[k]));
+        let out = match self {
+            RealOp::Unary(UnOp::Not, _) => Value::Bool(args[0] == 0.0),
+            RealOp::Unary(op, t) => arith::unary(op, t, v(0, t)).map_err(|e| e.to_string())?,
+            RealOp::Binary(BinOp::And, _) => Value::Bool(args[0] != 0.0 && args[1] != 0.0),
+            RealOp::Binary(BinOp::Or, _) => Value::Bool(args[0] != 0.0 || args[1] != 0.0),
+            RealOp::Binary(op, t) => binary(op, t, v(0, t), v(1, t))?,
+            RealOp::Call(b, t) => {
+                let vs: Vec<Value> = (0..args.len()).map(|k| v(k, t)).collect();
+                call(b, t, &vs)?
+            }
+            RealOp::Select => return Ok(if args[0] != 0.0 { args[1] } else { args[2] }),
+            RealOp::Cast(to, from) => arith::cast_value(to, v(0, from)),
+        };
+        Ok(out.float())
     }
 }
 

@@ -51,6 +51,9 @@ pub(crate) struct Graph {
     pub nodes: Vec<Node>,
     /// The top-level def's outputs, in order.
     pub outputs: Vec<usize>,
+    /// Whether statements that are no polynomial were compiled too (for
+    /// the floating-point test at sampled points).
+    pub real: bool,
 }
 
 /// Calls may nest this deep (the IR verifier already refuses recursion).
@@ -58,12 +61,17 @@ const MAX_CALL_DEPTH: usize = 64;
 
 /// The graph of `def` with its size symbols and integer scalars bound to
 /// `sizes`; float scalar parameters become random values like inputs.
+/// With `real`, statements that are no polynomial compile too.
 pub(crate) fn build(
     program: &Program,
     def: &Def,
     sizes: &HashMap<String, i64>,
+    real: bool,
 ) -> Result<Graph, String> {
-    let mut g = Graph::default();
+    let mut g = Graph {
+        real,
+        ..Graph::default()
+    };
     let mut env = HashMap::new();
     let mut scalars = HashMap::new();
     for (k, p) in def.params.iter().enumerate() {
@@ -149,6 +157,22 @@ pub(crate) fn show(shape: &[usize]) -> String {
 }
 
 impl Graph {
+    /// The points of every statement's iteration space: what interpreting
+    /// the graph whole evaluates.
+    pub(crate) fn work(&self) -> u64 {
+        self.nodes
+            .iter()
+            .filter_map(|n| match &n.kind {
+                NodeKind::Comp { comp, .. } => Some(
+                    comp.bounds
+                        .iter()
+                        .fold(1u64, |w, &(lo, hi)| w.saturating_mul((hi - lo) as u64)),
+                ),
+                _ => None,
+            })
+            .fold(0, u64::saturating_add)
+    }
+
     fn push(&mut self, shape: Vec<usize>, kind: NodeKind, degree: u32) -> usize {
         self.nodes.push(Node {
             strides: interp::strides(&shape),
@@ -187,6 +211,7 @@ impl Graph {
                         sizes,
                         scalars,
                         slots: HashMap::new(),
+                        real: self.real,
                     };
                     let comp = compile_comp(scope, &shape).map_err(|e| format!("{at}: {e}"))?;
                     let prev = match env.get(&c.tensor) {
@@ -268,7 +293,7 @@ impl Graph {
                     inner_env.insert(name.clone(), n);
                 }
                 (Param::Scalar { name, dtype }, CallArg::Scalar(e)) => {
-                    match scalar_arg(def, e, sizes, scalars, dtype.is_float())? {
+                    match scalar_arg(def, e, sizes, scalars, dtype.is_float(), self.real)? {
                         ScalarArg::Float(v) => inner_scalars.insert(name.clone(), v).map(drop),
                         ScalarArg::Int(i) => given.insert(name.clone(), i).map(drop),
                     };
@@ -297,7 +322,7 @@ impl Graph {
     /// The degree bound of a compiled body.
     fn degree(&self, v: &Val) -> u32 {
         match v {
-            Val::Const(_) | Val::Iter(_) | Val::Ord(_) => 0,
+            Val::Const(..) | Val::Iter(_) | Val::Ord(_) => 0,
             Val::Scalar(_) => 1,
             Val::Read(r) => self.nodes[r.node].degree,
             Val::Neg(a) | Val::Inv(a) => self.degree(a),
@@ -305,6 +330,9 @@ impl Graph {
                 self.degree(a).max(self.degree(b))
             }
             Val::Mul(a, b) => self.degree(a).saturating_add(self.degree(b)),
+            // No polynomial: the bound is only read by the exact test,
+            // which such a graph never takes.
+            Val::Real(_, args) => args.iter().map(|a| self.degree(a)).max().unwrap_or(0),
         }
     }
 }
@@ -325,6 +353,7 @@ fn scalar_arg(
     sizes: &HashMap<String, i64>,
     scalars: &HashMap<String, Val>,
     float: bool,
+    real: bool,
 ) -> Result<ScalarArg, String> {
     let comp = empty_comp();
     let scope = Scope {
@@ -336,6 +365,7 @@ fn scalar_arg(
         sizes,
         scalars,
         slots: HashMap::new(),
+        real,
     };
     if float {
         return scope.value(e).map(ScalarArg::Float);

@@ -34,8 +34,10 @@
 //! reported as not equivalent: what a correction kernel recomputes.
 //!
 //! Programs with a non-linear statement (`fmax`, `exp`, a `max=` reduction,
-//! integer arithmetic) are compared in floating point instead (`float.rs`),
-//! and the report says that this is a weaker check.
+//! integer arithmetic) are compared in floating point instead, and the
+//! report says that this is a weaker check: small ones at every element
+//! (`float.rs`), ones too large to interpret whole at the points of every
+//! box intersection (`sampled.rs`).
 //!
 //! Requires: programs that pass `ir::verify_program`. Guarantees: never
 //! panics; an error (a signature mismatch, a size without a value, an
@@ -49,6 +51,7 @@ mod float;
 mod form;
 mod graph;
 mod region;
+mod sampled;
 #[cfg(test)]
 mod tests;
 mod uniform;
@@ -130,8 +133,17 @@ pub enum Method {
         /// sampled points only: a verdict of equivalence is then unproven.
         sampled: usize,
     },
-    /// In floating point, because the programs are not polynomials.
+    /// In floating point at every element, because the programs are not
+    /// polynomials.
     Float { reason: String },
+    /// In floating point at the points of every box intersection, because
+    /// the programs are not polynomials and too large to interpret whole.
+    Sampled {
+        reason: String,
+        /// Box intersections, and points tested over all draws.
+        boxes: usize,
+        points: usize,
+    },
 }
 
 /// A verification's result.
@@ -183,22 +195,13 @@ pub fn verify(
             ));
         }
     }
-    let exact = graph::build(pa, da, &sa).and_then(|ga| Ok((ga, graph::build(pb, db, &sb)?)));
+    let exact =
+        graph::build(pa, da, &sa, false).and_then(|ga| Ok((ga, graph::build(pb, db, &sb, false)?)));
     let (ga, gb) = match exact {
         Ok(graphs) => graphs,
         Err(reason) => return floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
     };
-    // Deep programs recurse deeply in the lazy evaluator: run it on a thread
-    // with room for that.
-    let result = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(1 << 28)
-            .spawn_scoped(s, || exact_test(&ga, &gb, options))
-            .map_err(|e| format!("cannot start the verifier's thread: {e}"))?
-            .join()
-            .map_err(|_| "the verifier's thread panicked".to_string())?
-    });
-    match result? {
+    match on_large_stack(|| exact_test(&ga, &gb, options))? {
         Exact::Done(verdict, method) => Ok(Report {
             verdict,
             method,
@@ -225,9 +228,61 @@ pub fn exact_applies(
         .def(b)
         .ok_or_else(|| format!("no def named `{b}`"))?;
     let (sa, sb) = bind(da, db, sizes)?;
-    graph::build(program, da, &sa)?;
-    graph::build(program, db, &sb)?;
+    graph::build(program, da, &sa, false)?;
+    graph::build(program, db, &sb, false)?;
     Ok(())
+}
+
+/// Whether [`verify`] of defs `a` and `b` of `program` at `sizes`, when
+/// the exact test does not apply, compares them in floating point at
+/// sampled points (evaluated lazily, cheap) rather than at every element
+/// (interpreted whole). An error is false.
+pub fn points_apply(program: &Program, a: &str, b: &str, sizes: &HashMap<String, i64>) -> bool {
+    let (Some(da), Some(db)) = (program.def(a), program.def(b)) else {
+        return false;
+    };
+    bind(da, db, sizes)
+        .is_ok_and(|(sa, sb)| sampled_graphs(program, da, &sa, program, db, &sb).is_some())
+}
+
+/// Interpreting both programs whole takes at most this many points (all
+/// statements' iteration spaces) before they are compared at sampled
+/// points instead: about a second of the interpreter for the draws.
+const WHOLE_FLOAT_POINTS: u64 = 1 << 21;
+
+/// Both defs' graphs for the floating-point test at sampled points, when
+/// that is the test they get: every statement compiles as a floating-point
+/// operation, every tensor parameter is float (integer ones are drawn as 0
+/// or 1 only in the whole comparison), and interpreting both whole would
+/// take more than [`WHOLE_FLOAT_POINTS`] points.
+fn sampled_graphs(
+    pa: &Program,
+    da: &Def,
+    sa: &HashMap<String, i64>,
+    pb: &Program,
+    db: &Def,
+    sb: &HashMap<String, i64>,
+) -> Option<(Graph, Graph)> {
+    let float_params = |d: &Def| d.tensor_params().all(|t| t.dtype.is_float());
+    if !float_params(da) || !float_params(db) {
+        return None;
+    }
+    let ga = graph::build(pa, da, sa, true).ok()?;
+    let gb = graph::build(pb, db, sb, true).ok()?;
+    (ga.work().saturating_add(gb.work()) > WHOLE_FLOAT_POINTS).then_some((ga, gb))
+}
+
+/// Runs `f` on a thread with room for the lazy evaluator's recursion,
+/// which goes as deep as the programs do.
+fn on_large_stack<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(1 << 28)
+            .spawn_scoped(s, f)
+            .map_err(|e| format!("cannot start the verifier's thread: {e}"))?
+            .join()
+            .map_err(|_| "the verifier's thread panicked".to_string())?
+    })
 }
 
 enum Exact {
@@ -296,7 +351,8 @@ fn refine(
     let mut out = Vec::new();
     for trial in 0..trials {
         let seed = trial_seed(seed, trial);
-        let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
+        let (mut ea, mut eb): (Evaluator<u64>, Evaluator<u64>) =
+            (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
         for c in &cells {
             let index: Vec<i64> = c.iter().map(|r| r.0).collect();
             let flat = offset(&index, strides);
@@ -369,7 +425,8 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
             task.advance(1);
         }
         let seed = trial_seed(options.seed, trial);
-        let (mut ea, mut eb) = (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
+        let (mut ea, mut eb): (Evaluator<u64>, Evaluator<u64>) =
+            (Evaluator::new(ga, seed), Evaluator::new(gb, seed));
         for (t, (k, b)) in tests.iter().enumerate() {
             if outcome[t] != Outcome::Agree {
                 continue;
@@ -469,6 +526,35 @@ fn floats(
 ) -> Result<Report, String> {
     let draws = options.trials.unwrap_or(FLOAT_DRAWS);
     in_time(options)?;
+    if let Some((ga, gb)) = sampled_graphs(pa, da, sa, pb, db, sb) {
+        let tolerances: Vec<f64> = da
+            .outputs
+            .iter()
+            .map(|o| float::tolerance(da.tensor(o).map_or(ir::DType::F32, |t| t.dtype)))
+            .collect();
+        let found = on_large_stack(|| sampled::test(&ga, &gb, &tolerances, draws, options))?;
+        if let Some(found) = found {
+            let verdict = if found.differ.is_empty() {
+                Verdict::Equivalent {
+                    trials: draws,
+                    error_bound: None,
+                }
+            } else {
+                Verdict::NotEquivalent {
+                    boxes: found.differ,
+                }
+            };
+            return Ok(Report {
+                verdict,
+                method: Method::Sampled {
+                    reason,
+                    boxes: found.boxes,
+                    points: found.points,
+                },
+                outputs,
+            });
+        }
+    }
     let differ = float::compare(
         (pa, da, sa),
         (pb, db, sb),
@@ -623,6 +709,12 @@ pub fn print_report(r: &Report) -> String {
                 "equivalent in floating point ({trials} random draws agree): a weaker check than the exact test"
             );
         }
+        (Verdict::Equivalent { trials, .. }, Method::Sampled { .. }) => {
+            let _ = writeln!(
+                s,
+                "equivalent in floating point at every tested point ({trials} random draws agree): a weaker check than the exact test, and than comparing every element"
+            );
+        }
         (Verdict::NotEquivalent { boxes }, _) => {
             let n = boxes.len();
             let _ = writeln!(
@@ -653,6 +745,17 @@ pub fn print_report(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "compared in floating point (relative tolerance 1e-4 for float32, 1e-9 for float64) because the exact test does not apply: {reason}"
+            );
+        }
+        Method::Sampled {
+            reason,
+            boxes,
+            points,
+        } => {
+            let _ = writeln!(
+                s,
+                "compared in floating point (relative tolerance 1e-4 for float32, 1e-9 for float64) at {points} points of {boxes} box{} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
+                if *boxes == 1 { "" } else { "es" }
             );
         }
     }

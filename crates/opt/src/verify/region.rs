@@ -148,18 +148,25 @@ pub(crate) fn points(b: &[(i64, i64)], salt: u64) -> Vec<Vec<i64>> {
     } else {
         add(b.iter().map(|r| r.1 - 1).collect(), &mut out);
     }
-    let mut state = salt;
-    for _ in 0..RANDOM_POINTS {
-        let inside: Vec<i64> = b
-            .iter()
-            .map(|&(lo, hi)| {
-                state = super::eval::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
-                lo + (state % (hi - lo) as u64) as i64
-            })
-            .collect();
-        add(inside, &mut out);
+    for p in random_points(b, salt, RANDOM_POINTS) {
+        add(p, &mut out);
     }
     out
+}
+
+/// `n` points of box `b` drawn uniformly (with repetition) from `salt`.
+pub(crate) fn random_points(b: &[(i64, i64)], salt: u64, n: usize) -> Vec<Vec<i64>> {
+    let mut state = salt;
+    (0..n)
+        .map(|_| {
+            b.iter()
+                .map(|&(lo, hi)| {
+                    state = super::eval::mix(state.wrapping_add(0x9E37_79B9_7F4A_7C15));
+                    lo + (state % (hi - lo) as u64) as i64
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// `[lo, hi)` along one dimension.

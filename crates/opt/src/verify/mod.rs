@@ -250,11 +250,12 @@ pub fn points_apply(program: &Program, a: &str, b: &str, sizes: &HashMap<String,
 /// points instead: about a second of the interpreter for the draws.
 const WHOLE_FLOAT_POINTS: u64 = 1 << 21;
 
-/// Both defs' graphs for the floating-point test at sampled points, when
-/// that is the test they get: every statement compiles as a floating-point
-/// operation, every tensor parameter is float (integer ones are drawn as 0
-/// or 1 only in the whole comparison), and interpreting both whole would
-/// take more than [`WHOLE_FLOAT_POINTS`] points.
+/// Both defs' graphs and boxes for the floating-point test at sampled
+/// points, when that is the test they get: every statement compiles as a
+/// floating-point operation, every tensor parameter is float (integer ones
+/// are drawn as 0 or 1 only in the whole comparison), interpreting both
+/// whole would take more than [`WHOLE_FLOAT_POINTS`] points, and no
+/// output has too many boxes.
 fn sampled_graphs(
     pa: &Program,
     da: &Def,
@@ -262,14 +263,18 @@ fn sampled_graphs(
     pb: &Program,
     db: &Def,
     sb: &HashMap<String, i64>,
-) -> Option<(Graph, Graph)> {
+) -> Option<(Graph, Graph, sampled::Plan)> {
     let float_params = |d: &Def| d.tensor_params().all(|t| t.dtype.is_float());
     if !float_params(da) || !float_params(db) {
         return None;
     }
     let ga = graph::build(pa, da, sa, true).ok()?;
     let gb = graph::build(pb, db, sb, true).ok()?;
-    (ga.work().saturating_add(gb.work()) > WHOLE_FLOAT_POINTS).then_some((ga, gb))
+    if ga.work().saturating_add(gb.work()) <= WHOLE_FLOAT_POINTS {
+        return None;
+    }
+    let plan = sampled::plan(&ga, &gb)?;
+    Some((ga, gb, plan))
 }
 
 /// Runs `f` on a thread with room for the lazy evaluator's recursion,
@@ -526,34 +531,32 @@ fn floats(
 ) -> Result<Report, String> {
     let draws = options.trials.unwrap_or(FLOAT_DRAWS);
     in_time(options)?;
-    if let Some((ga, gb)) = sampled_graphs(pa, da, sa, pb, db, sb) {
+    if let Some((ga, gb, plan)) = sampled_graphs(pa, da, sa, pb, db, sb) {
         let tolerances: Vec<f64> = da
             .outputs
             .iter()
             .map(|o| float::tolerance(da.tensor(o).map_or(ir::DType::F32, |t| t.dtype)))
             .collect();
-        let found = on_large_stack(|| sampled::test(&ga, &gb, &tolerances, draws, options))?;
-        if let Some(found) = found {
-            let verdict = if found.differ.is_empty() {
-                Verdict::Equivalent {
-                    trials: draws,
-                    error_bound: None,
-                }
-            } else {
-                Verdict::NotEquivalent {
-                    boxes: found.differ,
-                }
-            };
-            return Ok(Report {
-                verdict,
-                method: Method::Sampled {
-                    reason,
-                    boxes: found.boxes,
-                    points: found.points,
-                },
-                outputs,
-            });
-        }
+        let found = on_large_stack(|| sampled::test(&ga, &gb, &plan, &tolerances, draws, options))?;
+        let verdict = if found.differ.is_empty() {
+            Verdict::Equivalent {
+                trials: draws,
+                error_bound: None,
+            }
+        } else {
+            Verdict::NotEquivalent {
+                boxes: found.differ,
+            }
+        };
+        return Ok(Report {
+            verdict,
+            method: Method::Sampled {
+                reason,
+                boxes: found.boxes,
+                points: found.points,
+            },
+            outputs,
+        });
     }
     let differ = float::compare(
         (pa, da, sa),

@@ -29,7 +29,7 @@ use super::eval::Evaluator;
 use super::float::agree;
 use super::graph::Graph;
 use super::region::{self, merge, Region};
-use super::{in_time, offset, trial_seed, Options, MAX_POINTS};
+use super::{in_time, offset, trial_seed, Options};
 
 /// Random points tested in each box besides `region::points`, when an
 /// output has at most [`FEW_BOXES`] boxes.
@@ -51,26 +51,40 @@ pub(crate) struct Sampled {
     pub points: usize,
 }
 
-/// Tests graphs `ga` and `gb` in `draws` draws; `tolerances` per output.
-/// `None` when an output has too many boxes to test this way.
-pub(crate) fn test(
-    ga: &Graph,
-    gb: &Graph,
-    tolerances: &[f64],
-    draws: usize,
-    options: &Options,
-) -> Result<Option<Sampled>, String> {
+/// The most boxes of one output this test takes: each costs at least one
+/// point, and a point may cost a convolution's sum.
+const MAX_BOXES: usize = 1 << 14;
+
+/// The box intersections to test (by output) and each output's count;
+/// `None` when an output has more than [`MAX_BOXES`].
+pub(crate) type Plan = (Vec<(usize, Vec<(i64, i64)>)>, Vec<usize>);
+
+/// The boxes of graphs `ga` and `gb` to test, when few enough.
+pub(crate) fn plan(ga: &Graph, gb: &Graph) -> Option<Plan> {
     let (sa, sb) = (super::boxes::propagate(ga), super::boxes::propagate(gb));
     let (mut tests, mut boxes) = (Vec::new(), Vec::new());
     for (k, (&oa, &ob)) in ga.outputs.iter().zip(&gb.outputs).enumerate() {
         let grid = region::union(&sa[oa], &sb[ob]);
         let n = region::count(&grid);
-        if n.saturating_mul(grid.len() + 3 + EXTRA_POINTS) > MAX_POINTS {
-            return Ok(None);
+        if n > MAX_BOXES {
+            return None;
         }
         tests.extend(region::boxes(&grid).into_iter().map(|b| (k, b)));
         boxes.push(n);
     }
+    Some((tests, boxes))
+}
+
+/// Tests graphs `ga` and `gb` on the boxes of `plan` in `draws` draws;
+/// `tolerances` per output.
+pub(crate) fn test(
+    ga: &Graph,
+    gb: &Graph,
+    (tests, boxes): &Plan,
+    tolerances: &[f64],
+    draws: usize,
+    options: &Options,
+) -> Result<Sampled, String> {
     // Every tested value, by output: the box it is in, both programs'.
     let mut values: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); tolerances.len()];
     let mut points = 0;
@@ -126,9 +140,9 @@ pub(crate) fn test(
                 .collect(),
         })
         .collect();
-    Ok(Some(Sampled {
+    Ok(Sampled {
         differ: merge(differ),
         boxes: tests.len(),
         points,
-    }))
+    })
 }

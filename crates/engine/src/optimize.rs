@@ -132,7 +132,8 @@ pub fn optimize(
     progress: &mut dyn FnMut(Event),
 ) -> Result<Outcome, Error> {
     options.search.check().map_err(Error::Usage)?;
-    let service = CostService::open_default(&options.compile)?;
+    let service =
+        CostService::open_default(&options.compile)?.timing_library(options.search.measure);
     let request = Request::new(source, def, sizes, options, &service)?;
     let mut outcome = request.search(&service, progress)?;
     Cache::open_default()?.put(&request.key, &request.result(&outcome))?;
@@ -159,7 +160,8 @@ pub fn optimize_cached(
     progress: &mut dyn FnMut(Event),
 ) -> Result<Optimized, Error> {
     options.search.check().map_err(Error::Usage)?;
-    let service = CostService::open_default(&options.compile)?;
+    let service =
+        CostService::open_default(&options.compile)?.timing_library(options.search.measure);
     optimize_in(
         &Cache::open_default()?,
         &service,

@@ -2,7 +2,8 @@
 //! identical request (a fresh service measures nothing), a different
 //! request is measured, a damaged entry is measured again, and the
 //! analytic estimate counts a matmul's operations and at least its
-//! tensors' bytes.
+//! tensors' bytes, and takes the library's timed call for a matmul step
+//! when asked.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,6 +32,11 @@ fn service(dir: &std::path::Path) -> CostService {
     let mut target = kernel::Target::generic();
     target.peak_mflops = Some(10_000);
     target.bandwidth_mbps = Some(5_000);
+    service_on(dir, target)
+}
+
+/// A service on `dir`'s stores for `target`.
+fn service_on(dir: &std::path::Path, target: kernel::Target) -> CostService {
     let options = runtime::Options {
         passes: engine::compile::pipeline_passes("cpu").expect("the cpu pipeline"),
         target,
@@ -179,4 +185,33 @@ fn two_services_asking_at_once_measure_once() {
 fn the_measured_bandwidth_is_a_plausible_figure() {
     let b = engine::target::measure_bandwidth();
     assert!((1e8..1e13).contains(&b), "{b} bytes/s");
+}
+
+#[test]
+fn library_matmuls_are_timed_in_estimates_when_asked() {
+    let dir = fresh_dir("library");
+    let p = program();
+    let sizes = sizes(128, 256, 64);
+    // A target of a petaflop and a petabyte per second: its roofline is
+    // far below anything the library can do, so a timed step shows.
+    let mut target = kernel::Target::generic();
+    target.peak_mflops = Some(1_000_000_000);
+    target.bandwidth_mbps = Some(1_000_000_000);
+    let service = |library: bool| service_on(&dir, target.clone()).timing_library(library);
+    for def in ["mm", "twice"] {
+        let root = kernel::lower_def(&p, def, &sizes).unwrap();
+        let roofline = engine::cost::estimate::estimate_kernel(&root, &target).unwrap();
+        let plain = service(false).estimate(&p, def, &sizes).unwrap();
+        assert_eq!(plain, roofline, "{def}");
+        let timing = service(true);
+        let timed = timing.estimate(&p, def, &sizes).unwrap();
+        // 4.2 MFLOP at a petaflop is 4 ns; the library takes microseconds
+        // (`twice` too: its matmul is inside a call).
+        assert!(timed.seconds > 100.0 * roofline.seconds, "{def}: {timed:?}");
+        assert_eq!(timed.flops, roofline.flops, "{def}");
+        // Timed once per process: asking again gives the same estimate.
+        assert_eq!(timing.estimate(&p, def, &sizes).unwrap(), timed, "{def}");
+        // Timing a library call is not a measurement of the def.
+        assert_eq!(timing.measurements(), 0);
+    }
 }

@@ -12,6 +12,11 @@
 //! never undercounted. [`estimate`] takes a def and lowers it;
 //! [`estimate_kernel`] takes a kernel (lowered, before or after passes).
 //!
+//! With library timing on, a step the runtime runs with the matmul library
+//! takes the longer of its roofline and the library's timed call
+//! (`library.rs`): the library's speed depends on a product's orientation,
+//! which a roofline does not see.
+//!
 //! Requires: sizes binding every size symbol and integer scalar of the
 //! def, and a target with a measured peak and bandwidth
 //! (`engine::target::peak_gflops` and `bandwidth_gbps` measure them once).
@@ -26,21 +31,42 @@ use crate::Error;
 /// The line size used when the target lists no cache.
 const DEFAULT_LINE_BYTES: u64 = 64;
 
-/// Estimates a run of def `def` of `program` for `sizes` on `target`.
+/// Estimates a run of def `def` of `program` for `sizes` on `target`;
+/// with `library`, steps the matmul library runs take at least its timed
+/// call ([`super::library`]).
 pub fn estimate(
     program: &ir::Program,
     def: &str,
     sizes: &HashMap<String, i64>,
     target: &Target,
+    library: bool,
 ) -> Result<Estimate, Error> {
-    let root = kernel::lower_def(program, def, sizes)
+    let mut root = kernel::lower_def(program, def, sizes)
         .map_err(|e| Error::Build(runtime::BuildError::Lower(e)))?;
-    estimate_kernel(&root, target)
+    if library {
+        // As the runtime does before it marks library matmuls: a matmul
+        // inside a called def becomes a root step.
+        kernel::run_pipeline_verifying(
+            &mut root,
+            &["inline".to_string()],
+            target,
+            kernel::Verify::ByCaller,
+            &mut |_, _| {},
+        )
+        .map_err(|e| Error::Build(runtime::BuildError::Internal(e)))?;
+    }
+    estimate_steps(&root, target, library)
 }
 
 /// Estimates a run of the kernel `root` (a lowered def, before or after
-/// passes) on `target`, which must carry its measured peak and bandwidth.
+/// passes) on `target`, which must carry its measured peak and bandwidth:
+/// the roofline alone.
 pub fn estimate_kernel(root: &Block, target: &Target) -> Result<Estimate, Error> {
+    estimate_steps(root, target, false)
+}
+
+/// [`estimate_kernel`], with `library` as in [`estimate`].
+fn estimate_steps(root: &Block, target: &Target, library: bool) -> Result<Estimate, Error> {
     let unmeasured = |what: &str| {
         Error::Environment(format!(
             "target `{}` has no measured {what}; the cost service measures this machine's once",
@@ -70,7 +96,12 @@ pub fn estimate_kernel(root: &Block, target: &Target) -> Result<Estimate, Error>
         let bytes = traffic(b, line_bytes);
         total.flops = total.flops.saturating_add(flops);
         total.bytes = total.bytes.saturating_add(bytes);
-        total.seconds += (flops as f64 / peak).max(bytes as f64 / bandwidth);
+        let roofline = (flops as f64 / peak).max(bytes as f64 / bandwidth);
+        let timed = library
+            .then(|| runtime::matmul::spec(b, root))
+            .flatten()
+            .and_then(|spec| super::library::seconds(&spec, root));
+        total.seconds += timed.map_or(roofline, |t| t.max(roofline));
     }
     Ok(total)
 }

@@ -11,6 +11,7 @@
 //! stands for the program and sizes, not for particular values.
 
 pub mod estimate;
+pub mod library;
 pub mod store;
 pub mod timing;
 
@@ -48,6 +49,9 @@ pub struct CostService {
     /// Measurements this service made (requests the store answered are not
     /// counted).
     measured: AtomicU64,
+    /// Whether estimates time the library's matmuls (`library.rs`): off,
+    /// an estimate is the same on every run.
+    library: bool,
 }
 
 impl CostService {
@@ -59,7 +63,15 @@ impl CostService {
             options,
             kernels,
             measured: AtomicU64::new(0),
+            library: false,
         }
+    }
+
+    /// The service with its estimates timing library matmuls (`on`) or
+    /// not (estimates then the same on every run).
+    pub fn timing_library(mut self, on: bool) -> CostService {
+        self.library = on;
+        self
     }
 
     /// The per-user service: times in [`Store::default_dir`], kernels in
@@ -165,7 +177,7 @@ impl CostModel for CostService {
         def: &str,
         sizes: &HashMap<String, i64>,
     ) -> Result<Estimate, Error> {
-        estimate::estimate(program, def, sizes, &self.options.target)
+        estimate::estimate(program, def, sizes, &self.options.target, self.library)
     }
 
     /// The stored time of `def` for `sizes`, else measured now and stored.

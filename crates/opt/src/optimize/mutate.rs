@@ -56,8 +56,23 @@ pub fn add_mutants<M: CostModel>(
     let applications = applications(search);
     let mut program: Program = (*search.egraph.analysis.program).clone();
     let mut joins: Vec<(Id, String, Vec<Id>)> = Vec::new();
+    // The applications estimated slowest are mutated first: a deadline
+    // may leave the rest unchecked, and their mutants can gain the most.
+    let none = HashMap::new();
+    let mut ordered: Vec<(f64, usize, Application)> = Vec::new();
+    for (k, app) in applications.into_iter().enumerate() {
+        let (op, args, _) = &app;
+        let local = mutant::callees_text(&program, mutant::family(op))
+            + &mutant::original_text(op, args, "original");
+        let base = tc::check_source(&local)
+            .ok()
+            .and_then(|c| model.estimate(&c.program, "original", &none).ok())
+            .map_or(0.0, |e| e.seconds);
+        ordered.push((base, k, app));
+    }
+    ordered.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut longest = std::time::Duration::ZERO;
-    for (k, (op, args, places)) in applications.into_iter().enumerate() {
+    for (_, k, (op, args, places)) in ordered {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             report.out_of_time = true;
             break;
@@ -83,7 +98,6 @@ pub fn add_mutants<M: CostModel>(
                 )
             })?
             .program;
-        let none = HashMap::new();
         let cost = |name: &str| {
             model
                 .estimate(&local, name, &none)
@@ -142,11 +156,13 @@ pub fn add_mutants<M: CostModel>(
     Ok(report)
 }
 
-/// The applications a template covers, each once: the operator, its
-/// arguments' values, and every (class, tensor children) it occurs at,
-/// the original statements' first.
-#[allow(clippy::type_complexity)]
-fn applications(search: &Search) -> Vec<(String, Vec<Arg>, Vec<(Id, Vec<Id>)>)> {
+/// An operator application: the operator, its arguments' values, and
+/// every (class, tensor children) it occurs at.
+type Application = (String, Vec<Arg>, Vec<(Id, Vec<Id>)>);
+
+/// The applications a template covers, each once, the original
+/// statements' first.
+fn applications(search: &Search) -> Vec<Application> {
     let mut order: Vec<Id> = search.statements.iter().map(|s| s.class).collect();
     let mut seen: HashSet<Id> = order.iter().copied().collect();
     for c in search.egraph.classes() {
@@ -154,7 +170,7 @@ fn applications(search: &Search) -> Vec<(String, Vec<Arg>, Vec<(Id, Vec<Id>)>)> 
             order.push(c.id);
         }
     }
-    let mut out: Vec<(String, Vec<Arg>, Vec<(Id, Vec<Id>)>)> = Vec::new();
+    let mut out: Vec<Application> = Vec::new();
     for class in order {
         for node in &search.egraph[class].nodes {
             let Node::Call(op, kids) = node else { continue };

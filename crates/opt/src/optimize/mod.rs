@@ -366,14 +366,21 @@ pub fn optimize<M: CostModel>(
         // cache), as the original was, and a spell of a busy machine can
         // fall on any of them: the fastest few meet the original side by
         // side now, and only a win there counts.
-        let contenders = contenders(original_time, &decided);
+        let window = comparing(options.budget, start);
+        let mut contenders = contenders(original_time, &decided);
+        // Each def is built and warmed up before the comparison's rounds,
+        // about as long as its measurement took: a second contender only
+        // when all of them fit in the comparison's time.
+        while contenders.len() > 1 && longest * (contenders.len() as u32 + 1) > window {
+            contenders.pop();
+        }
         if contenders.is_empty() {
             None
         } else {
             let mut names = vec![name];
             names.extend(contenders.iter().map(|c| c.name.as_str()));
             let times = model
-                .compare(&work, &names, sizes, comparing(options.budget, start))
+                .compare(&work, &names, sizes, window)
                 .map_err(Error::Cost)?;
             phase.end("side by side");
             outcome.side_by_side = names

@@ -56,54 +56,46 @@ pub fn add_mutants<M: CostModel>(
     let applications = applications(search);
     let mut program: Program = (*search.egraph.analysis.program).clone();
     let mut joins: Vec<(Id, String, Vec<Id>)> = Vec::new();
-    // The applications estimated slowest are mutated first: a deadline
-    // may leave the rest unchecked, and their mutants can gain the most.
+    // Every application's mutants in a program of their own; the
+    // applications estimated slowest are checked first: a deadline may
+    // leave the rest unchecked, and their mutants can gain the most.
     let none = HashMap::new();
-    let mut ordered: Vec<(f64, usize, Application)> = Vec::new();
+    let mut prepared: Vec<(f64, Prepared)> = Vec::new();
     for (k, app) in applications.into_iter().enumerate() {
-        let (op, args, _) = &app;
-        let local = mutant::callees_text(&program, mutant::family(op))
-            + &mutant::original_text(op, args, "original");
-        let base = tc::check_source(&local)
-            .ok()
-            .and_then(|c| model.estimate(&c.program, "original", &none).ok())
-            .map_or(0.0, |e| e.seconds);
-        ordered.push((base, k, app));
-    }
-    ordered.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut longest = std::time::Duration::ZERO;
-    for (_, k, (op, args, places)) in ordered {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             report.out_of_time = true;
             break;
         }
         report.applications += 1;
-        let prefix = format!("{}{}_", mutant::PREFIX, k + 1);
-        let specs = mutant::enumerate::mutants(&program, &op, &args, depth, &prefix);
-        report.generated += specs.len();
-        if specs.is_empty() {
+        let Some(p) = prepare(&program, app, depth, k)? else {
             continue;
+        };
+        report.generated += p.specs.len();
+        let base = model
+            .estimate(&p.local, &p.original, &none)
+            .map_or(f64::INFINITY, |e| e.seconds);
+        prepared.push((base, p));
+    }
+    prepared.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut longest = std::time::Duration::ZERO;
+    for (base, p) in prepared {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            report.out_of_time = true;
+            break;
         }
-        let original = format!("{prefix}original");
-        let mut text = mutant::callees_text(&program, mutant::family(&op));
-        text += &mutant::original_text(&op, &args, &original);
-        for s in &specs {
-            text += &s.text;
-        }
-        let local = tc::check_source(&text)
-            .map_err(|d| {
-                format!(
-                    "internal error: mutants of `{op}` do not check:\n{}",
-                    tc::render_diagnostics(&d, "mutants", &text)
-                )
-            })?
-            .program;
+        let Prepared {
+            op,
+            args,
+            places,
+            specs,
+            local,
+            original,
+        } = p;
         let cost = |name: &str| {
             model
                 .estimate(&local, name, &none)
                 .map_or(f64::INFINITY, |e| e.seconds)
         };
-        let base = cost(&original);
         let mut ranked: Vec<(f64, &mutant::Spec)> = specs
             .iter()
             .map(|s| (cost(&s.name), s))
@@ -154,6 +146,54 @@ pub fn add_mutants<M: CostModel>(
     search.egraph.rebuild();
     search.canonicalize();
     Ok(report)
+}
+
+/// An application's mutants, with the program that holds their defs
+/// beside its original's (named `original`) and the callees of both.
+struct Prepared {
+    op: String,
+    args: Vec<Arg>,
+    places: Vec<(Id, Vec<Id>)>,
+    specs: Vec<mutant::Spec>,
+    local: Program,
+    original: String,
+}
+
+/// The mutants of application `k` up to `depth`; `None` when it has
+/// none.
+fn prepare(
+    program: &Program,
+    (op, args, places): Application,
+    depth: usize,
+    k: usize,
+) -> Result<Option<Prepared>, String> {
+    let prefix = format!("{}{}_", mutant::PREFIX, k + 1);
+    let specs = mutant::enumerate::mutants(program, &op, &args, depth, &prefix);
+    if specs.is_empty() {
+        return Ok(None);
+    }
+    let original = format!("{prefix}original");
+    let mut text = mutant::callees_text(program, mutant::family(&op));
+    text += &mutant::original_text(&op, &args, &original);
+    for s in &specs {
+        text += &s.text;
+    }
+    let local = tc::check_source(&text)
+        .map_err(|d| {
+            format!(
+                "internal error: mutants of `{op}` do not check:\n{}",
+                tc::render_diagnostics(&d, "mutants", &text)
+            )
+        })?
+        .program;
+    Ok(Some(Prepared {
+        op,
+        args,
+        places,
+        specs,
+        local,
+        original,
+    }))
 }
 
 /// An operator application: the operator, its arguments' values, and

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Comprehension, DType, Def, Expr, Reduction, UnOp, Value};
 
-use super::expr::{Comp, Ord, Read, RealOp, Val};
+use super::expr::{to_f64, Comp, Ord, Read, RealOp, Val};
 use super::form::Form;
 use super::graph::Node;
 use interp::residue;
@@ -177,7 +177,7 @@ impl Scope<'_> {
                     Err(_) if self.real => 0,
                     Err(m) => return Err(m),
                 };
-                Val::Const(residue, real_of(*v))
+                Val::Const(residue, to_f64(*v))
             }
             Expr::Iter(n) => Val::Iter(self.slot(n)?),
             Expr::Sym(n) => match (self.sizes.get(n), self.scalars.get(n)) {
@@ -376,15 +376,6 @@ fn affine(op: BinOp, f: &Form, g: &Form) -> Option<Form> {
         (BinOp::Div, _, Some(k)) if k > 0 => Some(f.floor_div(k)),
         (BinOp::Mod, _, Some(k)) if k > 0 => Some(f.floor_mod(k)),
         _ => None,
-    }
-}
-
-/// A literal's value as a float.
-fn real_of(v: Value) -> f64 {
-    match v {
-        Value::Int(i) => i as f64,
-        Value::Bool(b) => f64::from(u8::from(b)),
-        Value::Float(x) => x,
     }
 }
 

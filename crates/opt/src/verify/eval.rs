@@ -24,7 +24,7 @@ use interp::residue::{self, P};
 
 use ir::Reduction;
 
-use super::expr::{truth, Comp, Ord, Read, RealOp, Val};
+use super::expr::{to_f64, truth, Comp, Ord, Read, RealOp, Val};
 use super::graph::{Graph, NodeKind};
 
 /// Memo tables of at most this many elements are dense arrays.
@@ -40,7 +40,8 @@ pub(crate) trait Number: Copy + std::fmt::Debug {
     fn input(seed: u64, param: usize, flat: usize) -> Self;
     /// A float scalar parameter's value.
     fn scalar(seed: u64, param: usize) -> Self;
-    fn iter(i: i64) -> Self;
+    /// An integer (an iterator's value, a version's initial zero).
+    fn int(i: i64) -> Self;
     /// A constant given as its residue and its value.
     fn constant(residue: u64, real: f64) -> Self;
     fn ordinary(v: ir::Value) -> Result<Self, String>;
@@ -66,7 +67,7 @@ impl Number for u64 {
     fn scalar(seed: u64, param: usize) -> u64 {
         random(seed, param, 0)
     }
-    fn iter(i: i64) -> u64 {
+    fn int(i: i64) -> u64 {
         residue::from_i64(i)
     }
     fn constant(residue: u64, _: f64) -> u64 {
@@ -124,18 +125,14 @@ impl Number for f64 {
     fn scalar(seed: u64, param: usize) -> f64 {
         1.0 + f64::input(seed, param, 0) / 2.0
     }
-    fn iter(i: i64) -> f64 {
+    fn int(i: i64) -> f64 {
         i as f64
     }
     fn constant(_: u64, real: f64) -> f64 {
         real
     }
     fn ordinary(v: ir::Value) -> Result<f64, String> {
-        Ok(match v {
-            ir::Value::Int(i) => i as f64,
-            ir::Value::Bool(b) => f64::from(u8::from(b)),
-            ir::Value::Float(x) => x,
-        })
+        Ok(to_f64(v))
     }
     fn identity(op: Reduction) -> f64 {
         match op.identity(ir::DType::F64) {
@@ -205,7 +202,7 @@ impl<'g, T: Number> Evaluator<'g, T> {
         let g = self.graph;
         match &g.nodes[node].kind {
             NodeKind::Input(k) => Ok(T::input(self.seed, *k, flat)),
-            NodeKind::Zeros => T::ordinary(ir::Value::Int(0)),
+            NodeKind::Zeros => Ok(T::int(0)),
             NodeKind::Comp { comp, prev } => {
                 if let Some(v) = self.lookup(node, flat) {
                     return Ok(v);
@@ -278,7 +275,7 @@ impl<'g, T: Number> Evaluator<'g, T> {
         let fail = |m: String| Stop::Fail(format!("{at}: {m}"));
         Ok(match v {
             Val::Const(r, x) => T::constant(*r, *x),
-            Val::Iter(s) => T::iter(iters[*s]),
+            Val::Iter(s) => T::int(iters[*s]),
             Val::Scalar(k) => T::scalar(self.seed, *k),
             Val::Ord(o) => T::ordinary(o.eval(iters).map_err(fail)?).map_err(fail)?,
             Val::Read(r) => {

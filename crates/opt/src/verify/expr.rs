@@ -200,6 +200,11 @@ pub(crate) fn truth(v: Value) -> bool {
     v.truth()
 }
 
+/// An ordinary value as a float (a condition as 0 or 1).
+pub(crate) fn to_f64(v: Value) -> f64 {
+    v.float()
+}
+
 /// Ordinary values as the evaluator handles them.
 trait Scalar {
     fn truth(self) -> bool;

@@ -677,6 +677,10 @@ fn bind(a: &Def, b: &Def, given: &HashMap<String, i64>) -> Result<(Sizes, Sizes)
     Ok((sa, sb))
 }
 
+/// The floating-point comparisons' tolerances, as reports state them
+/// (`float::tolerance`).
+const TOLERANCES: &str = "relative tolerance 1e-4 for float32, 1e-9 for float64";
+
 /// The report as `tessera verify` prints it.
 pub fn print_report(r: &Report) -> String {
     let mut s = String::new();
@@ -747,7 +751,7 @@ pub fn print_report(r: &Report) -> String {
         Method::Float { reason } => {
             let _ = writeln!(
                 s,
-                "compared in floating point (relative tolerance 1e-4 for float32, 1e-9 for float64) because the exact test does not apply: {reason}"
+                "compared in floating point ({TOLERANCES}) because the exact test does not apply: {reason}"
             );
         }
         Method::Sampled {
@@ -757,7 +761,7 @@ pub fn print_report(r: &Report) -> String {
         } => {
             let _ = writeln!(
                 s,
-                "compared in floating point (relative tolerance 1e-4 for float32, 1e-9 for float64) at {points} points of {boxes} box{} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
+                "compared in floating point ({TOLERANCES}) at {points} points of {boxes} box{} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
                 if *boxes == 1 { "" } else { "es" }
             );
         }

@@ -55,24 +55,22 @@ pub(crate) struct Sampled {
 /// point, and a point may cost a convolution's sum.
 const MAX_BOXES: usize = 1 << 14;
 
-/// The box intersections to test (by output) and each output's count;
-/// `None` when an output has more than [`MAX_BOXES`].
-pub(crate) type Plan = (Vec<(usize, Vec<(i64, i64)>)>, Vec<usize>);
+/// The box intersections to test, each with its output.
+pub(crate) type Plan = Vec<(usize, Vec<(i64, i64)>)>;
 
-/// The boxes of graphs `ga` and `gb` to test, when few enough.
+/// The boxes of graphs `ga` and `gb` to test; `None` when an output has
+/// more than [`MAX_BOXES`].
 pub(crate) fn plan(ga: &Graph, gb: &Graph) -> Option<Plan> {
     let (sa, sb) = (super::boxes::propagate(ga), super::boxes::propagate(gb));
-    let (mut tests, mut boxes) = (Vec::new(), Vec::new());
+    let mut tests = Vec::new();
     for (k, (&oa, &ob)) in ga.outputs.iter().zip(&gb.outputs).enumerate() {
         let grid = region::union(&sa[oa], &sb[ob]);
-        let n = region::count(&grid);
-        if n > MAX_BOXES {
+        if region::count(&grid) > MAX_BOXES {
             return None;
         }
         tests.extend(region::boxes(&grid).into_iter().map(|b| (k, b)));
-        boxes.push(n);
     }
-    Some((tests, boxes))
+    Some(tests)
 }
 
 /// Tests graphs `ga` and `gb` on the boxes of `plan` in `draws` draws;
@@ -80,11 +78,15 @@ pub(crate) fn plan(ga: &Graph, gb: &Graph) -> Option<Plan> {
 pub(crate) fn test(
     ga: &Graph,
     gb: &Graph,
-    (tests, boxes): &Plan,
+    tests: &Plan,
     tolerances: &[f64],
     draws: usize,
     options: &Options,
 ) -> Result<Sampled, String> {
+    let mut boxes = vec![0; tolerances.len()];
+    for (k, _) in tests {
+        boxes[*k] += 1;
+    }
     // Every tested value, by output: the box it is in, both programs'.
     let mut values: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); tolerances.len()];
     let mut points = 0;

@@ -30,6 +30,18 @@ def test_two_defs_of_one_source():
     assert tessera.verify(src, None, "f", {"N": 4}, entry_b="g")
 
 
+def test_large_non_linear_defs_are_compared_at_sampled_points():
+    relu = "def f(float(N) X) -> (Y) { Y(i) = fmax(X(i), 0.0) }"
+    fused = "def f(float(N) X) -> (Y) { Y(i) max=! r == 0 ? X(i) : 0.0 where r in 0:2 }"
+    wrong = "def f(float(N) X) -> (Y) { Y(i) max=! r == 0 ? X(i) : 0.5 where r in 0:2 }"
+    # Two million elements and more: too many to interpret whole.
+    sizes = {"N": 1 << 21}
+    v = tessera.verify(relu, fused, "f", sizes)
+    assert v and v.method == "sampled" and v.error_bound is None
+    w = tessera.verify(relu, wrong, "f", sizes)
+    assert not w and w.method == "sampled"
+
+
 def test_bad_requests_raise():
     import pytest
 
@@ -39,3 +51,5 @@ def test_bad_requests_raise():
         tessera.verify(A, B, "nope", {"N": 4})
     with pytest.raises(tessera.ParseError):
         tessera.verify("def f(", B, "f", {"N": 4})
+    with pytest.raises(tessera.InputError, match="at least 1"):
+        tessera.verify(A, B, "f", {"N": 4}, trials=0)

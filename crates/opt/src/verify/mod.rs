@@ -170,6 +170,9 @@ pub fn verify(
     b: &str,
     options: &Options,
 ) -> Result<Report, String> {
+    if options.trials == Some(0) {
+        return Err("0 trials test nothing: ask for at least 1".to_string());
+    }
     if let Some(t) = options.trials.filter(|&t| t > MAX_TRIALS) {
         return Err(format!(
             "{t} trials are more than tessera runs (at most {MAX_TRIALS}): the default already bounds a false \"equivalent\" below 2^-60 for exact programs, and floating-point comparisons gain little past a few dozen"

@@ -203,8 +203,10 @@ class Verdict:
         """Where the outputs differ (empty when equivalent)."""
     @property
     def method(self) -> str:
-        """``"exact"`` (over Z_p) or ``"float"`` (the defs are not
-        polynomials)."""
+        """``"exact"`` (over Z_p), ``"float"`` (the defs are not
+        polynomials: every element compared in floating point) or
+        ``"sampled"`` (not polynomials and too large to interpret whole:
+        compared at the corners and random points of every box)."""
     @property
     def error_bound(self) -> Optional[float]:
         """The probability that "equivalent" is wrong, when the test bounds

@@ -132,8 +132,9 @@ pub fn optimize(
     progress: &mut dyn FnMut(Event),
 ) -> Result<Outcome, Error> {
     options.search.check().map_err(Error::Usage)?;
-    let service =
-        CostService::open_default(&options.compile)?.timing_library(options.search.measure);
+    let service = CostService::open_default(&options.compile)?
+        .timing_library(options.search.measure)
+        .with_constants(source.weight_names());
     let request = Request::new(source, def, sizes, options, &service)?;
     let mut outcome = request.search(&service, progress)?;
     Cache::open_default()?.put(&request.key, &request.result(&outcome))?;
@@ -160,8 +161,9 @@ pub fn optimize_cached(
     progress: &mut dyn FnMut(Event),
 ) -> Result<Optimized, Error> {
     options.search.check().map_err(Error::Usage)?;
-    let service =
-        CostService::open_default(&options.compile)?.timing_library(options.search.measure);
+    let service = CostService::open_default(&options.compile)?
+        .timing_library(options.search.measure)
+        .with_constants(source.weight_names());
     optimize_in(
         &Cache::open_default()?,
         &service,
@@ -218,6 +220,8 @@ struct Request<'s> {
     /// The caller's rules files: their names and texts.
     rules: Vec<(String, String)>,
     options: &'s Options,
+    /// The search's options, with the source's weights as its constants.
+    search: opt::optimize::Options,
     key: String,
 }
 
@@ -245,12 +249,16 @@ impl<'s> Request<'s> {
         let texts: Vec<String> = std::iter::once(opt::rules::REWRITES.to_string())
             .chain(rules.iter().map(|(_, t)| t.clone()))
             .collect();
+        let search = opt::optimize::Options {
+            constants: source.weight_names(),
+            ..options.search.clone()
+        };
         let key = optimize_cache::key(&KeyParts {
             program: &program,
             def: name,
             sizes: &sizes,
             rules: &texts,
-            search: &options.search,
+            search: &search,
             service: &service.identity(),
         });
         Ok(Request {
@@ -259,6 +267,7 @@ impl<'s> Request<'s> {
             sizes,
             rules,
             options,
+            search,
             key,
         })
     }
@@ -275,7 +284,7 @@ impl<'s> Request<'s> {
         progress: &mut dyn FnMut(Event),
     ) -> Result<Outcome, Error> {
         let rules = rules(&self.program, &self.rules)?;
-        let mut search = self.options.search.clone();
+        let mut search = self.search.clone();
         search.budget = search
             .budget
             .saturating_sub(self.options.spent)

@@ -9,7 +9,7 @@
 //! for such a program (proved equal to it); every error is an [`Error`]
 //! naming the file.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use interp::Arg;
@@ -253,6 +253,12 @@ impl Source {
             )));
         }
         pick_def(self.program(), want, &self.name)
+    }
+
+    /// The names of the model def's parameters that are its weights (none
+    /// for TC source, or when taken before).
+    pub fn weight_names(&self) -> BTreeSet<String> {
+        self.weights.keys().cloned().collect()
     }
 
     /// The weights of a model as arguments of its def, moved out (none for

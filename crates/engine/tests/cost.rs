@@ -215,3 +215,28 @@ fn library_matmuls_are_timed_in_estimates_when_asked() {
         assert_eq!(timing.measurements(), 0);
     }
 }
+
+#[test]
+fn what_reads_only_constants_is_neither_estimated_nor_timed() {
+    // `squared` squares B, then multiplies: with B a constant, the square
+    // runs at load, and what is left to estimate is `mm`'s product.
+    let text = format!(
+        "{MATMUL}\ndef squared(float(M,K) A, float(K,N) B) -> (C) {{\n  S(k,n) = B(k,n) * B(k,n)\n  C(m,n) +=! A(m,k) * S(k,n)\n}}\n"
+    );
+    let p = tc::check_source(&text).expect("the program checks").program;
+    let dir = fresh_dir("constants");
+    let at = sizes(16, 64, 48);
+    let plain = service(&dir);
+    let mm = plain.estimate(&p, "mm", &at).unwrap();
+    let whole = plain.estimate(&p, "squared", &at).unwrap();
+    assert!(whole.flops > mm.flops && whole.bytes > mm.bytes);
+    let loaded = service(&dir).with_constants(["B".to_string()]);
+    let per_run = loaded.estimate(&p, "squared", &at).unwrap();
+    assert_eq!((per_run.flops, per_run.bytes), (mm.flops, mm.bytes));
+    // A time measured with B loaded is another request than without.
+    assert_ne!(
+        plain.key(&p, "squared", &at).unwrap(),
+        loaded.key(&p, "squared", &at).unwrap()
+    );
+    assert!(loaded.measure(&p, "squared", &at).unwrap().as_nanos() > 0);
+}

@@ -149,6 +149,8 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_nchwc_add_relu",
     "conv2d_nchw_nchwc",
     "conv2d_nchw_nchwc_relu",
+    "point_rows_nchwc",
+    "conv2d_point_nchwc",
     "conv2d_nchwc_grouped",
     "maxpool2d_nchwc",
     "scale_shift_nchwc",
@@ -617,6 +619,57 @@ fn packed(w: &Nd, l: Option<usize>, m: usize) -> Nd {
 }
 
 #[test]
+fn a_point_convolution_as_a_product() {
+    // A 1 x 1 image of 5 channels through a 3 x 2 kernel of 7 filters (in
+    // blocks of 3), padded by 2 and 1 on every side: each output point
+    // reads one tap, and the product by the reordered weights gives the
+    // convolution.
+    let (c, f, m, kh, kw) = (5, 7, 3, 3, 2);
+    let x = rand(&[2, c, 1, 1], 1900);
+    let wt = rand(&[f, c, kh, kw], 1901);
+    let bias = rand(&[f], 1902);
+    let plain = r::conv(
+        &x,
+        &wt,
+        &win(&[1, 1], &[kh - 1, kw - 1], &[kh - 1, kw - 1], &[1, 1]),
+        1,
+    );
+    let s = &plain.shape;
+    assert_eq!((s[2], s[3]), (kh, kw));
+    let want = tabulate_blocked(
+        &[s[0], f.div_ceil(m), kh, kw, m],
+        f,
+        |i, fo| plain.at(&[i[0], fo, i[2], i[3]]) + bias.at(&[fo]),
+        0.0,
+    );
+    let packed_w = packed(&wt, None, m);
+    let rows = r::tabulate(&[c, kh, kw, f.div_ceil(m), m], |i| {
+        packed_w.at(&[i[3], i[0], kh - 1 - i[1], kw - 1 - i[2], i[4]])
+    });
+    check("point_rows_nchwc", vec![t("Wt", &packed_w)], &[&rows]);
+    let b = packed_bias(&bias, m);
+    check(
+        "conv2d_point_nchwc",
+        vec![t("X", &x), t("R", &rows), t("B", &b)],
+        &[&want],
+    );
+}
+
+/// A bias of F filters in blocks of `m`, as the packed convolutions take
+/// it: the lanes past F are zero.
+fn packed_bias(bias: &Nd, m: usize) -> Nd {
+    let f = bias.shape[0];
+    r::tabulate(&[f.div_ceil(m), m], |i| {
+        let fo = i[0] * m + i[1];
+        if fo < f {
+            bias.at(&[fo])
+        } else {
+            0.0
+        }
+    })
+}
+
+#[test]
 fn interleaved_phases() {
     // Four phases of 5 channels in blocks of 4 (the lanes past 5 hold 9s,
     // which must not show), 2 x 3 points each, put in place: the output
@@ -668,14 +721,7 @@ fn packed_weights_unpacked() {
         vec![t("Wt", &packed(&wt, None, m)), int("F", 6)],
         &[&want],
     );
-    let packed_bias = r::tabulate(&[f.div_ceil(m), m], |i| {
-        let fo = i[0] * m + i[1];
-        if fo < f {
-            bias.at(&[fo])
-        } else {
-            0.0
-        }
-    });
+    let packed_bias = packed_bias(&bias, m);
     let want = r::tabulate(&[6], |i| bias.at(i));
     check(
         "unpack_bias_nchwc",
@@ -738,14 +784,7 @@ fn channel_blocked_layouts() {
                 0.0,
             )
         };
-        let b = r::tabulate(&[f.div_ceil(m), m], |i| {
-            let fo = i[0] * m + i[1];
-            if fo < f {
-                bias.at(&[fo])
-            } else {
-                0.0
-            }
-        });
+        let b = packed_bias(&bias, m);
         // The input's lanes past C are not read as data: its packed
         // weights are zero there. The epilogues: ReLU, a residual, both.
         let relu = |y: &Nd| y.map(|v| v.max(0.0));

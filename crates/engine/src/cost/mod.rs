@@ -8,14 +8,19 @@
 //! [`CostService`] implements `opt::cost::CostModel`, which is how `opt`
 //! times candidates without depending on the runtime. A measurement runs
 //! on seeded random inputs (seed 0, as `tessera bench` uses), so its time
-//! stands for the program and sizes, not for particular values.
+//! stands for the program and sizes, not for particular values. Inputs the
+//! service is told are constants (a model's weights) are treated as a
+//! loaded model treats them: what reads only them is hoisted into a load
+//! step (`opt::hoist`) that is neither estimated nor timed, as it runs
+//! once per load, not per run.
 
 pub mod estimate;
 pub mod library;
 pub mod store;
 pub mod timing;
 
-use std::collections::{BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -52,6 +57,8 @@ pub struct CostService {
     /// Whether estimates time the library's matmuls (`library.rs`): off,
     /// an estimate is the same on every run.
     library: bool,
+    /// The inputs known at load, by parameter name.
+    constants: HashSet<String>,
 }
 
 impl CostService {
@@ -64,7 +71,47 @@ impl CostService {
             kernels,
             measured: AtomicU64::new(0),
             library: false,
+            constants: HashSet::new(),
         }
+    }
+
+    /// The service with the inputs named `constants` known at load: what
+    /// reads only them is left out of estimates and times.
+    pub fn with_constants(mut self, constants: impl IntoIterator<Item = String>) -> CostService {
+        self.constants = constants.into_iter().collect();
+        self
+    }
+
+    /// `def` of `program` as it runs once its constants are loaded: the
+    /// program with the def's load-time statements hoisted out (the def
+    /// keeps its name and takes their results as inputs) and the sizes
+    /// extended to their shapes; the program as it is when nothing is
+    /// hoisted.
+    fn per_run<'p>(
+        &self,
+        program: &'p Program,
+        def: &str,
+        sizes: &HashMap<String, i64>,
+    ) -> Result<(Cow<'p, Program>, HashMap<String, i64>), Error> {
+        let d = crate::source::pick_def(program, Some(def), "the program")?;
+        let Some(hoisted) = (!self.constants.is_empty())
+            .then(|| opt::hoist::hoist_constants(d, &self.constants, &format!("{def}__load")))
+            .flatten()
+        else {
+            return Ok((Cow::Borrowed(program), sizes.clone()));
+        };
+        let mut sizes = sizes.clone();
+        for (sym, value) in &hoisted.sizes {
+            let v = value
+                .eval_map(&sizes)
+                .map_err(|e| Error::Internal(format!("internal error: a hoisted size: {e:?}")))?;
+            sizes.insert(sym.clone(), v);
+        }
+        let mut split = program.clone();
+        if let Some(slot) = split.defs.iter_mut().find(|x| x.name == def) {
+            *slot = hoisted.run;
+        }
+        Ok((Cow::Owned(split), sizes))
     }
 
     /// The service with its estimates timing library matmuls (`on`) or
@@ -107,10 +154,13 @@ impl CostService {
         let text = canonical_text(program, def)?;
         let mut bound: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
         bound.sort();
+        let mut constants: Vec<&str> = self.constants.iter().map(String::as_str).collect();
+        constants.sort_unstable();
         let options = format!(
-            "passes {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}",
+            "passes {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}\nconstants {}",
             self.options.passes.join(","),
-            self.options.library
+            self.options.library,
+            constants.join(",")
         );
         Ok(codegen::cache::hash_parts(&[
             KEY_VERSION,
@@ -144,11 +194,12 @@ impl CostService {
         def: &str,
         sizes: &HashMap<String, i64>,
     ) -> Result<(crate::Compiled, runtime::State), Error> {
-        let d = crate::source::pick_def(program, Some(def), "the program")?;
-        let args = bind::int_scalars(d, sizes);
-        let bound = bind::bind(d, args, sizes.clone(), 0)?;
+        let (program, sizes) = self.per_run(program, def, sizes)?;
+        let d = crate::source::pick_def(&program, Some(def), "the program")?;
+        let args = bind::int_scalars(d, &sizes);
+        let bound = bind::bind(d, args, sizes, 0)?;
         let compiled =
-            compile::compile_with(program, d, &bound.sizes, &self.options, &self.kernels)?;
+            compile::compile_with(&program, d, &bound.sizes, &self.options, &self.kernels)?;
         let state = compiled.prepare(&bound.args)?;
         Ok((compiled, state))
     }
@@ -177,7 +228,8 @@ impl CostModel for CostService {
         def: &str,
         sizes: &HashMap<String, i64>,
     ) -> Result<Estimate, Error> {
-        estimate::estimate(program, def, sizes, &self.options.target, self.library)
+        let (program, sizes) = self.per_run(program, def, sizes)?;
+        estimate::estimate(&program, def, &sizes, &self.options.target, self.library)
     }
 
     /// The stored time of `def` for `sizes`, else measured now and stored.

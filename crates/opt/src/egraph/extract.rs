@@ -10,6 +10,10 @@
 //! improves by changing one class, or two at once (a multi-pattern's two
 //! terms), while the total falls.
 //!
+//! A call whose operands are all known at load (the search's constants,
+//! and what is computed from them alone) costs nothing: it runs once,
+//! when the program is loaded, not on every run.
+//!
 //! Guarantees: the choice is cycle-free, picks only nodes that fit their
 //! signatures, and costs no more than the cheapest tree choice.
 
@@ -18,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use egg::{Id, Language};
 
 use super::analysis::{Data, Graph};
-use super::lang::Node;
+use super::lang::{self, Node};
 use super::Search;
 
 /// What a node costs on its own.
@@ -71,7 +75,7 @@ pub fn extract(search: &Search, costs: &mut impl NodeCost) -> Choice {
 /// have no valid choice.
 pub fn extract_top(search: &Search, costs: &mut impl NodeCost, k: usize) -> Vec<Choice> {
     let g = &search.egraph;
-    let own = node_costs(g, costs);
+    let own = node_costs(g, costs, &constant_classes(g, &search.constants));
     let mut pick = cheapest_trees(g, &own);
     let roots: Vec<Id> = search.outputs.iter().map(|o| g.find(o.1)).collect();
     let mut beam = Beam {
@@ -155,9 +159,40 @@ impl Beam {
     }
 }
 
-/// Each valid node's own cost, by class and index; `None` for a node that
+/// The classes whose value is known at load: an input among `constants`,
+/// a literal, or a call of such classes only.
+fn constant_classes(g: &Graph, constants: &HashSet<String>) -> HashSet<Id> {
+    let mut known = HashSet::new();
+    loop {
+        let mut changed = false;
+        for c in g.classes() {
+            if known.contains(&c.id) {
+                continue;
+            }
+            let constant = c.nodes.iter().any(|n| match n {
+                Node::Int(_) => true,
+                Node::Leaf(s) => lang::input_name(*s).is_none_or(|t| constants.contains(t)),
+                Node::Call(_, kids) => kids.iter().all(|k| known.contains(&g.find(*k))),
+            });
+            if constant {
+                known.insert(c.id);
+                changed = true;
+            }
+        }
+        if !changed {
+            return known;
+        }
+    }
+}
+
+/// Each valid node's own cost, by class and index (a call of constant
+/// classes only costs the least positive amount); `None` for a node that
 /// does not fit its signature.
-fn node_costs(g: &Graph, costs: &mut impl NodeCost) -> HashMap<Id, Vec<Option<f64>>> {
+fn node_costs(
+    g: &Graph,
+    costs: &mut impl NodeCost,
+    constant: &HashSet<Id>,
+) -> HashMap<Id, Vec<Option<f64>>> {
     g.classes()
         .map(|c| {
             let own = c
@@ -170,6 +205,9 @@ fn node_costs(g: &Graph, costs: &mut impl NodeCost) -> HashMap<Id, Vec<Option<f6
                         return None;
                     }
                     Some(match n {
+                        Node::Call(_, ks) if ks.iter().all(|k| constant.contains(&g.find(*k))) => {
+                            f64::MIN_POSITIVE
+                        }
                         Node::Call(..) => costs.cost(n, &kids, &data).max(f64::MIN_POSITIVE),
                         _ => 0.0,
                     })

@@ -25,6 +25,11 @@ pub fn input(name: &str) -> Node {
     Node::Leaf(Symbol::from(format!("%{name}")))
 }
 
+/// The input tensor's name of leaf `s`; `None` for a float's leaf.
+pub fn input_name(s: Symbol) -> Option<&'static str> {
+    s.as_str().strip_prefix('%')
+}
+
 /// The leaf of float `v`.
 pub fn float(v: f64) -> Node {
     Node::Leaf(Symbol::from(format!("{v:?}")))

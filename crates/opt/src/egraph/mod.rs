@@ -17,7 +17,7 @@ pub mod extract;
 pub mod lang;
 pub mod rewrite;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,10 @@ pub struct Search {
     pub stopped: Option<String>,
     /// The mutants whose calls joined classes (`optimize::mutate`).
     pub mutants: Vec<crate::mutant::Mutant>,
+    /// The inputs known when the program is loaded (a model's weights):
+    /// what reads only them runs once, at load (`crate::hoist`), so the
+    /// extraction counts it as free.
+    pub constants: HashSet<String>,
 }
 
 impl Search {
@@ -226,6 +230,7 @@ impl Search {
                 .collect(),
             stopped: None,
             mutants: Vec::new(),
+            constants: HashSet::new(),
         })
     }
 

@@ -23,7 +23,7 @@ pub mod explain;
 pub mod mutate;
 pub mod prove;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,10 @@ pub struct Options {
     /// The mutation depth (PET §4: operators per mutant, layouts of
     /// weights not counted); 0 turns mutants off.
     pub depth: usize,
+    /// The def's inputs known when it is loaded (a model's weights): what
+    /// reads only them runs once, at load, so the extraction counts it as
+    /// free. The cost model is expected to time candidates the same way.
+    pub constants: BTreeSet<String>,
 }
 
 impl Default for Options {
@@ -64,6 +68,7 @@ impl Default for Options {
             verify: true,
             measure: true,
             depth: 3,
+            constants: BTreeSet::new(),
         }
     }
 }
@@ -249,6 +254,7 @@ pub fn optimize<M: CostModel>(
             return Ok(outcome);
         }
     };
+    search.constants = options.constants.iter().cloned().collect();
     let rewrites = rewrite::rewrites(rules).map_err(Error::Internal)?;
     let limits = Limits {
         time: options.limits.time.min(options.budget / 5),

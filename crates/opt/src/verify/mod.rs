@@ -747,8 +747,8 @@ pub fn print_report(r: &Report) -> String {
         } => {
             let _ = writeln!(
                 s,
-                "exact test over Z_p (p = 2^31 - 1): degree {degree}, {boxes} box{}, {points} points per trial",
-                if *boxes == 1 { "" } else { "es" }
+                "exact test over Z_p (p = 2^31 - 1): degree {degree}, {}, {points} points per trial",
+                count_boxes(*boxes)
             );
         }
         Method::Float { reason } => {
@@ -764,10 +764,15 @@ pub fn print_report(r: &Report) -> String {
         } => {
             let _ = writeln!(
                 s,
-                "compared in floating point ({TOLERANCES}) at {points} points of {boxes} box{} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
-                if *boxes == 1 { "" } else { "es" }
+                "compared in floating point ({TOLERANCES}) at {points} points of {} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
+                count_boxes(*boxes)
             );
         }
     }
     s
+}
+
+/// `n box` or `n boxes`.
+fn count_boxes(n: usize) -> String {
+    format!("{n} box{}", if n == 1 { "" } else { "es" })
 }

@@ -269,6 +269,13 @@ struct Domain {
     constraints: Vec<Lin>,
     /// Whether no point of the parent runs the block at all.
     never_runs: bool,
+    /// Each index's least and greatest value over the points that run
+    /// (`None` when none runs), found by one enumeration the first time a
+    /// child asks: every child's passed indices are forms over these
+    /// indices, most of them of one index, and enumerating the domain once
+    /// per form made verifying a kernel with many guarded blocks take
+    /// seconds.
+    index_ranges: std::sync::OnceLock<Option<Vec<(i128, i128)>>>,
 }
 
 impl Domain {
@@ -346,6 +353,29 @@ impl Domain {
         parts.join(", ")
     }
 
+    /// [`Domain::index_ranges`]' value: every index's range over the
+    /// points that run, by one enumeration (the caller ensures the box is
+    /// small).
+    fn index_ranges(&self) -> Option<&Vec<(i128, i128)>> {
+        self.index_ranges
+            .get_or_init(|| {
+                let mut r: Option<Vec<(i128, i128)>> = None;
+                self.for_each(&mut |p| {
+                    match &mut r {
+                        None => r = Some(p.iter().map(|&v| (v, v)).collect()),
+                        Some(r) => {
+                            for (x, &v) in r.iter_mut().zip(p) {
+                                *x = (x.0.min(v), x.1.max(v));
+                            }
+                        }
+                    }
+                    true
+                });
+                r
+            })
+            .as_ref()
+    }
+
     /// The range of `l` over the points that run: exact by enumeration
     /// when constraints cut a small box, else the interval over the box;
     /// `None` when no point runs.
@@ -355,6 +385,16 @@ impl Domain {
         }
         if self.constraints.is_empty() || self.size() > MAX_POINTS {
             return Some(l.bounds(self));
+        }
+        let mut used = l.coefs.iter().enumerate().filter(|(_, c)| **c != 0);
+        if let (Some((i, &c)), None) = (used.next(), used.next()) {
+            // A form of one index takes that index's values, scaled.
+            let (lo, hi) = self.index_ranges()?[i];
+            let (a, b) = (c.saturating_mul(lo), c.saturating_mul(hi));
+            return Some((
+                l.constant.saturating_add(a.min(b)),
+                l.constant.saturating_add(a.max(b)),
+            ));
         }
         let mut r: Option<(i128, i128)> = None;
         self.for_each(&mut |p| {
@@ -503,6 +543,7 @@ fn check_indices(
         passed: Vec::new(),
         constraints: Vec::new(),
         never_runs: false,
+        index_ranges: std::sync::OnceLock::new(),
     };
     let mut seen = HashSet::new();
     for ix in &b.idxs {

@@ -31,6 +31,7 @@ use std::fmt::Write;
 
 use egg::Id;
 use ir::{CallArg, Def, Param, Program, Stmt, TensorRole};
+use rayon::prelude::*;
 
 use crate::cost::CostModel;
 use crate::egraph::extract::Choice;
@@ -393,22 +394,27 @@ impl Proof {
     }
 }
 
-/// Proves each pair of `written` with the verifier.
+/// Proves each pair of `written` with the verifier, the pairs apart on the
+/// thread pool (they share nothing, and a model's regions each take up to
+/// a second).
 pub fn prove(written: &Written) -> Result<Proof, String> {
-    let mut reports = Vec::new();
-    for pair in &written.pairs {
-        let report = verify::verify(
-            &written.program,
-            &pair.original,
-            &written.program,
-            &pair.candidate,
-            &verify::Options {
-                sizes: written.sizes.clone(),
-                ..Default::default()
-            },
-        )?;
-        reports.push((pair.region.clone(), report));
-    }
+    let reports = written
+        .pairs
+        .par_iter()
+        .map(|pair| {
+            let report = verify::verify(
+                &written.program,
+                &pair.original,
+                &written.program,
+                &pair.candidate,
+                &verify::Options {
+                    sizes: written.sizes.clone(),
+                    ..Default::default()
+                },
+            )?;
+            Ok((pair.region.clone(), report))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(Proof { reports })
 }
 

@@ -233,10 +233,18 @@ fn what_reads_only_constants_is_neither_estimated_nor_timed() {
     let loaded = service(&dir).with_constants(["B".to_string()]);
     let per_run = loaded.estimate(&p, "squared", &at).unwrap();
     assert_eq!((per_run.flops, per_run.bytes), (mm.flops, mm.bytes));
-    // A time measured with B loaded is another request than without.
+    // A time measured with B loaded is another request than without: a
+    // new service with B loaded answers from disk, one without measures.
     assert_ne!(
         plain.key(&p, "squared", &at).unwrap(),
         loaded.key(&p, "squared", &at).unwrap()
     );
-    assert!(loaded.measure(&p, "squared", &at).unwrap().as_nanos() > 0);
+    let t = loaded.measure(&p, "squared", &at).unwrap();
+    assert_eq!(loaded.measurements(), 1);
+    let again = service(&dir).with_constants(["B".to_string()]);
+    assert_eq!(again.measure(&p, "squared", &at).unwrap(), t);
+    assert_eq!(again.measurements(), 0);
+    let unloaded = service(&dir);
+    unloaded.measure(&p, "squared", &at).unwrap();
+    assert_eq!(unloaded.measurements(), 1);
 }

@@ -151,6 +151,19 @@ const SINGLE_DEFS: &[&str] = &[
     "conv2d_nchw_nchwc_relu",
     "point_rows_nchwc",
     "conv2d_point_nchwc",
+    "winograd_f23_filter_nchwc",
+    "winograd_f23_input_nchwc",
+    "winograd_product",
+    "winograd_f23_tiles_nchwc",
+    "winograd_f23_output_nchwc",
+    "winograd_f23_output_nchwc_relu",
+    "winograd_f23_output_nchwc_add",
+    "winograd_f23_output_nchwc_add_relu",
+    "winograd_f22_filter_nchwc",
+    "winograd_f22_input_nchwc",
+    "winograd_f22_tiles_nchwc",
+    "winograd_f22_output_nchwc",
+    "winograd_f22_output_nchwc_relu",
     "conv2d_nchwc_grouped",
     "maxpool2d_nchwc",
     "scale_shift_nchwc",
@@ -653,6 +666,78 @@ fn a_point_convolution_as_a_product() {
         vec![t("X", &x), t("R", &rows), t("B", &b)],
         &[&want],
     );
+}
+
+/// Runs prelude def `name` on `args`: its first result.
+fn first_result(name: &str, args: Args) -> Nd {
+    let args: HashMap<String, Arg> = args.into_iter().collect();
+    let results = interp::run(prelude(), name, &args, &HashMap::new(), Mode::Real)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (_, y) = &results[0];
+    Nd::new(y.shape(), y.to_f64_vec())
+}
+
+#[test]
+fn convolutions_by_winograds_minimal_filtering() {
+    // A 3 x 3 and a 2 x 2 convolution of stride 1, dilated by 2 down the
+    // rows, padded unevenly, 5 channels in blocks of 2 (the last block's
+    // second lane holds 7s the zero weights must cancel), 3 filters in
+    // blocks of 2, odd sizes that leave part of the last tiles outside the
+    // output: input transform, filter transform, the products, and each
+    // output transform give the plain convolution (bias, ReLU, residual).
+    let (c, f, l, m, dil) = (5, 3, 2, 2, [2, 1]);
+    let pads = ([1, 2], [0, 1]);
+    for (k, r) in [3usize, 2].into_iter().enumerate() {
+        let tag = if r == 3 { "f23" } else { "f22" };
+        let seed = 1950 + 10 * k as u64;
+        let x = rand(&[2, c, 7, 6], seed);
+        let wt = rand(&[f, c, r, r], seed + 1);
+        let bias = rand(&[f], seed + 2);
+        let plain = r::conv(&x, &wt, &win(&[1, 1], &pads.0, &pads.1, &dil), 1);
+        let s = plain.shape.clone();
+        let want = tabulate_blocked(
+            &[s[0], f.div_ceil(m), s[2], s[3], m],
+            f,
+            |i, fo| plain.at(&[i[0], fo, i[2], i[3]]) + bias.at(&[fo]),
+            0.0,
+        );
+        let window = [
+            int("ph0", pads.0[0]),
+            int("pw0", pads.0[1]),
+            int("ph1", pads.1[0]),
+            int("pw1", pads.1[1]),
+            int("dh", dil[0]),
+            int("dw", dil[1]),
+        ];
+        let mut args = vec![t("X", &blocked(&x, l, 7.0))];
+        args.extend(window);
+        let v = first_result(&format!("winograd_{tag}_input_nchwc"), args);
+        let u = first_result(
+            &format!("winograd_{tag}_filter_nchwc"),
+            vec![t("Wt", &packed(&wt, Some(l), m))],
+        );
+        assert_eq!(v.shape[..2], [r + 1, r + 1], "{tag}: the tiles' transform");
+        assert_eq!(
+            u.shape[..2],
+            [r + 1, r + 1],
+            "{tag}: the filters' transform"
+        );
+        let p = first_result("winograd_product", vec![t("V", &v), t("U", &u)]);
+        let b = packed_bias(&bias, m);
+        let relu = |y: &Nd| y.map(|v| v.max(0.0));
+        let output = format!("winograd_{tag}_output_nchwc");
+        let mut args = vec![t("P", &p), t("B", &b)];
+        args.extend([int("OH", s[2]), int("OW", s[3])]);
+        check(&output, args.clone(), &[&want]);
+        check(&format!("{output}_relu"), args, &[&relu(&want)]);
+        if r == 3 {
+            let residual = rand(&want.shape, seed + 3);
+            let added = r::broadcast(&want, &residual, |a, b| a + b);
+            let args = vec![t("P", &p), t("B", &b), t("R", &residual)];
+            check(&format!("{output}_add"), args.clone(), &[&added]);
+            check(&format!("{output}_add_relu"), args, &[&relu(&added)]);
+        }
+    }
 }
 
 /// A bias of F filters in blocks of `m`, as the packed convolutions take

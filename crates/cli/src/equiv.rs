@@ -202,6 +202,7 @@ fn prove(
         seed: 0,
         progress: Default::default(),
         deadline: None,
+        exact_work: None,
     };
     let mut bound: Vec<String> = sizes
         .iter()

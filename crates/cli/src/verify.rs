@@ -44,6 +44,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         seed: a.seed,
         progress: crate::progress::Bars::reporter(),
         deadline: None,
+        exact_work: None,
     };
     let report = engine::verify::verify(
         &source_a,

@@ -771,6 +771,7 @@ fn compare(
         seed,
         progress: Default::default(),
         deadline: None,
+        exact_work: None,
     };
     let report = verify(program, "f", program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, sizes)))?;
@@ -996,6 +997,7 @@ fn hand_pair(text: &str, sizes: &[(&str, i64)], seed: u64) -> Result<Report, Str
         seed,
         progress: Default::default(),
         deadline: None,
+        exact_work: None,
     };
     let report = verify(&program, "f", &program, "g", &options)
         .map_err(|e| format!("{}\nthe verifier fails: {e}", describe(seed, text, &sizes)))?;

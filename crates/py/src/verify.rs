@@ -111,6 +111,7 @@ fn verify(
         seed,
         progress: interp::Reporter::default(),
         deadline: None,
+        exact_work: None,
     };
     let report = py
         .detach(|| {

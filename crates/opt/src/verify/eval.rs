@@ -186,6 +186,9 @@ pub(crate) struct Evaluator<'g, T> {
     graph: &'g Graph,
     seed: u64,
     memo: Vec<Option<Memo<T>>>,
+    /// The points of comprehensions evaluated so far (each computed
+    /// element's reduction points, or its one point): the work done.
+    points: u64,
 }
 
 impl<'g, T: Number> Evaluator<'g, T> {
@@ -194,7 +197,13 @@ impl<'g, T: Number> Evaluator<'g, T> {
             graph,
             seed,
             memo: graph.nodes.iter().map(|_| None).collect(),
+            points: 0,
         }
+    }
+
+    /// The points of comprehensions evaluated so far.
+    pub(crate) fn work(&self) -> u64 {
+        self.points
     }
 
     /// Element `flat` (row-major) of version `node`.
@@ -241,6 +250,7 @@ impl<'g, T: Number> Evaluator<'g, T> {
             T::identity(comp.op)
         };
         loop {
+            self.points += 1;
             match self.point(comp, &iters) {
                 Ok(x) => acc = T::reduce(comp.op, acc, x),
                 Err(Stop::Skip) => {}

@@ -82,6 +82,12 @@ pub struct Options {
     /// the floating-point one between draws, with [`OUT_OF_TIME`] as the
     /// error (a search's bounded checks; `None` for no limit).
     pub deadline: Option<std::time::Instant>,
+    /// The most comprehension points the exact test may evaluate (both
+    /// programs, every trial) when its outputs have many boxes: past it,
+    /// the floating-point test at a random choice of their boxes decides
+    /// instead, and the report says why (a search's final proof, which
+    /// must end in seconds; `None` for no limit).
+    pub exact_work: Option<u64>,
 }
 
 /// The error of a verification stopped at its deadline.
@@ -140,8 +146,11 @@ pub enum Method {
     /// the programs are not polynomials and too large to interpret whole.
     Sampled {
         reason: String,
-        /// Box intersections, and points tested over all draws.
+        /// Box intersections, those tested (all but where many boxes
+        /// cost much work: `sampled.rs`), and points tested over all
+        /// draws.
         boxes: usize,
+        tested: usize,
         points: usize,
     },
 }
@@ -210,7 +219,7 @@ pub fn verify(
             method,
             outputs,
         }),
-        Exact::TooManyBoxes(reason) => floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
+        Exact::Fallback(reason) => floats(pa, da, &sa, pb, db, &sb, options, reason, outputs),
     }
 }
 
@@ -295,7 +304,9 @@ fn on_large_stack<T: Send>(f: impl FnOnce() -> Result<T, String> + Send) -> Resu
 
 enum Exact {
     Done(Verdict, Method),
-    TooManyBoxes(String),
+    /// Why the floating-point test decides instead: too many boxes, or
+    /// more work than [`Options::exact_work`].
+    Fallback(String),
 }
 
 /// What the tested points of a box found.
@@ -389,7 +400,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
         let n = region::count(&grid);
         let rank = grid.len();
         if n.saturating_mul(rank + 3) > MAX_POINTS {
-            return Ok(Exact::TooManyBoxes(format!(
+            return Ok(Exact::Fallback(format!(
                 "output {} has {n} boxes, too many to test exactly",
                 k + 1
             )));
@@ -428,6 +439,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
     let mut outcome = vec![Outcome::Agree; tests.len()];
     let mut points = 0;
     let task = options.progress.start("trials", trials as u64);
+    let mut spent = 0;
     for trial in 0..trials {
         if trial > 0 {
             task.advance(1);
@@ -440,6 +452,19 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
                 continue;
             }
             in_time(options)?;
+            // Only outputs of many boxes fall back: the floating-point test
+            // then takes a few of their boxes, but it would test each of a
+            // few boxes at more points than the exact test does.
+            if let Some(cap) = options
+                .exact_work
+                .filter(|_| tests.len() > sampled::FEW_BOXES)
+            {
+                if spent + ea.work() + eb.work() > cap {
+                    return Ok(Exact::Fallback(format!(
+                        "its points would take more than {cap} evaluations of comprehension points, too many to test exactly"
+                    )));
+                }
+            }
             let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
             let strides = &ga.nodes[oa].strides;
             let (mut same, mut differ) = (false, false);
@@ -462,6 +487,7 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
                 (true, true) => Outcome::Mixed,
             };
         }
+        spent += ea.work() + eb.work();
     }
     drop(task);
     let method = Method::Exact {
@@ -556,6 +582,7 @@ fn floats(
             method: Method::Sampled {
                 reason,
                 boxes: found.boxes,
+                tested: found.tested,
                 points: found.points,
             },
             outputs,
@@ -760,12 +787,20 @@ pub fn print_report(r: &Report) -> String {
         Method::Sampled {
             reason,
             boxes,
+            tested,
             points,
         } => {
+            let of = if tested < boxes {
+                format!(
+                    "{tested} of {} (a random choice: the others would cost too much to interpret)",
+                    count_boxes(*boxes)
+                )
+            } else {
+                count_boxes(*boxes)
+            };
             let _ = writeln!(
                 s,
-                "compared in floating point ({TOLERANCES}) at {points} points of {} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}",
-                count_boxes(*boxes)
+                "compared in floating point ({TOLERANCES}) at {points} points of {of} over all draws (corners and random points of each box, or one random point of each when there are many; the programs are too large to interpret whole) because the exact test does not apply: {reason}"
             );
         }
     }

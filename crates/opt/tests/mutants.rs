@@ -142,7 +142,6 @@ fn a_check_past_its_deadline_is_left_undecided() {
     }
     let options = opt::verify::Options {
         deadline: past,
-        exact_work: None,
         ..Default::default()
     };
     let e =

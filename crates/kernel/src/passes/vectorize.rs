@@ -30,9 +30,9 @@
 //! that, it is the smallest divisor of the range with at least
 //! [`Target::fma_latency`] x [`Target::fma_pipes`] points, the independent
 //! multiply-adds that keep the vector units busy (an index whose range
-//! allows that is preferred to an inner one whose range does not): more points add no
-//! throughput, only more broadcast rows live in the first-level cache at
-//! once (on Zen 4, 8-point jams of a 56-wide convolution row ran 7% faster
+//! allows that is preferred to an inner one whose range does not): more
+//! points add no throughput, only more broadcast rows live in the
+//! first-level cache at once (on Zen 4, 8-point jams of a 56-wide convolution row ran 7% faster
 //! than 28-point ones, and a 16-point jam across images 4 KiB apart, all
 //! in one cache set, half as fast as an 8-point one). `interchange` then keeps one accumulator row per jammed point,
 //! and the C backend emits the jammed loop inside the vector code,
@@ -294,8 +294,7 @@ fn jam_index(b: &Block, lane: usize, target: &Target) -> Option<(usize, u64)> {
         let Some(t) = divisor.or_else(least_left) else {
             continue;
         };
-        let keeps_busy = |t: u64| t >= busy;
-        let better = best.is_none_or(|(_, b)| keeps_busy(t) || !keeps_busy(b));
+        let better = best.is_none_or(|(_, b)| t >= busy || b < busy);
         if broadcast && shared > 0 && better {
             best = Some((j, t));
         }

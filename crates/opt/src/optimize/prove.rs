@@ -396,12 +396,12 @@ impl Proof {
 
 /// The most comprehension points a region's exact test of an output of
 /// many boxes evaluates before the floating-point test at a random choice
-/// of its boxes decides instead: about a
-/// tenth of a second of the lazy evaluator. A region whose every point costs a
-/// matrix product's sums over transformed operands (a convolution by
-/// Winograd's algorithm: some 2 x 10^5 points each, against 4608 for the
-/// direct 512-channel sum) would otherwise take tens of seconds at a
-/// model's sizes; its rule was proved exactly at the rule's sample sizes.
+/// of its boxes decides instead: about a tenth of a second of the lazy
+/// evaluator. A region whose every point costs a matrix product's sums
+/// over transformed operands (a convolution by Winograd's algorithm: some
+/// 2 x 10^5 points each, against 4608 for the direct 512-channel sum)
+/// would otherwise take tens of seconds at a model's sizes; its rule was
+/// proved exactly at the rule's sample sizes.
 const EXACT_WORK: u64 = 1_000_000;
 
 /// Proves each pair of `written` with the verifier, the pairs apart on the

@@ -439,6 +439,12 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
     let mut outcome = vec![Outcome::Agree; tests.len()];
     let mut points = 0;
     let task = options.progress.start("trials", trials as u64);
+    // Only outputs of many boxes fall back: the floating-point test then
+    // takes a few of their boxes, but it would test each of a few boxes at
+    // more points than the exact test does.
+    let cap = options
+        .exact_work
+        .filter(|_| tests.len() > sampled::FEW_BOXES);
     let mut spent = 0;
     for trial in 0..trials {
         if trial > 0 {
@@ -452,18 +458,10 @@ fn exact_test(ga: &Graph, gb: &Graph, options: &Options) -> Result<Exact, String
                 continue;
             }
             in_time(options)?;
-            // Only outputs of many boxes fall back: the floating-point test
-            // then takes a few of their boxes, but it would test each of a
-            // few boxes at more points than the exact test does.
-            if let Some(cap) = options
-                .exact_work
-                .filter(|_| tests.len() > sampled::FEW_BOXES)
-            {
-                if spent + ea.work() + eb.work() > cap {
-                    return Ok(Exact::Fallback(format!(
-                        "its points would take more than {cap} evaluations of comprehension points, too many to test exactly"
-                    )));
-                }
+            if let Some(cap) = cap.filter(|&c| spent + ea.work() + eb.work() > c) {
+                return Ok(Exact::Fallback(format!(
+                    "its points would take more than {cap} evaluations of comprehension points, too many to test exactly"
+                )));
             }
             let (oa, ob) = (ga.outputs[*k], gb.outputs[*k]);
             let strides = &ga.nodes[oa].strides;

@@ -1,25 +1,22 @@
 //! Library matmuls: recognizing (batched) matmul blocks in a lowered kernel
 //! and running them with the `faer` crate.
 //!
-//! **Matching** follows OLLIE's iterator mapping table (§4.3.1): a root
-//! child block as `kernel::lower_def` produces it, before any pass, whose
-//! statements are exactly `load a; load b; mul; store c` (float32 or
-//! float64, either operand order), with `c` an `out`/`inout` view aggregated
-//! by `add`, `a` and `b` `in` views, all single-element views of root
-//! buffers, every access dimension an index with coefficient 1 plus a
-//! constant (or a constant alone; constants shift the base pointer), and no
-//! constraints. Each index is put in a group by the tensors it appears in:
-//! C and A only is M, C and B only is N, A and B only is K (the reduction),
-//! all three is a batch index. Anything else is refused: an index in one
-//! tensor only, in none, or in two dimensions of one tensor; a block without
-//! a K index (an elementwise or outer product, no matmul); `c` written to a
-//! buffer that `a` or `b` reads. Several M (or N, or K) indices become one
-//! when their strides nest (`stride_outer = stride_inner * range_inner` in
-//! every tensor that has them); M and N indices that do not nest become
-//! batch dimensions (the runtime loops over them, e.g. outerProductMM's `p`
-//! and `s`), K indices that do not nest refuse the block, since batch points
-//! must write disjoint parts of C. The result is a [`MatmulSpec`]: sizes and
-//! strides in elements, root buffer indices for A, B and C.
+//! **Matching**: a root child block as `kernel::lower_def` produces it,
+//! before any pass, whose statements are exactly `load a; load b; mul;
+//! store c` (float32 or float64, either operand order), with `c` an
+//! `out`/`inout` view aggregated by `add`, `a` and `b` `in` views, all
+//! single-element views of root buffers inside them at every point, every
+//! access dimension an index with coefficient 1 plus a constant (or a
+//! constant alone), each index in one dimension of a view at most, no
+//! constraints and no passed indices, and `c` written to a buffer that
+//! neither `a` nor `b` reads. Those are the kernel block's checks; the
+//! block is then described as an iterator mapping table (its indices and
+//! ranges, the views' affine accesses over their root buffers' strides)
+//! and `ir::opmatch::matmul` groups the indices into M, N, K and batch,
+//! merges nesting ones and makes non-nesting M and N groups batch
+//! dimensions (OLLIE's iterator mapping table, §4.3.1; see that module).
+//! The result is a [`MatmulSpec`]: sizes and strides in elements, root
+//! buffer indices for A, B and C.
 //!
 //! [`mark`] tags matched blocks `library` and `matmul`; the block itself is
 //! unchanged, so the VM still gives its meaning, and passes are expected to
@@ -77,10 +74,10 @@
 
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
 use std::fmt;
 
 use faer::{Accum, MatMut, MatRef, Par};
+use ir::opmatch::{self, Access, Combine, Iter, Subscript, Table};
 use ir::{BinOp, DType};
 use kernel::{Agg, Block, RefDir, StmtKind};
 use rayon::prelude::*;
@@ -181,18 +178,11 @@ pub fn mark(root: &mut Block) -> usize {
     matched.len()
 }
 
-/// How one tensor of the block addresses its root buffer.
-struct Access {
-    buffer: usize,
-    /// The constant part, in elements of the root buffer.
-    offset: i64,
-    /// The stride of each index that appears, in elements.
-    strides: HashMap<String, i64>,
-}
-
 /// Reads view `name` of `block` as a single-element view of a root buffer
-/// addressed by `index + constant` (or a constant) in every dimension.
-fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<Access> {
+/// addressed by `index + constant` (or a constant) in every dimension, each
+/// index in one dimension at most and the view inside the buffer at every
+/// point; gives the buffer's index and the view as a table access.
+fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<(usize, Access)> {
     let view = block.refinement(name)?;
     let from = view.from.as_deref()?;
     let buffer = root.refs.iter().position(|r| r.into == from)?;
@@ -206,8 +196,8 @@ fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<Acces
     {
         return None;
     }
-    let mut offset = 0i64;
-    let mut strides = HashMap::new();
+    let mut seen: Vec<&str> = Vec::new();
+    let mut dims = Vec::new();
     for (form, dim) in view.access.iter().zip(&base.shape) {
         let size = i64::try_from(dim.size).ok()?;
         let mut last = form.constant;
@@ -216,9 +206,10 @@ fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<Acces
             1 => {
                 let (index, coef) = form.terms.iter().next()?;
                 let range = i64::try_from(block.index(index)?.range).ok()?;
-                if *coef != 1 || strides.insert(index.clone(), dim.stride).is_some() {
+                if *coef != 1 || seen.contains(&index.as_str()) {
                     return None;
                 }
+                seen.push(index);
                 last = last.checked_add(range - 1)?;
             }
             _ => return None,
@@ -228,44 +219,22 @@ fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<Acces
         if form.constant < 0 || last >= size {
             return None;
         }
-        offset = offset.checked_add(form.constant.checked_mul(dim.stride)?)?;
+        let terms = form.terms.iter().map(|(n, c)| (n.clone(), *c));
+        dims.push(Subscript::Affine(opmatch::Affine::new(
+            terms,
+            form.constant,
+        )?));
     }
-    Some(Access {
+    Some((
         buffer,
-        offset,
-        strides,
-    })
-}
-
-/// One group's indices merged into one dimension: its extent and its stride
-/// in each tensor (in the order the group's tensors were given).
-#[derive(Clone, Copy, Debug)]
-struct Merged {
-    extent: u64,
-    strides: [i64; 2],
-}
-
-/// Splits `indices` (with their ranges and strides in two tensors) into
-/// runs that nest contiguously in both tensors, innermost first.
-fn chains(mut indices: Vec<(u64, [i64; 2])>) -> Option<Vec<Merged>> {
-    indices.sort_by_key(|(_, s)| (s[0].unsigned_abs(), s[1].unsigned_abs()));
-    let mut out: Vec<Merged> = Vec::new();
-    let mut last: Option<(u64, [i64; 2])> = None;
-    for (range, s) in indices {
-        let nests = last.is_some_and(|(r, ls)| {
-            let r = i64::try_from(r).unwrap_or(i64::MAX);
-            (0..2).all(|t| ls[t].checked_mul(r) == Some(s[t]))
-        });
-        match out.last_mut() {
-            Some(m) if nests => m.extent = m.extent.checked_mul(range)?,
-            _ => out.push(Merged {
-                extent: range,
-                strides: s,
-            }),
-        }
-        last = Some((range, s));
-    }
-    Some(out)
+        Access {
+            tensor: name.to_string(),
+            dims,
+            sizes: base.shape.iter().map(|d| d.size).collect(),
+            strides: base.shape.iter().map(|d| d.stride).collect(),
+            offset: 0,
+        },
+    ))
 }
 
 /// The matmul `block` (a child of `root`) computes, if it is one; see the
@@ -315,84 +284,51 @@ pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
     if !matches!(out.dir, RefDir::Out | RefDir::InOut) || out.agg != Agg::Add || !ins_ok {
         return None;
     }
-    let a = access(block, root, va, dtype)?;
-    let b = access(block, root, vb, dtype)?;
-    let c = access(block, root, vc, dtype)?;
-    if c.buffer == a.buffer || c.buffer == b.buffer {
+    let (ba, a) = access(block, root, va, dtype)?;
+    let (bb, b) = access(block, root, vb, dtype)?;
+    let (bc, c) = access(block, root, vc, dtype)?;
+    if bc == ba || bc == bb {
         return None;
     }
-
-    // The iterator mapping table: each index's group by where it appears.
-    let (mut ms, mut ns, mut ks) = (Vec::new(), Vec::new(), Vec::new());
-    let mut batch = Vec::new();
-    for ix in &block.idxs {
-        let (sa, sb, sc) = (
-            a.strides.get(&ix.name),
-            b.strides.get(&ix.name),
-            c.strides.get(&ix.name),
-        );
-        let r = ix.range;
-        match (sa, sb, sc) {
-            (Some(&sa), None, Some(&sc)) => ms.push((r, [sc, sa])),
-            (None, Some(&sb), Some(&sc)) => ns.push((r, [sc, sb])),
-            (Some(&sa), Some(&sb), None) => ks.push((r, [sa, sb])),
-            (Some(&sa), Some(&sb), Some(&sc)) => batch.push(BatchDim {
-                extent: r,
-                stride_a: sa,
-                stride_b: sb,
-                stride_c: sc,
-            }),
-            _ => return None,
-        }
-    }
-    if ks.is_empty() {
-        return None;
-    }
-    // Indices of range 1 only ever contribute offset 0.
-    for group in [&mut ms, &mut ns, &mut ks] {
-        group.retain(|(r, _)| *r > 1);
-    }
-    batch.retain(|d| d.extent > 1);
-
-    let one = Merged {
-        extent: 1,
-        strides: [0, 0],
+    let table = Table {
+        iters: block
+            .idxs
+            .iter()
+            .map(|i| Iter {
+                name: i.name.clone(),
+                extent: i.range,
+            })
+            .collect(),
+        output: c,
+        inputs: vec![a, b],
+        combine: Combine::Binary(BinOp::Mul),
+        reduction: true,
+        guard: Vec::new(),
     };
-    let ks = chains(ks)?;
-    if ks.len() > 1 {
-        return None;
-    }
-    let kk = ks.first().copied().unwrap_or(one);
-    // The longest nesting run of M (and N) indices is the matrix dimension;
-    // the others become batch dimensions.
-    let mut pick = |group: Vec<(u64, [i64; 2])>, to_batch: &dyn Fn(Merged) -> BatchDim| {
-        let mut runs = chains(group)?;
-        let best = (0..runs.len()).max_by_key(|&i| runs[i].extent);
-        let chosen = best.map_or(one, |i| runs.remove(i));
-        batch.extend(runs.into_iter().map(to_batch));
-        Some(chosen)
+    // The block's first load is A, as the library calls have always taken
+    // it (the spec's layouts, and so its chunks, stay what they were).
+    let shape = opmatch::matmul_as(&table, 0).ok()?;
+    let operand = |buffer: usize, s: &opmatch::Strided| {
+        Operand::new(buffer, s.offset, s.row_stride, s.col_stride)
     };
-    let mm = pick(ms, &|d| BatchDim {
-        extent: d.extent,
-        stride_a: d.strides[1],
-        stride_b: 0,
-        stride_c: d.strides[0],
-    })?;
-    let nn = pick(ns, &|d| BatchDim {
-        extent: d.extent,
-        stride_a: 0,
-        stride_b: d.strides[1],
-        stride_c: d.strides[0],
-    })?;
     Some(MatmulSpec {
         dtype,
-        m: mm.extent,
-        n: nn.extent,
-        k: kk.extent,
-        batch,
-        a: Operand::new(a.buffer, a.offset, mm.strides[1], kk.strides[0]),
-        b: Operand::new(b.buffer, b.offset, kk.strides[1], nn.strides[1]),
-        c: Operand::new(c.buffer, c.offset, mm.strides[0], nn.strides[0]),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        batch: shape
+            .batch
+            .iter()
+            .map(|d| BatchDim {
+                extent: d.extent,
+                stride_a: d.stride_a,
+                stride_b: d.stride_b,
+                stride_c: d.stride_c,
+            })
+            .collect(),
+        a: operand(ba, &shape.a),
+        b: operand(bb, &shape.b),
+        c: operand(bc, &shape.c),
     })
 }
 

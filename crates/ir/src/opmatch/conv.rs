@@ -11,7 +11,7 @@
 //! dilation), the constant minus the begin padding; everything else alone
 //! with coefficient 1 and no constant. Of the two spatial dimensions the
 //! earlier one in the input is the height. Either input may be the
-//! weight. Grouped convolutions are refused: their channel subscript is a
+//! weight. A guard may only restate the input's spatial bounds. Grouped convolutions are refused: their channel subscript is a
 //! floor quotient (`f * G / F * CG + c`), not affine.
 //!
 //! The same placement with a floor-divided spatial subscript and a
@@ -24,7 +24,7 @@
 //! reduction skips them). Never panics.
 
 use super::mismatch::Mismatch;
-use super::table::{Access, Affine, Combine, Group, Table};
+use super::table::{Access, Affine, Combine, Condition, Group, Table};
 use crate::BinOp;
 
 /// An iterator of the table in an operator role, with its extent.
@@ -369,10 +369,23 @@ fn conv_as(t: &Table, x: usize) -> Result<ConvShape, Vec<Mismatch>> {
     let p = place(t, x)?;
     let ax = &t.inputs[x];
     let mut errs = Vec::new();
-    if !t.guard.is_empty() {
-        errs.push(Mismatch::Unsupported(
-            "a guarded sum is no convolution".into(),
-        ));
+    // A guard may only restate the input's bounds in the spatial
+    // dimensions, which the reduction's skipping of out-of-bounds reads
+    // implies anyway.
+    let mut bounds = Vec::new();
+    for s in &p.spatial {
+        bounds.push(Condition::NonNegative(s.inner.clone()));
+        if let Some(below) = size(ax, s.dim)
+            .and_then(|h| h.checked_sub(1))
+            .and_then(|top| Affine::constant(top).add_scaled(&s.inner, -1))
+        {
+            bounds.push(Condition::NonNegative(below));
+        }
+    }
+    for cond in t.guard.iter().filter(|c| !bounds.contains(c)) {
+        errs.push(Mismatch::Unsupported(format!(
+            "the guard condition {cond} is not a convolution's"
+        )));
     }
     let mut pad_end = [0i64; 2];
     for (s, end) in p.spatial.iter().zip(&mut pad_end) {

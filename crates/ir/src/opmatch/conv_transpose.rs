@@ -91,14 +91,14 @@ fn transpose_as(t: &Table, x: usize) -> Result<ConvShape, Vec<Mismatch>> {
     for cond in &t.guard {
         if !required.contains(cond) && !allowed.contains(cond) {
             errs.push(Mismatch::Unsupported(format!(
-                "the guard condition {cond:?} is not a transposed convolution's"
+                "the guard condition {cond} is not a transposed convolution's"
             )));
         }
     }
     for cond in &required {
         if !t.guard.contains(cond) {
             errs.push(Mismatch::Unsupported(format!(
-                "the floor-divided subscript needs the guard {cond:?}"
+                "the floor-divided subscript needs the guard {cond}"
             )));
         }
     }

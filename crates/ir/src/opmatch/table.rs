@@ -352,3 +352,48 @@ pub fn row_major(sizes: &[u64]) -> Option<Vec<i64>> {
     }
     Some(strides)
 }
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.dims.iter().map(|d| d.to_string()).collect();
+        write!(f, "{}({})", self.tensor, dims.join(", "))
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Condition::NonNegative(a) => write!(f, "{a} >= 0"),
+            Condition::Divides(a, k) => write!(f, "({a}) % {k} == 0"),
+        }
+    }
+}
+
+/// The statement in TC-like text, with the iterators' extents: for tests
+/// and messages.
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = if self.reduction { "+=" } else { "=" };
+        write!(f, "{} {op} ", self.output)?;
+        if !self.guard.is_empty() {
+            let conds: Vec<String> = self.guard.iter().map(|c| c.to_string()).collect();
+            write!(f, "({}) ? ", conds.join(" && "))?;
+        }
+        match (self.combine, self.inputs.as_slice()) {
+            (Combine::Binary(op), [a, b]) => write!(f, "{a} {} {b}", op.symbol())?,
+            _ => {
+                let ins: Vec<String> = self.inputs.iter().map(|a| a.to_string()).collect();
+                write!(f, "{}", ins.join(", "))?;
+            }
+        }
+        if !self.guard.is_empty() {
+            f.write_str(" : 0")?;
+        }
+        let iters: Vec<String> = self
+            .iters
+            .iter()
+            .map(|i| format!("{} in 0:{}", i.name, i.extent))
+            .collect();
+        write!(f, " where {}", iters.join(", "))
+    }
+}

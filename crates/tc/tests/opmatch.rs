@@ -636,3 +636,87 @@ fn match_comprehension_tries_every_operator() {
         }
     }
 }
+
+#[test]
+fn guards_and_diagonals() {
+    // A padded convolution written with an explicit bounds guard is still
+    // a convolution: the guard restates what skipping out-of-bounds reads
+    // does.
+    let t = table(
+        "def f(float(N,C,H,W) X, float(F,C,R,S) K) -> (Y) {
+           Y(n, f, h, w) +=! (h + r - 1 >= 0 && h + r - 1 < H && w + s - 1 >= 0 && w + s - 1 < W)
+             ? X(n, c, h + r - 1, w + s - 1) * K(f, c, r, s) : 0.0
+             where h in 0:H, w in 0:W, r in 0:R, s in 0:S, c in 0:C, n in 0:N }",
+        &[
+            ("N", 1),
+            ("C", 2),
+            ("H", 5),
+            ("W", 5),
+            ("F", 3),
+            ("R", 3),
+            ("S", 3),
+        ],
+    );
+    assert_eq!(t.guard.len(), 4);
+    let s = opmatch::conv(&t).unwrap();
+    assert_eq!((s.pad, s.pad_end), ([1, 1], [1, 1]));
+
+    // Any other guard is refused.
+    let t = table(
+        "def f(float(N,C,H,W) X, float(F,C,R,S) K) -> (Y) {
+           Y(n, f, h, w) +=! (h >= r) ? X(n, c, h + r, w + s) * K(f, c, r, s) : 0.0
+             where h in 0:H-R+1, w in 0:W-S+1, r in 0:R, s in 0:S, c in 0:C, n in 0:N }",
+        &[
+            ("N", 1),
+            ("C", 2),
+            ("H", 5),
+            ("W", 5),
+            ("F", 3),
+            ("R", 3),
+            ("S", 3),
+        ],
+    );
+    let e = opmatch::conv(&t).unwrap_err();
+    assert!(
+        matches!(&e[..], [Mismatch::Unsupported(why)] if why.contains("h - r >= 0")),
+        "{e:?}"
+    );
+
+    // A floor-divided read without its divisibility test is no transposed
+    // convolution: every output point would read.
+    let t = table(
+        "def f(float(N,C,H,W) X, float(C,F,R,S) K) -> (Y) {
+           Y(n, f, h, w) +=! X(n, c, (h - r) / 2, (w - s) / 2) * K(c, f, r, s)
+             where h in 0:2*H, w in 0:2*W, r in 0:R, s in 0:S, c in 0:C, n in 0:N }",
+        &[
+            ("N", 1),
+            ("C", 2),
+            ("H", 4),
+            ("W", 4),
+            ("F", 3),
+            ("R", 2),
+            ("S", 2),
+        ],
+    );
+    let e = opmatch::conv_transpose(&t).unwrap_err();
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e
+        .iter()
+        .all(|m| matches!(m, Mismatch::Unsupported(why) if why.contains("% 2 == 0"))));
+
+    // A diagonal read: k in two dimensions of B.
+    let t = table(
+        "def f(float(M,K) A, float(K,K,N) B) -> (C) { C(i, j) +=! A(i, k) * B(k, k, j) }",
+        &MM,
+    );
+    let e = matmul(&t).unwrap_err();
+    assert_eq!(
+        e,
+        vec![Mismatch::Stride {
+            tensor: "B".into(),
+            iter: "k".into(),
+            found: 36,
+            want: "k in one dimension of B".into(),
+        }]
+    );
+}

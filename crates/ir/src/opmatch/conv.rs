@@ -338,17 +338,27 @@ pub(crate) fn role(t: &Table, iter: &str) -> Role {
     }
 }
 
-/// The better of two attempts: the first success, else the attempt with
-/// fewer mismatches.
+/// The better of two attempts (the two operand orders): the first
+/// success, else the attempt whose operand order fits the operator's
+/// groups better (fewer `Group` mismatches: its other mismatches are about
+/// the right iterators), then the one of smaller [`super::distance`], then
+/// the first.
 pub(crate) fn either<T>(
     first: Result<T, Vec<Mismatch>>,
     second: impl FnOnce() -> Result<T, Vec<Mismatch>>,
 ) -> Result<T, Vec<Mismatch>> {
+    let rank = |e: &[Mismatch]| {
+        let groups = e
+            .iter()
+            .filter(|m| matches!(m, Mismatch::Group { .. }))
+            .count();
+        (groups, super::distance(e))
+    };
     match first {
         Ok(s) => Ok(s),
         Err(e1) => match second() {
             Ok(s) => Ok(s),
-            Err(e2) if super::distance(&e2) < super::distance(&e1) => Err(e2),
+            Err(e2) if rank(&e2) < rank(&e1) => Err(e2),
             Err(_) => Err(e1),
         },
     }

@@ -12,9 +12,10 @@
 //! neither `a` nor `b` reads. Those are the kernel block's checks; the
 //! block is then described as an iterator mapping table (its indices and
 //! ranges, the views' affine accesses over their root buffers' strides)
-//! and `ir::opmatch::matmul` groups the indices into M, N, K and batch,
-//! merges nesting ones and makes non-nesting M and N groups batch
-//! dimensions (OLLIE's iterator mapping table, §4.3.1; see that module).
+//! and `ir::opmatch::matmul_as` (the first load as A) groups the indices
+//! into M, N, K and batch, merges nesting ones and makes non-nesting M and
+//! N groups batch dimensions (OLLIE's iterator mapping table, §4.3.1; see
+//! that module).
 //! The result is a [`MatmulSpec`]: sizes and strides in elements, root
 //! buffer indices for A, B and C.
 //!

@@ -46,14 +46,6 @@ impl Affine {
         }
     }
 
-    /// `1·iter`.
-    pub fn iter(name: &str) -> Affine {
-        Affine {
-            terms: vec![(name.to_string(), 1)],
-            constant: 0,
-        }
-    }
-
     /// The coefficient of `iter` (0 when absent).
     pub fn coeff(&self, iter: &str) -> i64 {
         self.terms
@@ -326,14 +318,6 @@ impl Table {
     /// The extent of `iter`, if it is one of the table's iterators.
     pub fn extent(&self, iter: &str) -> Option<u64> {
         self.iters.iter().find(|i| i.name == iter).map(|i| i.extent)
-    }
-
-    /// The iterators of group `g`, in table order.
-    pub fn members(&self, g: &Group) -> Vec<&Iter> {
-        self.iters
-            .iter()
-            .filter(|i| self.group(&i.name) == *g)
-            .collect()
     }
 
     /// Every tensor access: the output, then the inputs.

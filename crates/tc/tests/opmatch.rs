@@ -720,3 +720,54 @@ fn guards_and_diagonals() {
         }]
     );
 }
+
+#[test]
+fn every_prelude_statement_matches_or_says_why() {
+    // Every comprehension of every prelude def, at small sizes with every
+    // integer scalar 1: the matchers never panic, every refusal is a
+    // non-empty list of printable mismatches, and the operators' defs are
+    // recognized.
+    let prelude = testkit::prelude();
+    let mut found: Vec<(Operator, String)> = Vec::new();
+    for def in &prelude.defs {
+        let mut sizes: HashMap<String, i64> =
+            def.size_symbols().into_iter().map(|s| (s, 3)).collect();
+        let scalars: HashMap<String, i64> = def
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                ir::Param::Scalar { name, dtype } if dtype.is_int() => Some((name.clone(), 1)),
+                _ => None,
+            })
+            .collect();
+        sizes.extend(scalars.clone());
+        let at = ir::at_sizes(def, &sizes);
+        for stmt in &at.stmts {
+            let Stmt::Comp(c) = stmt else { continue };
+            for (op, r) in opmatch::match_comprehension(&at, c, &scalars) {
+                match r {
+                    Ok(_) => found.push((op, def.name.clone())),
+                    Err(e) => {
+                        assert!(!e.is_empty(), "{}: {op:?}", def.name);
+                        assert!(e.iter().all(|m| !m.to_string().is_empty()));
+                    }
+                }
+            }
+        }
+    }
+    let expect = [
+        (Operator::Matmul, "matmul"),
+        (Operator::Matmul, "matmul_ta"),
+        (Operator::Matmul, "matmul_tab"),
+        (Operator::Matmul, "batch_matmul"),
+        (Operator::Matmul, "batch_matmul_r4_tb"),
+        (Operator::Conv, "conv2d"),
+        (Operator::ConvTranspose, "conv_transpose2d"),
+        (Operator::G2bmm, "g2bmm"),
+        (Operator::Gbmm, "gbmm"),
+    ];
+    for (op, name) in expect {
+        assert!(found.contains(&(op, name.to_string())), "{op:?} {name}");
+    }
+    assert!(!found.contains(&(Operator::Matmul, "conv2d".to_string())));
+}

@@ -8,6 +8,7 @@ mod bench;
 mod cache;
 mod check;
 mod compiled;
+mod derive;
 mod equiv;
 mod info;
 mod load;
@@ -71,6 +72,10 @@ enum Command {
     /// Z_p, for multi-linear programs; else in floating point), and list
     /// the output regions where they differ.
     Verify(verify::VerifyArgs),
+    /// Derive a def's expressions (OLLIE): rewrite its comprehensions by
+    /// derivation rules, match parts to predefined operators, generate
+    /// the rest; print the fastest program found, proved equal.
+    Derive(derive::DeriveArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
         Command::Split(a) => split::run(&a),
         Command::Info(a) => info::run(&a),
         Command::Optimize(a) => optimize::run(&a),
+        Command::Derive(a) => derive::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),
             Ok((out, false)) => {

@@ -11,6 +11,7 @@
 //! # test: split --def f             `tessera split FILE --def f`, full output
 //! # test: verify --def f --def-b g  `tessera verify FILE --def f --def-b g`
 //! # test: optimize --estimate-only  `tessera optimize FILE --estimate-only`
+//! # test: derive --top-k 0 ...      `tessera derive FILE --top-k 0 ...`
 //! # test: reject                    `tessera check FILE` must fail
 //! # test: reject run --def f        `tessera run FILE --def f` must fail
 //! # test: reject bench --runs 1      `tessera bench FILE --runs 1` must fail
@@ -19,7 +20,8 @@
 //! `bench` appears only in rejection tests: its output is timings. For
 //! the same reason a full-output `optimize` test (and a `run --optimize`
 //! one) takes `--estimate-only` and a fixed `--target`
-//! (`tests/files/optimize/machine.target`). A test with `--optimize` runs
+//! (`tests/files/optimize/machine.target`), and a `derive` test takes
+//! `--top-k 0` (the estimate alone decides, and no time is printed). A test with `--optimize` runs
 //! without the optimizer's cached results, so that it always searches.
 //!
 //! A full-output test ends with its expectation, every line commented:
@@ -50,8 +52,8 @@ use std::process::Command;
 use testkit::filetest;
 
 /// The subcommands a test may run (`bench` only to be rejected).
-const KINDS: [&str; 7] = [
-    "check", "run", "lower", "split", "verify", "optimize", "bench",
+const KINDS: [&str; 8] = [
+    "check", "run", "lower", "split", "verify", "optimize", "derive", "bench",
 ];
 
 fn root() -> PathBuf {

@@ -21,6 +21,7 @@ pub mod bind;
 pub mod compile;
 pub mod constants;
 pub mod cost;
+pub mod derive;
 pub mod error;
 pub mod function;
 pub mod lowering;

@@ -5,6 +5,7 @@
 //! through.
 
 pub mod cost;
+pub mod derive;
 pub mod egraph;
 pub mod hoist;
 pub mod layout;

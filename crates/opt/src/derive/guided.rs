@@ -1,0 +1,97 @@
+//! Guided derivation (OLLIE §5.2): from a state, toward the predefined
+//! operators, until every statement is instantiated.
+//!
+//! The open statements are taken in order. A statement gets every option
+//! it has: each operator it matches exactly; each layout fix the matching
+//! proposes for a mismatch of layouts only (a scope's dimensions
+//! permuted, or an input read through a copy in the layout the operator
+//! wants — an eOperator, computed at load when the input is a weight),
+//! then matched; and, when memory-bound, an eOperator. At most
+//! [`MAX_COMPLETIONS`] partial completions are kept at a time.
+//!
+//! Requires a state. Guarantees: every returned state is complete and
+//! reached from the given one by the listed rule applications.
+
+use super::matching;
+use super::rules::{Applied, INSTANTIATION, PREPARE};
+use super::state::{State, Status};
+use super::Step;
+
+/// How many ways to complete one state are followed at once.
+pub const MAX_COMPLETIONS: usize = 8;
+
+/// The completions of `state`, each with the steps that made it.
+pub fn complete(state: &State) -> Vec<(State, Vec<Step>)> {
+    let mut partial: Vec<(State, Vec<Step>)> = vec![(state.clone(), Vec::new())];
+    let mut done = Vec::new();
+    // Each round instantiates one statement of every partial completion,
+    // so the rounds are bounded by the statements (fixes add at most one
+    // statement each, already instantiated).
+    for _ in 0..4 * state.statements() + 8 {
+        let mut next = Vec::new();
+        for (s, steps) in partial {
+            let Some(k) = (0..s.statements()).find(|&k| s.status[k] == Status::Open) else {
+                done.push((s, steps));
+                continue;
+            };
+            for (o, more) in options(&s, k) {
+                if next.len() < MAX_COMPLETIONS {
+                    let mut all = steps.clone();
+                    all.extend(more);
+                    next.push((o, all));
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        partial = next;
+    }
+    done
+}
+
+/// The ways to instantiate open statement `k` of `s`: as it is, and as
+/// the preparing rules leave it.
+fn options(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
+    let mut out = instantiations(s, k);
+    for rule in PREPARE {
+        let mut prepared = Vec::new();
+        rule.apply(s, k, &mut prepared);
+        for a in prepared {
+            let first = Step::new(*rule, a.what, &a.state);
+            for (o, mut steps) in instantiations(&a.state, k) {
+                steps.insert(0, first.clone());
+                out.push((o, steps));
+            }
+        }
+    }
+    out
+}
+
+/// The ways to instantiate open statement `k` of `s` as it is.
+fn instantiations(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
+    let mut out = Vec::new();
+    for rule in INSTANTIATION {
+        let mut applied = Vec::new();
+        rule.apply(s, k, &mut applied);
+        out.extend(applied.into_iter().map(|a| {
+            let step = Step::new(*rule, a.what, &a.state);
+            (a.state, vec![step])
+        }));
+    }
+    for (fixed, steps) in matching::fixes(s, k) {
+        // The fixed statement keeps its place: fixes insert before it only
+        // what they instantiate themselves.
+        let Some(at) = (0..fixed.statements()).find(|&j| fixed.status[j] == Status::Open) else {
+            continue;
+        };
+        let mut applied: Vec<Applied> = Vec::new();
+        INSTANTIATION[0].apply(&fixed, at, &mut applied);
+        for a in applied {
+            let mut all = steps.clone();
+            all.push(Step::new(INSTANTIATION[0], a.what, &a.state));
+            out.push((a.state, all));
+        }
+    }
+    out
+}

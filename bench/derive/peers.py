@@ -71,6 +71,7 @@ class Workload:
     search_target_s: float | None = None
     einnet_s: float | None = None
     reference: np.ndarray | None = field(default=None, repr=False)  # when ORT is not the reference
+    compile_module: torch.nn.Module | None = None  # what torch.compile compiles, if not torch_module
 
     @property
     def tc_def(self) -> str:
@@ -157,10 +158,12 @@ def g2bmm_numpy(a, x, w, d):
     return out
 
 
-def g2bmm_torch(a, x, w, d, t):
-    """G2BMM by blocks of `t` rows (above) in PyTorch, one (batch, residue)
-    band at a time (its products, 20 x 128 x 640 floats at most, stay in the
-    caches; all of them at once, 210 MB, made it 1.6x slower)."""
+def g2bmm_torch(a, x, w, d, t, chunked):
+    """G2BMM by blocks of `t` rows (above) in PyTorch: with `chunked`, one
+    (batch, residue) band at a time, so that its products (20 x 128 x 640
+    floats at most) stay in the caches (eager: all at once, 210 MB of
+    products, was 1.7x slower); without, all bands at once (torch.compile:
+    its unrolled loop of 32 bands was 2 to 4 times slower than this)."""
     nbat, length, dim = a.shape
     m = length // d
     nblk = -(-m // t)
@@ -169,22 +172,29 @@ def g2bmm_torch(a, x, w, d, t):
     k = F.pad(x.view(nbat, m, d, dim).permute(0, 2, 1, 3), (0, 0, w, mp - m + w))  # B, d, Mp + 2W, D
     out = torch.empty(nbat, mp, d, 2 * w + 1, dtype=a.dtype)
     blocks = out.view(nbat, nblk, t, d, 2 * w + 1)
-    for b in range(nbat):
-        for r in range(d):
-            span = k[b, r].unfold(0, t + 2 * w, t)  # nblk, D, T + 2W: a view
-            s = torch.matmul(q[b, r].view(nblk, t, dim), span)  # nblk, T, T + 2W
-            band = s.as_strided((nblk, t, 2 * w + 1), (s.stride(0), t + 2 * w + 1, 1))
-            blocks[b, :, :, r].copy_(band)
+    if not chunked:
+        span = k.unfold(2, t + 2 * w, t)  # B, d, nblk, D, T + 2W: a view
+        s = torch.matmul(q.view(nbat, d, nblk, t, dim), span)  # B, d, nblk, T, T + 2W
+        band = s.as_strided((nbat, d, nblk, t, 2 * w + 1),
+                            (s.stride(0), s.stride(1), s.stride(2), t + 2 * w + 1, 1))
+        blocks.permute(0, 3, 1, 2, 4).copy_(band)
+    else:
+        for b in range(nbat):
+            for r in range(d):
+                span = k[b, r].unfold(0, t + 2 * w, t)  # nblk, D, T + 2W: a view
+                s = torch.matmul(q[b, r].view(nblk, t, dim), span)  # nblk, T, T + 2W
+                band = s.as_strided((nblk, t, 2 * w + 1), (s.stride(0), t + 2 * w + 1, 1))
+                blocks[b, :, :, r].copy_(band)
     return out[:, :m].reshape(nbat, length, 2 * w + 1)
 
 
 class G2bmmTorch(torch.nn.Module):
-    def __init__(self, w, d, t):
+    def __init__(self, w, d, t, chunked):
         super().__init__()
-        self.w, self.d, self.t = w, d, t
+        self.w, self.d, self.t, self.chunked = w, d, t, chunked
 
     def forward(self, a, x):
-        return g2bmm_torch(a, x, self.w, self.d, self.t)
+        return g2bmm_torch(a, x, self.w, self.d, self.t, self.chunked)
 
 
 def g2bmm_onnx(nbat, length, dim, w, d, t):
@@ -237,9 +247,10 @@ def g2bmm_onnx(nbat, length, dim, w, d, t):
 
 
 # The block size of each peer: the fastest in `--sweep-g2bmm` on this machine
-# while it was quiet (ORT: 219 ms at 64 and 128, 221 at 256, 252 at 512;
-# PyTorch eager, one band at a time: 131 ms at 64, 137 at 128, 140 at 256).
-G2BMM_BLOCK = {"ort": 128, "torch": 64}
+# (ORT: 219 ms at 64 and 128, 221 at 256, 252 at 512; PyTorch eager, one
+# band at a time: 131 ms at 64, 137 at 128, 140 at 256, while the machine was
+# quiet; torch.compile, all bands at once: 128 and 256 alike, under load).
+G2BMM_BLOCK = {"ort": 128, "eager": 64, "compile": 128}
 
 
 def g2bmm_inputs(nbat, length, dim, seed=0):
@@ -255,7 +266,8 @@ def g2bmm(nbat=8, length=10000, dim=64, w=256, d=4, reference=False):
         tc_file="g2bmm.tc", sizes=dict(B=nbat, L=length, D=dim), scalars=dict(W=w, DIL=d),
         model=g2bmm_onnx(nbat, length, dim, w, d, G2BMM_BLOCK["ort"]), feeds={"a": a, "x": x},
         tc_inputs={"A": a, "X": x}, tc_constants=(),
-        torch_module=G2bmmTorch(w, d, G2BMM_BLOCK["torch"]).eval(),
+        torch_module=G2bmmTorch(w, d, G2BMM_BLOCK["eager"], chunked=True).eval(),
+        compile_module=G2bmmTorch(w, d, G2BMM_BLOCK["compile"], chunked=False).eval(),
         torch_args=(torch.from_numpy(a), torch.from_numpy(x)),
         flops=2.0 * nbat * length * (2 * w + 1) * dim, target_ms=40.0, issue_peer_ms=171.0,
         search_target_s=0.07, einnet_s=0.68,
@@ -291,8 +303,10 @@ def first_line(text):
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
-def tessera_args(w: Workload, files: dict, constants=True) -> list:
-    args = [a for k, v in w.sizes.items() for a in ("--size", f"{k}={v}")]
+def tessera_args(w: Workload, files: dict, constants=True, sizes=True) -> list:
+    """Sizes (`sizes`: a derived program has its sizes written in), scalars,
+    inputs and (`constants`) the weights as `--constant`."""
+    args = [a for k, v in w.sizes.items() for a in ("--size", f"{k}={v}")] if sizes else []
     args += [a for k, v in w.scalars.items() for a in ("--input", f"{k}={v}")]
     args += [a for k, f in files.items() for a in ("--input", f"{k}={f}")]
     if constants:
@@ -309,19 +323,20 @@ def save_inputs(w: Workload, tag: str) -> dict:
     return files
 
 
-def tessera_output(binary, tc_path, w: Workload, files: dict, tag: str, timeout) -> np.ndarray:
+def tessera_output(binary, tc_path, w: Workload, files: dict, tag: str, timeout, sizes=True) -> np.ndarray:
     """`tessera run` of a TC def on the workload's inputs: its output O."""
     outdir = os.path.join(OUT, f"{tag}_out")
-    cmd = [binary, "run", tc_path, "--def", w.tc_def, "--out", outdir] + tessera_args(w, files, False)
+    cmd = [binary, "run", tc_path, "--def", w.tc_def, "--out", outdir] + tessera_args(w, files, False, sizes)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {first_line(proc.stderr) or proc.returncode}")
     return np.load(os.path.join(outdir, "O.npy"))
 
 
-def tessera_bench(binary, tc_path, w: Workload, files: dict, runs, timeout):
+def tessera_bench(binary, tc_path, w: Workload, files: dict, runs, timeout, sizes=True):
     """`tessera bench --json` of a TC def: (median ms, None) or (None, error)."""
-    cmd = [binary, "bench", tc_path, "--def", w.tc_def] + tessera_args(w, files) + ["--runs", str(runs), "--json"]
+    cmd = [binary, "bench", tc_path, "--def", w.tc_def] + tessera_args(w, files, True, sizes)
+    cmd += ["--runs", str(runs), "--json"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -351,12 +366,12 @@ def derive_available(binary) -> bool:
 
 
 def derive_cmd(binary, w: Workload, depth=None, explain=False) -> list:
-    """`tessera derive FILE.tc --def NAME --size SYM=N... [--depth D] [--explain]`.
-    TODO(lead): G2BMM's W and DIL are integer scalars of the TC def, not size
-    symbols (no tensor has them as a dimension); they are passed here as
-    `--size W=256 --size DIL=4`: adjust to what derive takes."""
+    """`tessera derive FILE.tc --def NAME --size SYM=N... --constant W...
+    [--depth D] [--explain]`: sizes and integer scalars (G2BMM's W and DIL)
+    alike by `--size`, the weights `--constant` (as for `tessera bench`)."""
     cmd = [binary, "derive", os.path.join(TC_DIR, w.tc_file), "--def", w.tc_def]
     cmd += [a for k, v in {**w.sizes, **w.scalars}.items() for a in ("--size", f"{k}={v}")]
+    cmd += [a for k in w.tc_constants for a in ("--constant", k)]
     if depth is not None:
         cmd += ["--depth", str(depth)]
     if explain:
@@ -365,9 +380,10 @@ def derive_cmd(binary, w: Workload, depth=None, explain=False) -> list:
 
 
 def derive_search(binary, w: Workload, timeout):
-    """One search: (wall seconds, derived program's TC text, None) or (None, None, error).
-    TODO(lead): this assumes derive prints the derived program (a TC def of
-    the same name and arguments) on stdout and nothing else."""
+    """One search: (wall seconds, derived program's TC text, None) or (None,
+    None, error). derive prints the derived program on stdout, a def of the
+    same name and arguments with the sizes written in (its scalars are
+    still arguments)."""
     start = time.perf_counter()
     try:
         proc = subprocess.run(derive_cmd(binary, w), capture_output=True, text=True, timeout=timeout)
@@ -397,12 +413,14 @@ def check_g2bmm_small(binary, timeout, compile_too):
     a, x = g2bmm_inputs(nbat, length, dim, seed=1)
     ref = g2bmm_numpy(a, x, w, d)
     errs = {"ort": rel_diff(ort_session(g2bmm_onnx(nbat, length, dim, w, d, t)).run(None, {"a": a, "x": x})[0], ref)}
-    module = G2bmmTorch(w, d, t).eval()
+    module = G2bmmTorch(w, d, t, chunked=True).eval()
     at, xt = torch.from_numpy(a), torch.from_numpy(x)
     with torch.inference_mode():
         errs["eager"] = rel_diff(module(at, xt).numpy(), ref)
+        errs["eager, all bands at once"] = rel_diff(G2bmmTorch(w, d, t, chunked=False)(at, xt).numpy(), ref)
         if compile_too:
-            errs["compile"] = rel_diff(torch.compile(module, dynamic=False)(at, xt).numpy(), ref)
+            compiled = torch.compile(G2bmmTorch(w, d, t, chunked=False).eval(), dynamic=False)
+            errs["compile"] = rel_diff(compiled(at, xt).numpy(), ref)
     small = Workload(name="g2bmm_small", shape="", tc_file="g2bmm.tc", sizes=dict(B=nbat, L=length, D=dim),
                      scalars=dict(W=w, DIL=d), model=None, feeds={}, tc_inputs={"A": a, "X": x},
                      tc_constants=(), torch_module=module, torch_args=(), flops=0, target_ms=0,
@@ -422,15 +440,19 @@ def sweep_g2bmm(runs):
     nbat, length, dim, w, d = 8, 10000, 64, 256, 4
     a, x = g2bmm_inputs(nbat, length, dim)
     at, xt = torch.from_numpy(a), torch.from_numpy(x)
-    for t in (64, 100, 128, 250, 256):
+    import torch._inductor.config as inductor
+    inductor.freezing = True
+    for t in (64, 128, 256, 512):
         s = ort_session(g2bmm_onnx(nbat, length, dim, w, d, t))
         ort_ms = median_ms(lambda: s.run(None, {"a": a, "x": x}), runs)
         del s
         with torch.inference_mode():
-            eager_ms = median_ms(lambda: g2bmm_torch(at, xt, w, d, t), runs)
-            c = torch.compile(G2bmmTorch(w, d, t), dynamic=False)
+            eager_ms = median_ms(lambda: g2bmm_torch(at, xt, w, d, t, True), runs)
+            whole_ms = median_ms(lambda: g2bmm_torch(at, xt, w, d, t, False), runs)
+            c = torch.compile(G2bmmTorch(w, d, t, chunked=False), dynamic=False)
             compile_ms = median_ms(lambda: c(at, xt), runs)
-        print(f"T={t}: ORT {ort_ms:.1f} ms, eager {eager_ms:.1f} ms, compile {compile_ms:.1f} ms", flush=True)
+        print(f"T={t}: ORT {ort_ms:.1f} ms, eager (band by band) {eager_ms:.1f} ms, eager (all at once) "
+              f"{whole_ms:.1f} ms, compile (all at once) {compile_ms:.1f} ms", flush=True)
 
 
 def run_workload(w: Workload, args, derive_ok) -> dict:
@@ -448,7 +470,7 @@ def run_workload(w: Workload, args, derive_ok) -> dict:
     if not args.no_compile:
         import torch._inductor.config as inductor
         inductor.freezing = True
-        runners["compile"] = torch.compile(w.torch_module, dynamic=False)
+        runners["compile"] = torch.compile(w.compile_module or w.torch_module, dynamic=False)
     with torch.inference_mode():
         for peer, run in runners.items():
             errs[peer] = rel_diff(run(*w.torch_args).numpy(), ref)
@@ -463,13 +485,21 @@ def run_workload(w: Workload, args, derive_ok) -> dict:
         if err is None:
             search.append(seconds)
             derived = derived_path(w, program)
-            errs["derived"] = rel_diff(
-                tessera_output(args.tessera, derived, w, files, w.name + "_derived", args.tessera_timeout), ref)
+            try:
+                errs["derived"] = rel_diff(
+                    tessera_output(args.tessera, derived, w, files, w.name + "_derived", args.tessera_timeout,
+                                   sizes=False), ref)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                row["errors"]["derived"] = f"tessera run: {e}"
+                derived = None
         else:
             row["errors"]["derive"] = err
     print(f"{w.name}: max relative difference to {row['reference']}: "
           + ", ".join(f"{k} {v:.1e}" for k, v in errs.items()), flush=True)
-    bad = {k: v for k, v in errs.items() if v > TOLERANCE}
+    if errs.get("derived", 0.0) > TOLERANCE:  # a wrong derived program is reported, not timed
+        row["errors"]["derived"] = f"WRONG: differs from {row['reference']} by {errs['derived']:.1e}"
+        derived = None
+    bad = {k: v for k, v in errs.items() if v > TOLERANCE and k != "derived"}
     if bad:
         sys.exit(f"{w.name}: {', '.join(bad)} differ from {row['reference']} beyond {TOLERANCE:g}")
     times = {"tessera": [], "derived": [], "ort": [], "eager": [], "compile": []}
@@ -485,7 +515,7 @@ def run_workload(w: Workload, args, derive_ok) -> dict:
                 seconds, _, err = derive_search(args.tessera, w, args.tessera_timeout)
                 if err is None:
                     search.append(seconds)
-            ms, err = tessera_bench(args.tessera, derived, w, files, args.runs, args.tessera_timeout)
+            ms, err = tessera_bench(args.tessera, derived, w, files, args.runs, args.tessera_timeout, sizes=False)
             if err is None:
                 times["derived"].append(ms)
             else:

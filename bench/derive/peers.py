@@ -1,7 +1,8 @@
 """Kernel workloads of expression derivation (issue 19, after OLLIE): the
 plain TC program (tessera unoptimized), the program `tessera derive` finds
-(a hook, below, until the command exists), and the peers in their fastest
-configuration, timed in turns; plus the derivation's search time.
+(a marked hook, below: n/a while the command does not exist), and the
+peers in their fastest configuration, timed in turns; plus the
+derivation's search time.
 
 Peers, 2 threads each: ONNX Runtime (weights as initializers, all graph
 optimizations, 2 intra-op threads, 1 inter-op thread), PyTorch eager and
@@ -15,7 +16,8 @@ every runner on a small size first.
 
 Before timing, every runner's output (tessera's by `tessera run` on the same
 inputs) must agree with ONNX Runtime's (G2BMM: NumPy's) within 1e-4 of the
-output's largest magnitude, else the script stops. Then, for --rounds
+output's largest magnitude, else the script stops (a derived program that
+differs or fails is reported and not timed). Then, for --rounds
 rounds, in each round: `tessera bench --json` on the plain TC (its own
 process, first, before the round's ORT session exists: ORT's threads
 spin-wait after a run and would take a core), the derived program (hook),
@@ -510,11 +512,11 @@ def run_workload(w: Workload, args, derive_ok) -> dict:
             times["tessera"].append(ms)
         else:
             row["errors"]["tessera"] = err
+        if derive_ok and r > 0 and w.search_target_s is not None:  # a search per round (the first's above)
+            seconds, _, err = derive_search(args.tessera, w, args.tessera_timeout)
+            if err is None:
+                search.append(seconds)
         if derived is not None:
-            if r > 0 and w.search_target_s is not None:
-                seconds, _, err = derive_search(args.tessera, w, args.tessera_timeout)
-                if err is None:
-                    search.append(seconds)
             ms, err = tessera_bench(args.tessera, derived, w, files, args.runs, args.tessera_timeout, sizes=False)
             if err is None:
                 times["derived"].append(ms)

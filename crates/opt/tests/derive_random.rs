@@ -7,7 +7,8 @@
 //! state's def must pass `ir::verify_program` and the equivalence
 //! verifier (exact over Z_p: the programs are multi-linear) must call it
 //! equal to the original. Beside the generated programs, a few written
-//! out (a transposed matmul, a padded convolution, a dilated G2BMM) are
+//! out (a transposed matmul, a padded convolution, a dilated G2BMM, a
+//! transposed convolution guarded by `?:` as the prelude writes it) are
 //! walked `WALKS` times each, since the generator rarely writes an exact
 //! matmul. The test also asserts that the walks applied every rule at
 //! least once, so that a rule that stopped applying fails it.
@@ -27,7 +28,7 @@ const SEED: u64 = 0xde71_7e00_0000_0001;
 const WALKS: usize = 25;
 
 /// Programs written out, with their sizes.
-const WRITTEN: [(&str, &[(&str, i64)]); 3] = [
+const WRITTEN: [(&str, &[(&str, i64)]); 4] = [
     (
         "def f(float(K,M) A, float(N,K) B) -> (C) { C(i, j) +=! A(k, i) * B(j, k) }",
         &[("M", 3), ("N", 4), ("K", 5)],
@@ -43,6 +44,14 @@ const WRITTEN: [(&str, &[(&str, i64)]); 3] = [
            O(b, i, w) +=! Q(b, i, k) * P(b, i + 2 * (w - 1), k) where i in 0:M, w in 0:3
          }",
         &[("B", 1), ("M", 6), ("K", 2)],
+    ),
+    (
+        "def f(float(N,C,H,W) X, float(C,F,4,4) Wt) -> (Y) {
+           Y(n, f, oh, ow) +=! (th % 2 == 0 && th >= 0 && th < 2 * H && tw % 2 == 0 && tw >= 0 && tw < 2 * W)
+                               ? X(n, c, th / 2, tw / 2) * Wt(c, f, kh, kw) : 0.0
+             where oh in 0:2 * H, ow in 0:2 * W, kh in 0:4, kw in 0:4, th = oh + 1 - kh, tw = ow + 1 - kw
+         }",
+        &[("N", 1), ("C", 2), ("H", 2), ("W", 2), ("F", 2)],
     ),
 ];
 

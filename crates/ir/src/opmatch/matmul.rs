@@ -12,7 +12,8 @@
 //! dimensions of one tensor (a diagonal); a batch iterator may be in
 //! several dimensions (OLLIE's Expression (2), `D[b-1, b, k, n]`), its
 //! stride the flattened one. Iterators of extent 1 are dropped after
-//! grouping: they only ever contribute offset 0. Several M (or N, or K)
+//! grouping (and one outside every group is no mismatch): they only ever
+//! contribute offset 0. Several M (or N, or K)
 //! iterators become one dimension when their strides nest
 //! (`stride_outer = stride_inner * extent_inner` in both tensors that have
 //! them). M and N iterators that do not nest become batch dimensions (the
@@ -278,7 +279,10 @@ pub fn matmul_as(t: &Table, a: usize) -> Result<MatmulShape, Vec<Mismatch>> {
                 stride_c: stride(cc)?,
                 iters: vec![it.name.clone()],
             });
-        } else {
+        } else if it.extent > 1 {
+            // An iterator of extent 1 only ever contributes offset 0,
+            // whichever tensors it appears in (a scope's dimension of size
+            // 1 that only the output has); any other is no matmul's.
             match others.iter_mut().find(|(h, _)| *h == g) {
                 Some((_, v)) => v.push(it.name.clone()),
                 None => others.push((g, vec![it.name.clone()])),

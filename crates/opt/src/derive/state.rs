@@ -8,7 +8,7 @@
 //! are all instantiated is a program the search can return.
 //!
 //! Requires a def whose sizes are bound (every range and shape a
-//! constant). Guarantees: the edits here keep the def verifiable (fresh
+//! constant); its lets are expanded into the bodies. Guarantees: the edits here keep the def verifiable (fresh
 //! names never collide with the def's tensors or a statement's iterators;
 //! a statement is never moved before one whose result it reads).
 
@@ -26,31 +26,21 @@ pub enum Status {
     EOperator,
 }
 
-/// The predefined operators an instantiated statement runs as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Operator {
-    /// A (batched) matrix product, run by the matmul library.
-    Matmul,
-    /// A 2-D convolution, run as tessera's channel-blocked kernel.
-    Conv,
-    /// The other operators of the iterator mapping table, run as
-    /// tessera's generated kernel for the statement.
-    ConvTranspose,
-    G2bmm,
-    Gbmm,
-    Elementwise,
-}
+/// The predefined operators an instantiated statement runs as: those of
+/// the iterator mapping table. A matmul runs as the matmul library, a
+/// convolution as tessera's channel-blocked kernel, the others as
+/// tessera's generated kernel for the statement.
+pub use ir::opmatch::Operator;
 
-impl Operator {
-    pub fn name(self) -> &'static str {
-        match self {
-            Operator::Matmul => "matmul",
-            Operator::Conv => "conv",
-            Operator::ConvTranspose => "transposed conv",
-            Operator::G2bmm => "G2BMM",
-            Operator::Gbmm => "GBMM",
-            Operator::Elementwise => "elementwise",
-        }
+/// An operator's name in explanations.
+pub fn operator_name(op: Operator) -> &'static str {
+    match op {
+        Operator::Matmul => "matmul",
+        Operator::Conv => "conv",
+        Operator::ConvTranspose => "transposed conv",
+        Operator::G2bmm => "G2BMM",
+        Operator::Gbmm => "GBMM",
+        Operator::Elementwise => "elementwise",
     }
 }
 
@@ -99,6 +89,16 @@ impl State {
         }
         if def.stmts.is_empty() {
             return Err(format!("`{}` has no comprehension to derive", def.name));
+        }
+        // Lets are expanded once: the rules substitute iterators in plain
+        // expressions, and a condition on a let's value is then visible to
+        // the constant propagation.
+        let mut def = def;
+        for s in &mut def.stmts {
+            if let Stmt::Comp(c) = s {
+                c.body = super::rules::expand_lets(&c.body, &c.lets);
+                c.lets.clear();
+            }
         }
         let status = vec![Status::Open; def.stmts.len()];
         let root = (0..def.stmts.len()).collect();

@@ -199,20 +199,6 @@ impl Linear {
         Some(out)
     }
 
-    /// The value at a point.
-    pub fn eval(&self, at: &dyn Fn(&str) -> i64) -> i64 {
-        let mut v = self.constant;
-        for (t, c) in &self.terms {
-            let x = match t {
-                Term::Iter(n) => at(n),
-                Term::Div(l, k) => floor_div(l.eval(at), *k),
-                Term::Mod(l, k) => floor_mod(l.eval(at), *k),
-            };
-            v = v.wrapping_add(c.wrapping_mul(x));
-        }
-        v
-    }
-
     /// The canonical `int64` expression: terms in order, positive ones
     /// first, the constant last.
     pub fn to_expr(&self) -> Expr {
@@ -289,29 +275,81 @@ pub fn linear(e: &Expr, lets: &HashMap<String, Expr>) -> Option<Linear> {
     }
 }
 
-/// `e` with every iterator replaced by the expression `to` gives it, and
-/// every subscript (of a read, at any depth) rewritten in canonical linear
-/// form over `bounds` where it is linear.
+/// `e` with every iterator replaced by the expression `to` gives it; every
+/// subscript (of a read, at any depth) and every side of an integer
+/// comparison rewritten in canonical linear form over `bounds` where it
+/// is linear; a comparison the box decides replaced by its truth, and the
+/// `&&`, `||` and `?:` that truth decides folded (constant propagation).
 pub fn substitute(
     e: Expr,
     to: &HashMap<String, Linear>,
     bounds: &dyn Fn(&str) -> Option<(i64, i64)>,
 ) -> Expr {
     let none = HashMap::new();
+    let canonical = |x: Expr| match linear(&x, &none) {
+        Some(l) => l.substitute(&|_| None, bounds).map_or(x, |l| l.to_expr()),
+        None => x,
+    };
     e.map(&mut |e| match e {
         Expr::Iter(n) => match to.get(&n) {
             Some(l) => l.to_expr(),
             None => Expr::Iter(n),
         },
-        Expr::Read(t, ix) => Expr::Read(
-            t,
-            ix.into_iter()
-                .map(|x| match linear(&x, &none) {
-                    Some(l) => l.substitute(&|_| None, bounds).map_or(x, |l| l.to_expr()),
-                    None => x,
-                })
-                .collect(),
-        ),
+        Expr::Read(t, ix) => Expr::Read(t, ix.into_iter().map(canonical).collect()),
+        Expr::Binary(op, a, b) if op.is_comparison() => {
+            match (linear(&a, &none), linear(&b, &none)) {
+                (Some(x), Some(y)) => {
+                    let decided = x
+                        .clone()
+                        .plus(&y.clone().scale(-1).unwrap_or_default())
+                        .and_then(|d| d.substitute(&|_| None, bounds))
+                        .and_then(|d| d.interval(bounds))
+                        .and_then(|range| decide(op, range));
+                    match decided {
+                        Some(v) => Expr::Lit(Value::Bool(v), DType::Bool),
+                        None => Expr::binary(op, canonical(*a), canonical(*b)),
+                    }
+                }
+                _ => Expr::Binary(op, a, b),
+            }
+        }
+        Expr::Binary(op @ (BinOp::And | BinOp::Or), a, b) => match (*a, *b, op) {
+            (Expr::Lit(Value::Bool(true), _), x, BinOp::And)
+            | (x, Expr::Lit(Value::Bool(true), _), BinOp::And) => x,
+            (Expr::Lit(Value::Bool(false), _), x, BinOp::Or)
+            | (x, Expr::Lit(Value::Bool(false), _), BinOp::Or) => x,
+            (f @ Expr::Lit(Value::Bool(false), _), _, BinOp::And)
+            | (_, f @ Expr::Lit(Value::Bool(false), _), BinOp::And) => f,
+            (t @ Expr::Lit(Value::Bool(true), _), _, BinOp::Or)
+            | (_, t @ Expr::Lit(Value::Bool(true), _), BinOp::Or) => t,
+            (a, b, op) => Expr::binary(op, a, b),
+        },
+        Expr::Select(c, a, b) => match *c {
+            Expr::Lit(Value::Bool(true), _) => *a,
+            Expr::Lit(Value::Bool(false), _) => *b,
+            c => Expr::Select(Box::new(c), a, b),
+        },
         e => e,
     })
+}
+
+/// The truth of `d op 0` for every `d` in `range` (inclusive), when the
+/// range decides it.
+fn decide(op: BinOp, (lo, hi): (i64, i64)) -> Option<bool> {
+    let (always, never) = match op {
+        BinOp::Lt => (hi < 0, lo >= 0),
+        BinOp::Le => (hi <= 0, lo > 0),
+        BinOp::Gt => (lo > 0, hi <= 0),
+        BinOp::Ge => (lo >= 0, hi < 0),
+        BinOp::Eq => (lo == 0 && hi == 0, lo > 0 || hi < 0),
+        BinOp::Ne => (lo > 0 || hi < 0, lo == 0 && hi == 0),
+        _ => return None,
+    };
+    if always {
+        Some(true)
+    } else if never {
+        Some(false)
+    } else {
+        None
+    }
 }

@@ -13,10 +13,10 @@
 
 use std::collections::HashMap;
 
-use ir::Comprehension;
+use ir::{BinOp, Comprehension, Expr, Value};
 
 use crate::derive::state::{bounds, range, unguarded_reads, State};
-use crate::derive::subscript::{linear, Linear};
+use crate::derive::subscript::{linear, Linear, Term};
 
 /// The values of traversal iterator `x` of `c` within `within`
 /// (half-open) at which some point of the box reads every unguarded read
@@ -45,38 +45,97 @@ fn limits(
     within: (i64, i64),
 ) -> Option<(i64, i64)> {
     let (mut lo, mut hi) = within;
-    let lets: HashMap<String, ir::Expr> = c.lets.iter().cloned().collect();
+    let none = HashMap::new();
     let b = bounds(c);
-    for (t, ix) in unguarded_reads(&c.body) {
+    // Each constraint `d >= 0` on the point: every unguarded read (and,
+    // for the points that are not zero, every read of the taken branch of
+    // `cond ? value : 0` and the conjuncts of `cond`) in bounds.
+    let mut constraints: Vec<Linear> = Vec::new();
+    let (conds, value) = match (&c.body, every) {
+        (Expr::Select(cond, value, zero), false) if is_zero(zero) => {
+            (conjuncts(cond), value.as_ref())
+        }
+        _ => (Vec::new(), &c.body),
+    };
+    let mut reads = unguarded_reads(value);
+    if !conds.is_empty() {
+        reads.extend(unguarded_reads(&c.body));
+    }
+    for (t, ix) in reads {
         let shape = state.shape(t)?;
         for (k, e) in ix.iter().enumerate() {
-            let l = linear(e, &lets)?;
-            let a = l.coeff(x);
-            let mut rest: Linear = l.clone();
-            rest.terms
-                .remove(&crate::derive::subscript::Term::Iter(x.to_string()));
-            if rest.mentions(x) {
-                return None;
-            }
-            if a == 0 {
-                continue;
-            }
-            let (rmin, rmax) = rest.interval(&b)?;
+            let l = linear(e, &none)?;
             let n = shape.get(k).copied()?;
-            // a·x + r in [0, n) for some (every) r in [rmin, rmax].
-            let (need_lo, need_hi) = if every { (rmin, rmax) } else { (rmax, rmin) };
-            // a·x >= -need_lo and a·x <= n - 1 - need_hi.
-            let (from, to) = (-need_lo, n - 1 - need_hi);
-            let (xl, xh) = if a > 0 {
-                (ceil_div(from, a), floor_div(to, a))
-            } else {
-                (ceil_div(to, a), floor_div(from, a))
-            };
-            lo = lo.max(xl);
-            hi = hi.min(xh.checked_add(1)?);
+            constraints.push(l.clone());
+            constraints.push(Linear::constant(n - 1).plus(&l.scale(-1)?)?);
         }
     }
+    for cond in conds {
+        let Expr::Binary(op, p, q) = cond else {
+            continue;
+        };
+        let (Some(p), Some(q)) = (linear(p, &none), linear(q, &none)) else {
+            continue;
+        };
+        let d = p.plus(&q.scale(-1)?)?;
+        match op {
+            BinOp::Ge => constraints.push(d),
+            BinOp::Gt => constraints.push(d.plus(&Linear::constant(-1))?),
+            BinOp::Le => constraints.push(d.scale(-1)?),
+            BinOp::Lt => constraints.push(d.scale(-1)?.plus(&Linear::constant(-1))?),
+            BinOp::Eq => {
+                constraints.push(d.clone());
+                constraints.push(d.scale(-1)?);
+            }
+            _ => {}
+        }
+    }
+    for d in constraints {
+        let a = d.coeff(x);
+        let mut rest = d.clone();
+        rest.terms.remove(&Term::Iter(x.to_string()));
+        if rest.mentions(x) {
+            // `x` under a quotient: the constraint is not linear in it.
+            // Leaving it out only widens what some point reaches, but it
+            // would claim too much of what every point does.
+            if every {
+                return None;
+            }
+            continue;
+        }
+        if a == 0 {
+            continue;
+        }
+        let (rmin, rmax) = rest.interval(&b)?;
+        // a·x + r >= 0 for some (every) r in [rmin, rmax].
+        let need = if every { rmin } else { rmax };
+        let (xl, xh) = if a > 0 {
+            (ceil_div(-need, a), i64::MAX)
+        } else {
+            (i64::MIN, floor_div(-need, a))
+        };
+        lo = lo.max(xl);
+        hi = hi.min(xh.saturating_add(1));
+    }
     Some((lo, hi.max(lo)))
+}
+
+/// The conjuncts of a condition.
+fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Binary(BinOp::And, a, b) => {
+            let mut v = conjuncts(a);
+            v.extend(conjuncts(b));
+            v
+        }
+        _ => vec![e],
+    }
+}
+
+/// Whether `e` is a literal zero.
+fn is_zero(e: &Expr) -> bool {
+    matches!(e, Expr::Lit(Value::Float(v), _) if *v == 0.0)
+        || matches!(e, Expr::Lit(Value::Int(0), _))
 }
 
 fn floor_div(a: i64, b: i64) -> i64 {

@@ -10,7 +10,7 @@
 
 use super::{Applied, Rule};
 use crate::derive::matching::exact;
-use crate::derive::state::{State, Status};
+use crate::derive::state::{operator_name, State, Status};
 
 pub struct OperatorMatching;
 
@@ -28,7 +28,7 @@ impl Rule for OperatorMatching {
             next.status[at] = Status::Operator(op);
             out.push(Applied {
                 state: next,
-                what: format!("`{}` as {}", state.comp(at).tensor, op.name()),
+                what: format!("`{}` as {}", state.comp(at).tensor, operator_name(op)),
             });
         }
     }

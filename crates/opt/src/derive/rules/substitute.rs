@@ -14,10 +14,13 @@
 //! [`permute`] is the substitution by a permutation, a scope's layout,
 //! which guided derivation applies.
 //!
-//! Requires an open statement; an `=` one gets its body guarded by the
-//! original box (its reads out of bounds would be errors), a reduction
-//! one must read no tensor under a `?:` branch (it skips its other reads
-//! out of bounds, which the guard would make errors). Guarantees: `O`
+//! Requires an open statement without indirect reads; an `=` one gets its
+//! body guarded by the original box (its reads out of bounds would be
+//! errors), a reduction skips the points whose reads fall out of bounds.
+//! Candidates come from reads' subscripts and from the sides of integer
+//! comparisons (a transposed convolution's `th = oh + 1 - kh` is both);
+//! a quotient or residue by `d` of one traversal iterator asks for its
+//! residues mod `d` too. Guarantees: `O`
 //! gets the values it had — `T(Φ(x))` is `f(x)` for every `x` of the box.
 
 use std::collections::HashMap;
@@ -26,8 +29,8 @@ use ir::{BinOp, Comprehension, DType, Expr, Reduction, Value};
 
 use super::{Applied, Rule};
 use crate::derive::scope::{combine, read, rewrite};
-use crate::derive::state::{bounds, fresh_iter, iter_range, range, unguarded_reads, State, Status};
-use crate::derive::subscript::{linear, Linear};
+use crate::derive::state::{bounds, fresh_iter, iter_range, range, State, Status};
+use crate::derive::subscript::{linear, Linear, Term};
 
 pub struct VariableSubstitution;
 
@@ -44,30 +47,41 @@ impl Rule for VariableSubstitution {
         let lets: HashMap<String, Expr> = c.lets.iter().cloned().collect();
         let mut seen: Vec<(String, Linear)> = Vec::new();
         let mut splits: Vec<(String, i64)> = Vec::new();
-        for (_, subscripts) in c.body.reads() {
-            for e in subscripts {
-                let Some(l) = linear(e, &lets) else { continue };
-                if !l.is_affine() {
-                    continue;
-                }
-                let mut l = l;
-                l.constant = 0;
-                let iters: Vec<(String, i64)> =
-                    l.iters().map(|(n, k)| (n.to_string(), k)).collect();
-                if iters.len() < 2 || iters.iter().any(|(n, _)| !c.indices.contains(n)) {
-                    continue;
-                }
-                for (x, k) in &iters {
-                    if k.abs() == 1 && !seen.contains(&(x.clone(), l.clone())) {
-                        seen.push((x.clone(), l.clone()));
-                    }
-                    // `x` beside an iterator of coefficient d > 1 that `x`'s
-                    // own coefficient does not share: a dilation of `x`'s
-                    // partner, which `x`'s residues mod d undo.
-                    for (_, d) in &iters {
-                        if k.abs() == 1 && d.abs() > 1 && !splits.contains(&(x.clone(), d.abs())) {
-                            splits.push((x.clone(), d.abs()));
+        for l in forms(&c.body, &lets) {
+            let mut affine = l.clone();
+            affine.constant = 0;
+            // A quotient or residue by d of a single traversal iterator
+            // (`t / 2` of a transposed convolution) asks for that
+            // iterator's residues mod d.
+            for t in l.terms.keys() {
+                if let Term::Div(inner, d) | Term::Mod(inner, d) = t {
+                    if let [(x, 1)] = inner.iters().collect::<Vec<_>>().as_slice() {
+                        if inner.is_affine()
+                            && c.indices.iter().any(|n| n == x)
+                            && !splits.contains(&(x.to_string(), *d))
+                        {
+                            splits.push((x.to_string(), *d));
                         }
+                    }
+                }
+            }
+            if !affine.is_affine() {
+                continue;
+            }
+            let iters: Vec<(String, i64)> =
+                affine.iters().map(|(n, k)| (n.to_string(), k)).collect();
+            if iters.len() < 2 || iters.iter().any(|(n, _)| !c.indices.contains(n)) {
+                continue;
+            }
+            for (x, k) in &iters {
+                if k.abs() == 1 && !seen.contains(&(x.clone(), affine.clone())) {
+                    seen.push((x.clone(), affine.clone()));
+                }
+                // `x` beside an iterator of coefficient d > 1: a dilation
+                // of `x`'s partner, which `x`'s residues mod d undo.
+                for (_, d) in &iters {
+                    if k.abs() == 1 && d.abs() > 1 && !splits.contains(&(x.clone(), d.abs())) {
+                        splits.push((x.clone(), d.abs()));
                     }
                 }
             }
@@ -86,9 +100,28 @@ impl Rule for VariableSubstitution {
 }
 
 /// Whether `c`'s body may be evaluated at points outside its box: an `=`
-/// gets a guard; a reduction's reads must all be skippable.
+/// gets a guard; a reduction skips a point whose taken reads fall out of
+/// bounds, under `?:` branches too, so any reduction may.
 fn substitutable(c: &Comprehension) -> bool {
-    c.op == Reduction::Assign || unguarded_reads(&c.body).len() == c.body.reads().len()
+    c.op == Reduction::Assign
+        || c.body
+            .reads()
+            .iter()
+            .all(|(_, ix)| ix.iter().all(|x| x.reads().is_empty()))
+}
+
+/// The linear forms of a body a substitution may be drawn from: its
+/// reads' subscripts and the sides of its integer comparisons.
+fn forms(e: &Expr, lets: &HashMap<String, Expr>) -> Vec<Linear> {
+    let mut out = Vec::new();
+    e.walk(&mut |x| match x {
+        Expr::Read(_, ix) => out.extend(ix.iter().filter_map(|s| linear(s, lets))),
+        Expr::Binary(op, a, b) if op.is_comparison() => {
+            out.extend([a, b].into_iter().filter_map(|s| linear(s, lets)));
+        }
+        _ => {}
+    });
+    out
 }
 
 /// The substitution of traversal iterator `x` by `t = l` (`l` has `x`
@@ -106,8 +139,7 @@ fn shear(state: &State, at: usize, x: &str, l: &Linear) -> Option<Applied> {
         others.insert(n.clone(), Linear::iter(n).plus(&Linear::constant(lo))?);
     }
     let mut rest = l.clone();
-    rest.terms
-        .remove(&crate::derive::subscript::Term::Iter(x.to_string()));
+    rest.terms.remove(&Term::Iter(x.to_string()));
     let rest = rest.substitute(&|n| others.get(n).cloned(), &|_| None)?;
     let x_is = Linear::iter(&t)
         .plus(&Linear::constant(tlo))?

@@ -22,7 +22,7 @@ use ir::{BinOp, Expr, Reduction, SizeExpr, TensorRole};
 
 use super::boundary::reachable;
 use super::{Applied, Rule};
-use crate::derive::scope::zero_based;
+use crate::derive::scope::{rewrite, zero_based};
 use crate::derive::state::{bounds, iter_range, range, State, Status};
 use crate::derive::subscript::{linear, Linear};
 
@@ -65,6 +65,9 @@ impl Rule for BoundaryTightening {
         if changed.is_empty() {
             return;
         }
+        // The conditions the new box decides fold away (constant
+        // propagation), so that a guarded product becomes a plain one.
+        rewrite(next.comp_mut(at), &HashMap::new());
         let shrunk = (state.is_temp(&c.tensor) && state.writers(&c.tensor) == [at])
             .then(|| shrink(&next, at, &boxes))
             .flatten();

@@ -21,6 +21,14 @@ use opt::verify::Report;
 use crate::cost::CostService;
 use crate::{compile, Error, Source};
 
+/// About how long the side-by-side comparison of the original and the
+/// shortlist takes.
+const COMPARE_WITHIN: Duration = Duration::from_secs(3);
+
+/// How much faster than the original a candidate must measure to replace
+/// it: the side-by-side comparison's noise on this machine class.
+const NOISE: f64 = 0.03;
+
 /// How to derive.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -72,7 +80,10 @@ pub fn derive(
     let at = opt::derive::at_sizes(original, sizes);
     let mut search = options.search.clone();
     search.constants.extend(source.weight_names());
-    let outcome = opt::derive::derive(&at, &search, progress).map_err(Error::Usage)?;
+    let mut outcome = opt::derive::derive(&at, &search, progress).map_err(Error::Usage)?;
+    // A result is printed as TC: a candidate whose text would not read
+    // back as the same program is no answer.
+    outcome.candidates.retain(|c| round_trips(&c.state.def));
     let mut program = source.program().clone();
     let name = |k: usize| format!("__derived{k}");
     let shortlist = options.measure.min(outcome.candidates.len());
@@ -101,12 +112,23 @@ pub fn derive(
         let service = CostService::open_default(&options.compile)?
             .timing_library(true)
             .with_constants(search.constants.iter().cloned());
-        let t0 = service.measure(&program, &original.name, sizes)?;
-        original_time = Some(t0);
-        let mut best = t0;
+        // The original at the sizes beside the candidates, all timed side
+        // by side (interleaved, never from the cache), so that a drift of
+        // the machine touches all alike.
+        let mut original_at = at.clone();
+        original_at.name = "__original".to_string();
+        program.defs.push(original_at);
+        let mut names = vec!["__original".to_string()];
+        names.extend((0..shortlist).map(name));
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let concrete = at_sizes_options(&at, sizes).sizes;
-        for k in 0..shortlist {
-            let t = service.measure(&program, &name(k), &concrete)?;
+        let times = service.compare(&program, &refs, &concrete, COMPARE_WITHIN)?;
+        let t0 = times[0];
+        original_time = Some(t0);
+        // A candidate must beat the original beyond the noise of a side by
+        // side run to be chosen.
+        let mut best = t0.mul_f64(1.0 - NOISE);
+        for (k, &t) in times[1..].iter().enumerate() {
             measured.push((k, t));
             if t < best {
                 best = t;
@@ -155,6 +177,21 @@ pub fn derive(
         proof,
         step_proofs,
         elapsed: start.elapsed(),
+    })
+}
+
+/// Whether `def` printed as TC checks back with every tensor's shape.
+fn round_trips(def: &Def) -> bool {
+    let text = ir::print_program(&Program {
+        defs: vec![def.clone()],
+    });
+    let Ok(checked) = tc::check_source(&text) else {
+        return false;
+    };
+    checked.program.def(&def.name).is_some_and(|d| {
+        def.tensors
+            .iter()
+            .all(|t| d.tensor(&t.name).is_some_and(|u| u.shape == t.shape && u.dtype == t.dtype))
     })
 }
 

@@ -119,6 +119,18 @@ pub fn derive(
         })
         .collect();
     candidates.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
+    // Completions that differ only in how a statement is instantiated are
+    // one program: the cheapest estimate stands for it.
+    let mut programs: Vec<&Def> = Vec::new();
+    let mut keep = vec![false; candidates.len()];
+    for (k, c) in candidates.iter().enumerate() {
+        if !programs.contains(&&c.state.def) {
+            programs.push(&c.state.def);
+            keep[k] = true;
+        }
+    }
+    let mut keep = keep.into_iter();
+    candidates.retain(|_| keep.next().unwrap_or(false));
     Ok(Outcome {
         candidates,
         stats,

@@ -42,8 +42,11 @@ impl Rule for ExpressionSplitting {
                         *r = iter_range(x, from, to);
                     }
                 }
+                // The upper part comes first: a temporary's shape is read
+                // back from its first statement's ranges in TC text, so
+                // that statement must reach the tensor's end.
                 let mut next = state.clone();
-                next.splice(at, vec![(first, Status::Open), (second, Status::Open)]);
+                next.splice(at, vec![(second, Status::Open), (first, Status::Open)]);
                 // The part cut off is an expression of its own, derived
                 // after this one.
                 next.root[at + 1] = next.fresh_root();

@@ -77,9 +77,23 @@ impl Rule for BoundaryTightening {
                 state: s,
                 what: format!("{what}, the tensor cut to the box"),
             }),
+            // A temporary's shape is read back from its first statement's
+            // ranges in TC text: its box keeps reaching the tensor's end.
+            None if state.is_temp(&c.tensor) && ends_early(&next, at) => {}
             None => out.push(Applied { state: next, what }),
         }
     }
+}
+
+/// Whether statement `at`'s box stops short of its tensor's end in some
+/// dimension.
+fn ends_early(state: &State, at: usize) -> bool {
+    let c = state.comp(at);
+    let Some(shape) = state.shape(&c.tensor) else { return true };
+    c.indices
+        .iter()
+        .zip(&shape)
+        .any(|(x, &n)| range(c, x).is_none_or(|(_, hi)| hi != n))
 }
 
 /// Temporary `at` writes cut to `boxes` (one per dimension), when every

@@ -72,6 +72,9 @@ class Workload:
     # search-time row (None: not one of the issue's search workloads)
     search_target_s: float | None = None
     einnet_s: float | None = None
+    # the explorative depth `tessera derive` needs for the workload's
+    # derivation (None: its default)
+    derive_depth: int | None = None
     reference: np.ndarray | None = field(default=None, repr=False)  # when ORT is not the reference
     compile_module: torch.nn.Module | None = None  # what torch.compile compiles, if not torch_module
 
@@ -118,10 +121,14 @@ def conv3x3():
 def convtranspose():
     # as bench/peers/onnx_ops.py's "convtranspose": each output point gets 2 x 2 of the 4 x 4 taps
     n, c, hw, f, k = 16, 256, 2, 128, 4
-    return conv_workload("convtranspose", "convtranspose.tc", [n, c, hw, hw], [c, f, k, k],
-                         dict(N=n, C=c, H=hw, W=hw, F=f, KH=k, KW=k),
-                         2.0 * n * c * hw * hw * f * k * k, 0.45, 0.65, search=(5.0, 52.7),
-                         strides=[2, 2], pads=[1, 1, 1, 1], transpose=True)
+    w = conv_workload("convtranspose", "convtranspose.tc", [n, c, hw, hw], [c, f, k, k],
+                      dict(N=n, C=c, H=hw, W=hw, F=f, KH=k, KW=k),
+                      2.0 * n * c * hw * hw * f * k * k, 0.45, 0.65, search=(5.0, 52.7),
+                      strides=[2, 2], pads=[1, 1, 1, 1], transpose=True)
+    # OLLIE's derivation takes five explorative steps here (the channel sum
+    # split off, two substitutions, two splits by the stride).
+    w.derive_depth = 5
+    return w
 
 
 def dilated():
@@ -388,7 +395,8 @@ def derive_search(binary, w: Workload, timeout):
     still arguments)."""
     start = time.perf_counter()
     try:
-        proc = subprocess.run(derive_cmd(binary, w), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(derive_cmd(binary, w, depth=w.derive_depth), capture_output=True, text=True,
+                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, None, f"timed out after {timeout:g} s"
     seconds = time.perf_counter() - start

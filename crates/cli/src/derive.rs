@@ -120,6 +120,28 @@ pub fn run(a: &DeriveArgs) -> Result<String, String> {
         defs: vec![d.def.clone()],
     };
     let mut out = ir::print_program(&program);
+    // One line on standard error about what was measured (times vary, so
+    // an estimate-only run prints none).
+    if let Some(t0) = d.original_time {
+        let ms = |t: Duration| format!("{:.3} ms", t.as_secs_f64() * 1e3);
+        let best = d
+            .measured
+            .iter()
+            .map(|(_, t)| *t)
+            .min()
+            .filter(|_| d.chosen.is_some())
+            .unwrap_or(t0);
+        eprintln!(
+            "derived `{}`: {} states, search {:.3} s, request {:.3} s; {} ({} against the original's {})",
+            d.def.name,
+            d.outcome.stats.states,
+            d.outcome.elapsed.as_secs_f64(),
+            d.elapsed.as_secs_f64(),
+            if d.chosen.is_some() { "a derived program is faster" } else { "the original is kept" },
+            ms(best),
+            ms(t0)
+        );
+    }
     if a.explain {
         out.push_str(&explain(&d));
     }

@@ -189,9 +189,10 @@ fn round_trips(def: &Def) -> bool {
         return false;
     };
     checked.program.def(&def.name).is_some_and(|d| {
-        def.tensors
-            .iter()
-            .all(|t| d.tensor(&t.name).is_some_and(|u| u.shape == t.shape && u.dtype == t.dtype))
+        def.tensors.iter().all(|t| {
+            d.tensor(&t.name)
+                .is_some_and(|u| u.shape == t.shape && u.dtype == t.dtype)
+        })
     })
 }
 

@@ -89,7 +89,9 @@ impl Rule for BoundaryTightening {
 /// dimension.
 fn ends_early(state: &State, at: usize) -> bool {
     let c = state.comp(at);
-    let Some(shape) = state.shape(&c.tensor) else { return true };
+    let Some(shape) = state.shape(&c.tensor) else {
+        return true;
+    };
     c.indices
         .iter()
         .zip(&shape)

@@ -77,7 +77,8 @@ pub fn derive(
     let start = Instant::now();
     crate::bind::check_positive(sizes)?;
     let original = source.pick_def(def)?;
-    let at = opt::derive::at_sizes(original, sizes);
+    let given = opt::derive::at_sizes(original, sizes);
+    let at = opt::derive::inline::inline_calls(source.program(), &given).map_err(Error::Usage)?;
     let mut search = options.search.clone();
     search.constants.extend(source.weight_names());
     let mut outcome = opt::derive::derive(&at, &search, progress).map_err(Error::Usage)?;
@@ -147,7 +148,7 @@ pub fn derive(
             chosen = Some(0);
         }
     }
-    let mut result_def = at.clone();
+    let mut result_def = given;
     let mut proof = None;
     let mut step_proofs = Vec::new();
     if let Some(k) = chosen {

@@ -20,6 +20,7 @@
 pub mod cost;
 pub mod fingerprint;
 pub mod guided;
+pub mod inline;
 pub mod matching;
 pub mod rules;
 pub mod scope;

@@ -96,8 +96,13 @@ impl State {
         let mut def = def;
         for s in &mut def.stmts {
             if let Stmt::Comp(c) = s {
-                c.body = super::rules::expand_lets(&c.body, &c.lets);
+                let body = super::rules::expand_lets(&c.body, &c.lets);
                 c.lets.clear();
+                // Subscripts in canonical form from the start (an inlined
+                // call's `f * 1 / 8 * 8 + c` is `c` over its box).
+                let snapshot = c.clone();
+                c.body =
+                    super::subscript::substitute(body, &Default::default(), &bounds(&snapshot));
             }
         }
         let status = vec![Status::Open; def.stmts.len()];
@@ -122,10 +127,6 @@ impl State {
             Stmt::Comp(c) => c,
             Stmt::Call(_) => unreachable!("a derivation state holds comprehensions only"),
         }
-    }
-
-    pub fn comps(&self) -> impl Iterator<Item = &Comprehension> {
-        (0..self.statements()).map(|k| self.comp(k))
     }
 
     /// The concrete shape of a tensor.
@@ -161,11 +162,6 @@ impl State {
         (0..self.statements())
             .filter(|&k| self.def.stmts[k].reads().contains(&tensor))
             .collect()
-    }
-
-    /// Whether every statement is instantiated.
-    pub fn complete(&self) -> bool {
-        self.status.iter().all(|s| *s != Status::Open)
     }
 
     /// A new temporary of `shape`, with a name no tensor has.

@@ -148,18 +148,7 @@ pub(crate) fn place(t: &Table, x: usize) -> Result<Placement, Vec<Mismatch>> {
     let gnhw = Group::of(true, &[x], 2);
     let gf = Group::of(true, &[w], 2);
     let gcrs = Group::of(false, &[x, w], 2);
-    let mut found: Vec<(Group, Vec<String>)> = vec![
-        (gnhw.clone(), Vec::new()),
-        (gf.clone(), Vec::new()),
-        (gcrs.clone(), Vec::new()),
-    ];
-    for it in &t.iters {
-        let g = t.group(&it.name);
-        match found.iter_mut().find(|(h, _)| *h == g) {
-            Some((_, v)) => v.push(it.name.clone()),
-            None => found.push((g, vec![it.name.clone()])),
-        }
-    }
+    let found = t.fill(vec![gnhw.clone(), gf.clone(), gcrs.clone()]);
     for (k, (group, iters)) in found.iter().enumerate() {
         let want = [3, 1, 3].get(k).copied().unwrap_or(0);
         if iters.len() != want {

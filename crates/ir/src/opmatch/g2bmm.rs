@@ -81,14 +81,7 @@ fn band_as(t: &Table, a: usize, kind: Band) -> Result<BandShape, Vec<Mismatch>> 
             "a guarded sum is no band product".into(),
         ));
     }
-    for acc in [ao, aa, ab] {
-        if let Err(d) = acc.affine_dims() {
-            errs.push(Mismatch::Unsupported(format!(
-                "dimension {d} of {} is not affine",
-                acc.tensor
-            )));
-        }
-    }
+    errs.extend(t.non_affine());
     if !errs.is_empty() {
         return Err(errs);
     }
@@ -96,19 +89,7 @@ fn band_as(t: &Table, a: usize, kind: Band) -> Result<BandShape, Vec<Mismatch>> 
     let ob = Group::of(true, &[b], 2);
     let abg = Group::of(false, &[0, 1], 2);
     let oa = Group::of(true, &[a], 2);
-    let mut found: Vec<(Group, Vec<String>)> = vec![
-        (all.clone(), Vec::new()),
-        (ob.clone(), Vec::new()),
-        (abg.clone(), Vec::new()),
-        (oa.clone(), Vec::new()),
-    ];
-    for it in &t.iters {
-        let g = t.group(&it.name);
-        match found.iter_mut().find(|(h, _)| *h == g) {
-            Some((_, v)) => v.push(it.name.clone()),
-            None => found.push((g, vec![it.name.clone()])),
-        }
-    }
+    let found = t.fill(vec![all.clone(), ob.clone(), abg.clone(), oa.clone()]);
     for (k, (group, iters)) in found.iter().enumerate() {
         // The first three groups want one iterator each (the all-three
         // group at least one: `i` and any batch), the others none.

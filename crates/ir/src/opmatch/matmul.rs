@@ -192,15 +192,7 @@ pub fn matmul_as(t: &Table, a: usize) -> Result<MatmulShape, Vec<Mismatch>> {
             "a guarded sum is no matmul".into(),
         )]);
     }
-    let mut errs = Vec::new();
-    for acc in t.accesses() {
-        if let Err(d) = acc.affine_dims() {
-            errs.push(Mismatch::Unsupported(format!(
-                "dimension {d} of {} is not affine",
-                acc.tensor
-            )));
-        }
-    }
+    let mut errs = t.non_affine();
     if !errs.is_empty() {
         return Err(errs);
     }

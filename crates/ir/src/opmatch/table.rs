@@ -307,6 +307,37 @@ impl fmt::Display for Group {
 }
 
 impl Table {
+    /// OLLIE's first matching step: the iterators filled into `groups`
+    /// (kept in that order, empty ones too), the iterators of any other
+    /// group appended as groups of their own, in order of appearance.
+    pub fn fill(&self, groups: Vec<Group>) -> Vec<(Group, Vec<String>)> {
+        let mut found: Vec<(Group, Vec<String>)> =
+            groups.into_iter().map(|g| (g, Vec::new())).collect();
+        for it in &self.iters {
+            let g = self.group(&it.name);
+            match found.iter_mut().find(|(h, _)| *h == g) {
+                Some((_, v)) => v.push(it.name.clone()),
+                None => found.push((g, vec![it.name.clone()])),
+            }
+        }
+        found
+    }
+
+    /// An `Unsupported` mismatch for each access with a dimension that is
+    /// not affine (a floor quotient), which the product matchers refuse.
+    pub fn non_affine(&self) -> Vec<super::Mismatch> {
+        self.accesses()
+            .filter_map(|acc| {
+                acc.affine_dims().err().map(|d| {
+                    super::Mismatch::Unsupported(format!(
+                        "dimension {d} of {} is not affine",
+                        acc.tensor
+                    ))
+                })
+            })
+            .collect()
+    }
+
     /// The tensors `iter` appears in.
     pub fn group(&self, iter: &str) -> Group {
         Group {

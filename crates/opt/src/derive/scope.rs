@@ -62,13 +62,13 @@ pub fn read(tensor: &str, subscripts: &[Linear]) -> Expr {
     )
 }
 
-/// How a statement reading a scope combines it into its own tensor: a
-/// scope computed whole (`op=!` or `=`) is assigned; one accumulating
-/// onto earlier values accumulates.
-pub fn combine(c: &Comprehension) -> (Reduction, bool) {
+/// How a statement reading a scope combines it into `c`'s tensor (never
+/// initializing): a scope computed whole (`op=!` or `=`) is assigned; one
+/// accumulating onto earlier values accumulates.
+pub fn combine(c: &Comprehension) -> Reduction {
     if c.init || c.op == Reduction::Assign {
-        (Reduction::Assign, false)
+        Reduction::Assign
     } else {
-        (c.op, false)
+        c.op
     }
 }

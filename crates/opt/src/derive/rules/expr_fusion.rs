@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use ir::{Expr, Reduction};
+use ir::{Comprehension, Expr, Reduction};
 
 use super::{Applied, Rule};
 use crate::derive::state::{bounds, range, State, Status};
@@ -91,25 +91,13 @@ pub fn inline(state: &State, w: usize, r: usize) -> Option<State> {
     let rlets: HashMap<String, Expr> = rc.lets.iter().cloned().collect();
     let mut ok = true;
     let new_body = rc.body.clone().map(&mut |e| match e {
-        Expr::Read(name, ix) if name == t => {
-            let mut to: HashMap<String, Linear> = HashMap::new();
-            for (k, x) in ix.iter().enumerate() {
-                let Some(l) = linear(x, &rlets) else {
-                    ok = false;
-                    return Expr::Read(name, ix);
-                };
-                let Some((lo, hi)) = wc.indices.get(k).and_then(|n| range(wc, n)) else {
-                    ok = false;
-                    return Expr::Read(name, ix);
-                };
-                match l.interval(&rb) {
-                    Some((a, b)) if a >= lo && b < hi => {}
-                    _ => ok = false,
-                }
-                to.insert(wc.indices[k].clone(), l);
+        Expr::Read(name, ix) if name == t => match at_written_points(wc, rc, &ix, &rlets) {
+            Some(to) => substitute(body.clone(), &to, &rb),
+            None => {
+                ok = false;
+                Expr::Read(name, ix)
             }
-            substitute(body.clone(), &to, &rb)
-        }
+        },
         e => e,
     });
     if !ok {
@@ -119,6 +107,31 @@ pub fn inline(state: &State, w: usize, r: usize) -> Option<State> {
     next.comp_mut(r).body = new_body;
     next.prune();
     Some(next)
+}
+
+/// The substitution of `wc`'s left-hand iterators by the subscripts `ix`
+/// of a read in `rc` (`lets` are `rc`'s), when every point of `rc`'s box
+/// reads a point of `wc`'s box: `None` when a subscript is not linear or
+/// may reach a point `wc` does not compute.
+pub fn at_written_points(
+    wc: &Comprehension,
+    rc: &Comprehension,
+    ix: &[Expr],
+    lets: &HashMap<String, Expr>,
+) -> Option<HashMap<String, Linear>> {
+    let rb = bounds(rc);
+    let mut to = HashMap::new();
+    for (k, x) in ix.iter().enumerate() {
+        let l = linear(x, lets)?;
+        let n = wc.indices.get(k)?;
+        let (lo, hi) = range(wc, n)?;
+        let (a, b) = l.interval(&rb)?;
+        if a < lo || b >= hi {
+            return None;
+        }
+        to.insert(n.clone(), l);
+    }
+    Some(to)
 }
 
 /// `e` with every let of `lets` replaced by its value.

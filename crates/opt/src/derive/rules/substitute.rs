@@ -317,12 +317,12 @@ fn scoped_with(
         let body = std::mem::replace(&mut scope.body, Expr::int(0));
         scope.body = Expr::Select(Box::new(cond), Box::new(body), Box::new(zero(dtype)?));
     }
-    let (op, init) = combine(c);
+    let op = combine(c);
     let reader = Comprehension {
         tensor: c.tensor.clone(),
         indices: c.indices.clone(),
         op,
-        init,
+        init: false,
         body: read(&t, reader_subs),
         ranges: c
             .ranges

@@ -16,10 +16,10 @@ use std::collections::HashMap;
 
 use ir::{Expr, Reduction};
 
-use super::expr_fusion::{expand_lets, sole_writer};
+use super::expr_fusion::{at_written_points, expand_lets, sole_writer};
 use super::{Applied, Rule};
-use crate::derive::state::{bounds, fresh_iter, range, State, Status};
-use crate::derive::subscript::{linear, substitute, Linear};
+use crate::derive::state::{bounds, fresh_iter, State, Status};
+use crate::derive::subscript::{substitute, Linear};
 
 pub struct TraversalMerging;
 
@@ -42,20 +42,10 @@ impl Rule for TraversalMerging {
         if !fits || state.status[at] != Status::Open || state.status[w] != Status::Open {
             return;
         }
-        let rb = bounds(rc);
         let lets: HashMap<String, Expr> = rc.lets.iter().cloned().collect();
-        let mut to: HashMap<String, Linear> = HashMap::new();
-        for (k, x) in ix.iter().enumerate() {
-            let Some(l) = linear(x, &lets) else { return };
-            let Some((lo, hi)) = wc.indices.get(k).and_then(|n| range(wc, n)) else {
-                return;
-            };
-            match l.interval(&rb) {
-                Some((a, b)) if a >= lo && b < hi => {}
-                _ => return,
-            }
-            to.insert(wc.indices[k].clone(), l);
-        }
+        let Some(mut to) = at_written_points(wc, rc, ix, &lets) else {
+            return;
+        };
         // The scope's reduction iterators join the reader's, renamed apart.
         let mut merged = rc.clone();
         for r in wc.reduction_iters() {

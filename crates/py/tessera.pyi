@@ -284,12 +284,14 @@ def optimize(
     budget: float = 10.0,
     top_k: int = 5,
     measure: bool = True,
+    derive_depth: int = 4,
 ) -> Optimized:
     """Searches for a faster equivalent of def ``entry`` (the source's only
     def when ``None``) of TC source (text, or a path to a ``.tc`` file or an
     ``.onnx`` model) at ``sizes`` (every size symbol bound; for a model,
-    its symbolic input dimensions): the proved rewrite rules and mutants
-    searched for ``budget`` seconds, the ``top_k`` cheapest candidates by
+    its symbolic input dimensions): the proved rewrite rules, mutants and
+    expression derivations (explored to ``derive_depth`` rule applications;
+    0 leaves them out) searched for ``budget`` seconds, the ``top_k`` cheapest candidates by
     estimate measured (with ``measure=False``, decided by the estimate
     alone: nothing is compiled or timed), the fastest proved equal to the
     original. The result of an identical earlier search is read from the

@@ -32,6 +32,15 @@ pub struct SearchArgs {
     /// every run.
     #[arg(long)]
     pub estimate_only: bool,
+    /// Leave expression derivation (OLLIE: convolutions and other
+    /// contractions rewritten into matmuls and generated kernels) out of
+    /// the search.
+    #[arg(long, conflicts_with = "derive_depth")]
+    pub no_derive: bool,
+    /// The explorative depth of expression derivation (rule applications
+    /// per expression before the guided completion) [default: 4].
+    #[arg(long, value_name = "D")]
+    pub derive_depth: Option<usize>,
 }
 
 impl SearchArgs {
@@ -52,6 +61,15 @@ impl SearchArgs {
             budget,
             top_k: self.top_k.unwrap_or(defaults.top_k),
             measure: !self.estimate_only,
+            derive_depth: match (self.no_derive, self.derive_depth) {
+                (true, _) => 0,
+                (false, Some(0)) => {
+                    return Err(engine::Error::Usage(
+                        "a derivation depth of 0 derives nothing: ask for 1 or more, or give `--no-derive`".to_string(),
+                    ))
+                }
+                (false, d) => d.unwrap_or(defaults.derive_depth),
+            },
             ..defaults
         };
         search.check().map_err(engine::Error::Usage)?;
@@ -78,6 +96,12 @@ impl SearchArgs {
         }
         if self.estimate_only {
             given.push("--estimate-only");
+        }
+        if self.no_derive {
+            given.push("--no-derive");
+        }
+        if self.derive_depth.is_some() {
+            given.push("--derive-depth");
         }
         given
     }

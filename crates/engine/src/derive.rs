@@ -84,7 +84,9 @@ pub fn derive(
     let mut outcome = opt::derive::derive(&at, &search, progress).map_err(Error::Usage)?;
     // A result is printed as TC: a candidate whose text would not read
     // back as the same program is no answer.
-    outcome.candidates.retain(|c| round_trips(&c.state.def));
+    outcome
+        .candidates
+        .retain(|c| opt::derive::round_trips(&c.state.def));
     let mut program = source.program().clone();
     let name = |k: usize| format!("__derived{k}");
     let shortlist = options.measure.min(outcome.candidates.len());
@@ -178,22 +180,6 @@ pub fn derive(
         proof,
         step_proofs,
         elapsed: start.elapsed(),
-    })
-}
-
-/// Whether `def` printed as TC checks back with every tensor's shape.
-fn round_trips(def: &Def) -> bool {
-    let text = ir::print_program(&Program {
-        defs: vec![def.clone()],
-    });
-    let Ok(checked) = tc::check_source(&text) else {
-        return false;
-    };
-    checked.program.def(&def.name).is_some_and(|d| {
-        def.tensors.iter().all(|t| {
-            d.tensor(&t.name)
-                .is_some_and(|u| u.shape == t.shape && u.dtype == t.dtype)
-        })
     })
 }
 

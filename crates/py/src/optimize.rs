@@ -97,13 +97,15 @@ impl Optimized {
 
 /// The engine's optimizer options: a search of `budget` seconds (default
 /// 10) measuring the `top_k` cheapest candidates by estimate (default 5),
-/// or deciding by the estimate alone when `measure` is off. A budget that
+/// or deciding by the estimate alone when `measure` is off, deriving the
+/// contractions (OLLIE) to `derive_depth` (0: not at all). A budget that
 /// is not a number of seconds, or a budget or top-k of 0, is an
 /// `InputError`.
 pub fn options(
     budget: Option<f64>,
     top_k: Option<usize>,
     measure: bool,
+    derive_depth: Option<usize>,
 ) -> PyResult<engine::optimize::Options> {
     let defaults = opt::optimize::Options::default();
     let budget = match budget {
@@ -115,6 +117,7 @@ pub fn options(
         budget,
         top_k: top_k.unwrap_or(defaults.top_k),
         measure,
+        derive_depth: derive_depth.unwrap_or(defaults.derive_depth),
         ..defaults
     };
     search.check().map_err(errors::input)?;
@@ -128,11 +131,15 @@ pub fn options(
 /// `tc_source` (TC text, or an `os.PathLike` to a `.tc` file or an `.onnx`
 /// model) at `sizes`: a search of `budget` seconds measuring the `top_k`
 /// cheapest candidates by estimate (with `measure=False`, deciding by the
-/// estimate alone: nothing is compiled or timed), or the result of an
+/// estimate alone: nothing is compiled or timed), expression derivation
+/// exploring to `derive_depth` (0 leaves it out), or the result of an
 /// identical earlier search from the cache. For a model, `sizes` binds its
 /// symbolic input dimensions.
+// Each argument is a keyword of the Python function, which pyo3 maps one
+// to one.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (tc_source, entry=None, sizes=None, budget=10.0, top_k=5, measure=true))]
+#[pyo3(signature = (tc_source, entry=None, sizes=None, budget=10.0, top_k=5, measure=true, derive_depth=opt::derive::DEFAULT_DEPTH))]
 fn optimize(
     py: Python<'_>,
     tc_source: &Bound<'_, PyAny>,
@@ -141,8 +148,9 @@ fn optimize(
     budget: f64,
     top_k: usize,
     measure: bool,
+    derive_depth: usize,
 ) -> PyResult<Optimized> {
-    let options = options(Some(budget), Some(top_k), measure)?;
+    let options = options(Some(budget), Some(top_k), measure, Some(derive_depth))?;
     let sizes = sizes.unwrap_or_default();
     let (source, sizes) = match onnx_path(tc_source)? {
         Some(path) => {

@@ -125,7 +125,7 @@ impl InferenceSession {
     ) -> PyResult<InferenceSession> {
         let optimize =
             match (optimize, budget) {
-                (true, b) => Some(crate::optimize::options(b, None, true)?),
+                (true, b) => Some(crate::optimize::options(b, None, true, None)?),
                 (false, Some(_)) => return Err(errors::input(
                     "`budget` is the optimizer's search time, which runs only with `optimize=True`",
                 )),

@@ -137,3 +137,35 @@ def test_a_model_is_optimized_from_its_path():
     o = tessera.optimize(FIXTURES / "transpose_matmul" / "model.onnx", measure=False)
     assert o.entry == "model"
     assert o.program.startswith("def model(")
+
+
+# A transposed convolution (stride 2, 4x4 kernel, padding 1) written as
+# the guarded gather: derivation (OLLIE) turns it into a matmul over the
+# input channels and a kernel gathering the taps, which the estimates
+# prefer; explored one rule application deeper than the default.
+CONV_TRANSPOSE = """
+def convT(float(N,C,H,W) X, float(C,F,4,4) Wt) -> (Y) {
+  Y(n, f, oh, ow) +=! (th % 2 == 0 && th >= 0 && th < 2 * H && tw % 2 == 0 && tw >= 0 && tw < 2 * W)
+                      ? X(n, c, th / 2, tw / 2) * Wt(c, f, kh, kw) : 0.0
+    where oh in 0:2 * H, ow in 0:2 * W, kh in 0:4, kw in 0:4, th = oh + 1 - kh, tw = ow + 1 - kw
+}
+"""
+CONV_TRANSPOSE_SIZES = {"N": 2, "C": 8, "H": 4, "W": 4, "F": 8}
+
+
+def test_derivation_turns_a_transposed_convolution_into_a_matmul():
+    o = tessera.optimize(CONV_TRANSPOSE, sizes=CONV_TRANSPOSE_SIZES, budget=BUDGET, measure=False, derive_depth=5)
+    assert o.changed
+    assert [s["rule"].split(":")[0] for s in o.steps] == ["derivation"]
+    assert "equivalent" in o.steps[0]["verdict"]
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2, 2, (2, 8, 4, 4)).astype(np.float32)
+    w = rng.integers(-2, 2, (8, 8, 4, 4)).astype(np.float32)
+    want = tessera.compile(CONV_TRANSPOSE, sizes=CONV_TRANSPOSE_SIZES)(x, w)
+    got = tessera.compile(o.program, entry="convT")(x, w)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_derive_depth_zero_leaves_the_comprehension_alone():
+    o = tessera.optimize(CONV_TRANSPOSE, sizes=CONV_TRANSPOSE_SIZES, budget=BUDGET, measure=False, derive_depth=0)
+    assert not o.changed and not o.steps

@@ -27,20 +27,32 @@ use super::state::{range, State};
 
 /// The fingerprint of a state: of its outputs' values.
 pub fn fingerprint(state: &State) -> u64 {
-    let mut memo: HashMap<String, u64> = HashMap::new();
+    let mut memo: Memo = HashMap::new();
     let mut h = DefaultHasher::new();
     for o in &state.def.outputs {
-        tensor(state, o, &mut memo).hash(&mut h);
+        tensor(state, o, state.statements(), &mut memo).hash(&mut h);
     }
     h.finish()
 }
 
-fn tensor(state: &State, name: &str, memo: &mut HashMap<String, u64>) -> u64 {
-    if let Some(&v) = memo.get(name) {
+/// Each tensor's hash as the statements before some index leave it, keyed
+/// by its name and how many of its writers come before that index.
+type Memo = HashMap<(String, usize), u64>;
+
+/// The hash of tensor `name` as the statements before `before` leave it:
+/// a statement that updates a tensor in place reads the values its
+/// earlier writers made, never its own.
+fn tensor(state: &State, name: &str, before: usize, memo: &mut Memo) -> u64 {
+    let writers: Vec<usize> = state
+        .writers(name)
+        .into_iter()
+        .filter(|&k| k < before)
+        .collect();
+    let key = (name.to_string(), writers.len());
+    if let Some(&v) = memo.get(&key) {
         return v;
     }
     let mut h = DefaultHasher::new();
-    let writers = state.writers(name);
     if writers.is_empty()
         || state
             .def
@@ -53,11 +65,11 @@ fn tensor(state: &State, name: &str, memo: &mut HashMap<String, u64>) -> u64 {
         statement(state, k, memo).hash(&mut h);
     }
     let v = h.finish();
-    memo.insert(name.to_string(), v);
+    memo.insert(key, v);
     v
 }
 
-fn statement(state: &State, k: usize, memo: &mut HashMap<String, u64>) -> u64 {
+fn statement(state: &State, k: usize, memo: &mut Memo) -> u64 {
     let c = state.comp(k);
     let mut h = DefaultHasher::new();
     (c.op, c.init, state.status[k]).hash(&mut h);
@@ -76,11 +88,12 @@ fn statement(state: &State, k: usize, memo: &mut HashMap<String, u64>) -> u64 {
         ids.insert(&r.name, hash(&("sum", range(c, &r.name))));
     }
     let body = expand_lets(&c.body, &c.lets);
-    expr(state, &body, &ids, memo).hash(&mut h);
+    expr(state, &body, &ids, k, memo).hash(&mut h);
     h.finish()
 }
 
-fn expr(state: &State, e: &Expr, ids: &HashMap<&str, u64>, memo: &mut HashMap<String, u64>) -> u64 {
+/// The hash of expression `e` of statement `at`.
+fn expr(state: &State, e: &Expr, ids: &HashMap<&str, u64>, at: usize, memo: &mut Memo) -> u64 {
     let mut h = DefaultHasher::new();
     match e {
         Expr::Lit(v, t) => {
@@ -94,28 +107,28 @@ fn expr(state: &State, e: &Expr, ids: &HashMap<&str, u64>, memo: &mut HashMap<St
         Expr::Iter(n) => ids.get(n.as_str()).copied().unwrap_or(0).hash(&mut h),
         Expr::Sym(n) | Expr::Local(n) => ("name", n).hash(&mut h),
         Expr::Read(t, ix) => {
-            tensor(state, t, memo).hash(&mut h);
+            tensor(state, t, at, memo).hash(&mut h);
             for x in ix {
-                expr(state, x, ids, memo).hash(&mut h);
+                expr(state, x, ids, at, memo).hash(&mut h);
             }
         }
         Expr::Binary(op, a, b) => {
-            let mut parts = [expr(state, a, ids, memo), expr(state, b, ids, memo)];
+            let mut parts = [expr(state, a, ids, at, memo), expr(state, b, ids, at, memo)];
             if commutative(*op) {
                 parts.sort();
             }
             (op, parts).hash(&mut h);
         }
-        Expr::Unary(op, a) => (op, expr(state, a, ids, memo)).hash(&mut h),
-        Expr::Cast(t, a) => (t, expr(state, a, ids, memo)).hash(&mut h),
+        Expr::Unary(op, a) => (op, expr(state, a, ids, at, memo)).hash(&mut h),
+        Expr::Cast(t, a) => (t, expr(state, a, ids, at, memo)).hash(&mut h),
         Expr::Select(a, b, d) => {
-            let parts = [a, b, d].map(|x| expr(state, x, ids, memo));
+            let parts = [a, b, d].map(|x| expr(state, x, ids, at, memo));
             ("select", parts).hash(&mut h);
         }
         Expr::Call(f, args) => {
             format!("{f:?}").hash(&mut h);
             for a in args {
-                expr(state, a, ids, memo).hash(&mut h);
+                expr(state, a, ids, at, memo).hash(&mut h);
             }
         }
     }

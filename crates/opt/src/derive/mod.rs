@@ -173,3 +173,19 @@ pub fn at_sizes(def: &Def, sizes: &std::collections::HashMap<String, i64>) -> De
     }
     out
 }
+
+/// Whether `def` printed as TC checks back with every tensor's shape.
+pub fn round_trips(def: &Def) -> bool {
+    let text = ir::print_program(&ir::Program {
+        defs: vec![def.clone()],
+    });
+    let Ok(checked) = tc::check_source(&text) else {
+        return false;
+    };
+    checked.program.def(&def.name).is_some_and(|d| {
+        def.tensors.iter().all(|t| {
+            d.tensor(&t.name)
+                .is_some_and(|u| u.shape == t.shape && u.dtype == t.dtype)
+        })
+    })
+}

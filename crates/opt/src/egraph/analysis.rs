@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use egg::{Analysis, DidMerge, EGraph, Symbol};
-use ir::{Comprehension, DType, Program};
+use ir::{Comprehension, DType, Def, Program};
 
 use super::lang::{self, leaf_kind, LeafKind, Node};
 use crate::signature::{call_shapes, ArgKind};
@@ -46,6 +46,10 @@ pub struct Opaque {
     pub reads: Vec<String>,
     pub shape: Vec<i64>,
     pub dtype: DType,
+    /// The statement alone at the search's sizes, as a def over its reads
+    /// (`x0`, `x1`, ... in children's order) returning `y`: how the
+    /// derivation phase sees it.
+    pub alone: Def,
 }
 
 /// The analysis: the program's signatures, the inputs' shapes, the opaque

@@ -161,7 +161,7 @@ impl Beam {
 
 /// The classes whose value is known at load: an input among `constants`,
 /// a literal, or a call of such classes only.
-fn constant_classes(g: &Graph, constants: &HashSet<String>) -> HashSet<Id> {
+pub(crate) fn constant_classes(g: &Graph, constants: &HashSet<String>) -> HashSet<Id> {
     let mut known = HashSet::new();
     loop {
         let mut changed = false;

@@ -73,7 +73,8 @@ pub struct Search {
     input_types: HashMap<String, ir::DType>,
     /// Why saturation stopped, once it ran.
     pub stopped: Option<String>,
-    /// The mutants whose calls joined classes (`optimize::mutate`).
+    /// The generated defs whose calls joined classes: mutants
+    /// (`optimize::mutate`) and derived programs (`optimize::derivation`).
     pub mutants: Vec<crate::mutant::Mutant>,
     /// The inputs known when the program is loaded (a model's weights):
     /// what reads only them runs once, at load (`crate::hoist`), so the
@@ -129,6 +130,7 @@ impl Search {
             class.insert(t.clone(), egraph.add(lang::input(t)));
         }
         let mut statements = Vec::new();
+        let at_sizes = crate::derive::at_sizes(def, sizes);
         for (k, s) in def.stmts.iter().enumerate() {
             let at = |what: String| format!("statement {} of `{name}`: {what}", k + 1);
             let (node, result, op) = match s {
@@ -185,11 +187,18 @@ impl Search {
                         .tensor(&c.tensor)
                         .ok_or_else(|| at(format!("`{}` has no declaration", c.tensor)))?;
                     let op = lang::opaque(egraph.analysis.opaque.len());
+                    let Stmt::Comp(concrete) = &at_sizes.stmts[k] else {
+                        return Err(at(
+                            "internal error: a statement changed kind at the sizes".into()
+                        ));
+                    };
+                    let alone = alone(def, concrete, &reads, &shape)?;
                     egraph.analysis.opaque.push(analysis::Opaque {
                         comp: c.clone(),
                         reads,
                         shape: shape(&c.tensor)?,
                         dtype: decl.dtype,
+                        alone,
                     });
                     (Node::Call(op, kids), &c.tensor, "comprehension".to_string())
                 }
@@ -568,4 +577,42 @@ fn scalar(e: &Expr, sizes: &HashMap<String, i64>) -> Option<Node> {
         },
         _ => None,
     }
+}
+
+/// Comprehension `c` (at the sizes) of `def` alone, as a def over its
+/// `reads` renamed `x0`, `x1`, ... returning `y`.
+fn alone(
+    def: &Def,
+    c: &Comprehension,
+    reads: &[String],
+    shape: &dyn Fn(&str) -> Result<Vec<i64>, String>,
+) -> Result<Def, String> {
+    let decl = |t: &str, name: String, role: TensorRole| -> Result<TensorDecl, String> {
+        let d = def
+            .tensor(t)
+            .ok_or_else(|| format!("`{t}` has no declaration"))?;
+        Ok(TensorDecl {
+            name,
+            dtype: d.dtype,
+            shape: shape(t)?.into_iter().map(SizeExpr::constant).collect(),
+            role,
+        })
+    };
+    let mut tensors = Vec::new();
+    for (k, t) in reads.iter().enumerate() {
+        tensors.push(decl(t, format!("x{k}"), TensorRole::Input)?);
+    }
+    tensors.push(decl(&c.tensor, "y".to_string(), TensorRole::Output)?);
+    let mut comp = c.clone();
+    comp.tensor = "y".to_string();
+    comp.rename_reads(&|t| reads.iter().position(|r| r == t).map(|k| format!("x{k}")));
+    Ok(Def {
+        name: "alone".to_string(),
+        params: (0..reads.len())
+            .map(|k| Param::Tensor(format!("x{k}")))
+            .collect(),
+        outputs: vec!["y".to_string()],
+        tensors,
+        stmts: vec![Stmt::Comp(comp)],
+    })
 }

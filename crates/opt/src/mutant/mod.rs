@@ -256,7 +256,7 @@ fn too_different(report: &verify::Report) -> Option<String> {
 }
 
 /// The verdict in a line.
-fn verdict_text(report: &verify::Report) -> String {
+pub(crate) fn verdict_text(report: &verify::Report) -> String {
     match &report.verdict {
         Verdict::Equivalent {
             trials,

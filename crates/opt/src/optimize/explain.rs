@@ -44,7 +44,7 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
         }
         let mutant = super::mutate::mutant_named(search, op.as_str());
         let rule = match mutant {
-            Some(m) => format!("mutant: {}", m.description),
+            Some(m) => generated(m),
             None => origins
                 .iter()
                 .find(|(n, _)| *n == node)
@@ -109,6 +109,15 @@ pub fn steps(search: &Search, choice: &Choice) -> Vec<Step> {
     grouped.into_values().collect()
 }
 
+/// What made a generated def: a derivation or a mutant.
+fn generated(m: &crate::mutant::Mutant) -> String {
+    if m.def.name.starts_with(super::derivation::PREFIX) {
+        format!("derivation: {}", m.description)
+    } else {
+        format!("mutant: {}", m.description)
+    }
+}
+
 /// How a mutant is proved: its corrections, and the verdict on it.
 fn mutant_verdict(m: &crate::mutant::Mutant) -> String {
     if m.corrections.is_empty() {
@@ -149,7 +158,7 @@ pub fn found(search: &Search) -> Vec<(String, Vec<String>)> {
                 continue;
             }
             let form = match super::mutate::mutant_named(search, op.as_str()) {
-                Some(m) => format!("mutant: {} ({})", m.description, mutant_verdict(m)),
+                Some(m) => format!("{} ({})", generated(m), mutant_verdict(m)),
                 None => {
                     let rule = origins
                         .iter()
@@ -190,6 +199,20 @@ pub fn print_explanation(outcome: &Outcome) -> String {
         out.push_str(&format!(
             "e-graph: {} classes, {} nodes (saturation stopped: {})\n",
             outcome.classes, outcome.nodes, outcome.stopped
+        ));
+    }
+    let d = &outcome.derivation;
+    if d.applications > 0 {
+        out.push_str(&format!(
+            "derivations: {} contractions derived, {} derived programs found, {} proved and added{}\n",
+            d.applications,
+            d.found,
+            d.accepted,
+            if d.out_of_time {
+                "; stopped at the budget"
+            } else {
+                ""
+            }
         ));
     }
     let m = &outcome.mutation;

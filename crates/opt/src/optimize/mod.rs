@@ -12,13 +12,15 @@
 //! other than the original has passed `verify::verify` against it (when
 //! [`Options::verify`] is on, the default), and a failed proof is an
 //! internal error, never a returned program; the budget bounds the search
-//! (saturation takes at most 20% of it, mutants end at 30%, no candidate
-//! is measured after 55%, the comparison side by side fits in what is
-//! left up to 65% or a tenth of it; a candidate's measurement that
+//! (saturation takes at most 20% of it, derivations end at 30%, mutants
+//! at 40%, no candidate is measured after 60%, the comparison side by
+//! side fits in what is left up to 70% or a tenth of it; a candidate's measurement that
 //! started in time, the original's measurement and the final proof are
 //! not cut).
 
+pub mod applications;
 pub mod costs;
+pub mod derivation;
 pub mod explain;
 pub mod mutate;
 pub mod prove;
@@ -53,6 +55,9 @@ pub struct Options {
     /// The mutation depth (PET §4: operators per mutant, layouts of
     /// weights not counted); 0 turns mutants off.
     pub depth: usize,
+    /// The explorative depth of expression derivation (OLLIE) on the
+    /// contractions; 0 turns derivation off.
+    pub derive_depth: usize,
     /// The def's inputs known when it is loaded (a model's weights): what
     /// reads only them runs once, at load, so the extraction counts it as
     /// free. The cost model is expected to time candidates the same way.
@@ -68,6 +73,7 @@ impl Default for Options {
             verify: true,
             measure: true,
             depth: 3,
+            derive_depth: crate::derive::DEFAULT_DEPTH,
             constants: BTreeSet::new(),
         }
     }
@@ -149,6 +155,8 @@ pub struct Outcome {
     pub stopped: String,
     /// What the mutation phase did.
     pub mutation: mutate::Report,
+    /// What the derivation phase did.
+    pub derivation: derivation::Report,
     pub classes: usize,
     pub nodes: usize,
     /// The verifier's verdict on the result (`None` when unchanged or not
@@ -232,6 +240,7 @@ pub fn optimize<M: CostModel>(
         candidates_program: program.clone(),
         stopped: String::new(),
         mutation: mutate::Report::default(),
+        derivation: derivation::Report::default(),
         classes: 0,
         nodes: 0,
         proof: None,
@@ -262,6 +271,16 @@ pub fn optimize<M: CostModel>(
     };
     search.saturate(&rewrites, limits);
     phase.end("saturation");
+    if options.derive_depth > 0 {
+        // As for mutants: deciding by estimates is the same on every run.
+        let deadline = options
+            .measure
+            .then(|| start + options.budget.mul_f64(DERIVATION_END));
+        outcome.derivation =
+            derivation::add_derived(&mut search, model, options.derive_depth, deadline)
+                .map_err(Error::Internal)?;
+        phase.end("derivation");
+    }
     if options.depth > 0 {
         // Deciding by estimates gives the same answer on every run, so
         // the clock does not cut its mutants either.
@@ -480,15 +499,17 @@ impl Phases {
     }
 }
 
-/// Where the budget ends each phase, as fractions of it: mutants are
-/// checked until 30% of it, candidates measured until 55% (none starts
+/// Where the budget ends each phase, as fractions of it: derivations are
+/// searched and proved until 30% of it, mutants checked until 40%,
+/// candidates measured until 60% (none starts
 /// that would not end by then, as long as the longest so far took), and
-/// the comparison side by side takes what is left up to 65%,
+/// the comparison side by side takes what is left up to 70%,
 /// at least a tenth of it; the proof comes last, and the rest is for the
 /// work that started in time and runs over.
-const MUTANTS_END: f64 = 0.3;
-const MEASURING_END: f64 = 0.55;
-const COMPARING_END: f64 = 0.65;
+const DERIVATION_END: f64 = 0.3;
+const MUTANTS_END: f64 = 0.4;
+const MEASURING_END: f64 = 0.6;
+const COMPARING_END: f64 = 0.7;
 
 /// The time the comparison side by side may take.
 fn comparing(budget: Duration, start: Instant) -> Duration {

@@ -10,16 +10,15 @@
 //! (`mutant::check`); the work stops at the deadline (if any): a check
 //! still running then is left undecided and its mutant out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use egg::{Id, Symbol};
+use egg::Id;
 use ir::Program;
 
+use super::applications::{applications, join, Application};
 use crate::cost::CostModel;
-use crate::egraph::analysis::Data;
-use crate::egraph::lang::Node;
 use crate::egraph::Search;
 use crate::mutant::{self, Arg, Checked, Mutant};
 
@@ -53,7 +52,7 @@ pub fn add_mutants<M: CostModel>(
     deadline: Option<Instant>,
 ) -> Result<Report, String> {
     let mut report = Report::default();
-    let applications = applications(search);
+    let applications = applications(search, &|op| !mutant::family(op).is_empty());
     let mut program: Program = (*search.egraph.analysis.program).clone();
     let mut joins: Vec<(Id, String, Vec<Id>)> = Vec::new();
     // Every application's mutants in a program of their own; the
@@ -130,21 +129,7 @@ pub fn add_mutants<M: CostModel>(
         }
     }
     search.egraph.analysis.program = Arc::new(program);
-    for (class, name, kids) in joins {
-        let node = Node::Call(Symbol::from(name.as_str()), kids);
-        let id = search.egraph.add(node.clone());
-        if let Data::Invalid(why) = &search.egraph[id].data {
-            return Err(format!("internal error: mutant `{name}`: {why}"));
-        }
-        search
-            .egraph
-            .analysis
-            .origins
-            .push((node, Symbol::from(format!("mutant {name}"))));
-        search.egraph.union(class, id);
-    }
-    search.egraph.rebuild();
-    search.canonicalize();
+    join(search, &joins, "mutant")?;
     Ok(report)
 }
 
@@ -194,56 +179,6 @@ fn prepare(
         local,
         original,
     }))
-}
-
-/// An operator application: the operator, its arguments' values, and
-/// every (class, tensor children) it occurs at.
-type Application = (String, Vec<Arg>, Vec<(Id, Vec<Id>)>);
-
-/// The applications a template covers, each once, the original
-/// statements' first.
-fn applications(search: &Search) -> Vec<Application> {
-    let mut order: Vec<Id> = search.statements.iter().map(|s| s.class).collect();
-    let mut seen: HashSet<Id> = order.iter().copied().collect();
-    for c in search.egraph.classes() {
-        if seen.insert(c.id) {
-            order.push(c.id);
-        }
-    }
-    let mut out: Vec<Application> = Vec::new();
-    for class in order {
-        for node in &search.egraph[class].nodes {
-            let Node::Call(op, kids) = node else { continue };
-            if mutant::family(op.as_str()).is_empty() {
-                continue;
-            }
-            let args: Option<Vec<Arg>> = kids
-                .iter()
-                .map(|k| match &search.egraph[*k].data {
-                    Data::Tensor(s) => Some(Arg::Tensor(s.clone())),
-                    Data::Int(v) => Some(Arg::Int(*v)),
-                    Data::Float(v) => Some(Arg::Float(*v)),
-                    Data::Invalid(_) => None,
-                })
-                .collect();
-            let Some(args) = args else { continue };
-            let tensors: Vec<Id> = kids
-                .iter()
-                .zip(&args)
-                .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
-                .map(|(k, _)| *k)
-                .collect();
-            let place = (class, tensors);
-            match out
-                .iter_mut()
-                .find(|(o, a, _)| o == op.as_str() && *a == args)
-            {
-                Some((_, _, places)) => places.push(place),
-                None => out.push((op.as_str().to_string(), args, vec![place])),
-            }
-        }
-    }
-    out
 }
 
 /// The accepted mutant behind def `name`, if it is one.

@@ -79,7 +79,10 @@ fn instantiations(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
             (a.state, vec![step])
         }));
     }
-    for (fixed, steps) in matching::fixes(s, k) {
+    let fixes = matching::fixes(s, k)
+        .into_iter()
+        .chain(matching::split_fixes(s, k));
+    for (fixed, steps) in fixes {
         // The fixed statement keeps its place: fixes insert before it only
         // what they instantiate themselves.
         let Some(at) = (0..fixed.statements()).find(|&j| fixed.status[j] == Status::Open) else {

@@ -24,7 +24,7 @@ use ir::{Comprehension, Expr, Reduction};
 
 use super::rules::substitute_permute as permute;
 use super::state::{bounds, iter_range, Operator, State, Status};
-use super::subscript::linear;
+use super::subscript::{linear, Linear, Term};
 use super::Step;
 
 /// The operators statement `at` runs as, exactly.
@@ -237,6 +237,137 @@ fn copy(state: &State, at: usize, name: &str, order: &[usize]) -> Option<State> 
         }
         e => e,
     });
+    next.insert(at, stmt, Status::EOperator);
+    Some(next)
+}
+
+/// The state where statement `at`'s reads at `d·q + r` are made through
+/// copies split into quotient and residue, when that makes the statement a
+/// band product (G2BMM or GBMM) exactly, with the steps; empty otherwise.
+pub fn split_fixes(state: &State, at: usize) -> Vec<(State, Vec<Step>)> {
+    let c = state.comp(at);
+    if state.status[at] != Status::Open || c.op != Reduction::Add {
+        return Vec::new();
+    }
+    let lets: HashMap<String, Expr> = c.lets.iter().cloned().collect();
+    let b = bounds(c);
+    let reads = c.body.reads();
+    let mut s = state.clone();
+    let mut at = at;
+    let mut steps = Vec::new();
+    for (name, ix) in &reads {
+        // A tensor read twice would need both reads split alike.
+        if reads.iter().filter(|(t, _)| t == name).count() != 1 {
+            continue;
+        }
+        let Some(shape) = state.shape(name) else {
+            continue;
+        };
+        let split = ix.iter().enumerate().find_map(|(dim, e)| {
+            let l = linear(e, &lets)?;
+            let (r, d) = residue(&l, &b)?;
+            (shape[dim] % d == 0).then_some((dim, r, d, l))
+        });
+        let Some((dim, r, d, l)) = split else {
+            continue;
+        };
+        // The read's quotient: (l - r) / d, exact by `residue`.
+        let quotient = Linear::iter(&r)
+            .scale(-1)
+            .and_then(|minus_r| l.plus(&minus_r))
+            .and_then(|q| exact_div(q, d));
+        let (Some(next), Some(quotient)) = (split_copy(&s, at, name, dim, d), quotient) else {
+            return Vec::new();
+        };
+        s = next;
+        at += 1;
+        let copy = s.comp(at - 1).tensor.clone();
+        let c = s.comp_mut(at);
+        let body = std::mem::replace(&mut c.body, Expr::int(0));
+        c.body = body.map(&mut |e| match e {
+            Expr::Read(x, mut ix) if x == *name => {
+                ix.splice(dim..=dim, [quotient.to_expr(), Expr::Iter(r.clone())]);
+                Expr::Read(copy.clone(), ix)
+            }
+            e => e,
+        });
+        steps.push(Step {
+            rule: "eOperator generation",
+            what: format!("`{name}` copied with dimension {dim} split into quotient and residue of {d} (a reshape)"),
+            after: std::sync::Arc::new(s.clone()),
+        });
+    }
+    let band = exact(&s, at)
+        .into_iter()
+        .any(|op| matches!(op, Operator::G2bmm | Operator::Gbmm));
+    if steps.is_empty() || !band {
+        return Vec::new();
+    }
+    vec![(s, steps)]
+}
+
+/// The residue iterator `r` and its extent `d > 1` when `l` is `d·q + r`
+/// for an affine `q` of some iterator: `r` has coefficient 1 and range
+/// `0..d`, and every other coefficient and the constant are multiples of
+/// `d`.
+fn residue(l: &Linear, b: &dyn Fn(&str) -> Option<(i64, i64)>) -> Option<(String, i64)> {
+    if !l.is_affine() || l.terms.len() < 2 {
+        return None;
+    }
+    l.iters().find_map(|(r, c)| {
+        let (lo, hi) = b(r)?;
+        let d = hi - lo + 1;
+        let rest_divisible = l.iters().all(|(v, k)| v == r || k % d == 0) && l.constant % d == 0;
+        (c == 1 && lo == 0 && d > 1 && rest_divisible).then(|| (r.to_string(), d))
+    })
+}
+
+/// `l / d` for a form whose coefficients and constant `d` divides.
+fn exact_div(l: Linear, d: i64) -> Option<Linear> {
+    let mut out = Linear::constant(l.constant / d);
+    for (t, c) in l.terms {
+        let Term::Iter(v) = t else { return None };
+        out = out.plus(&Linear::iter(&v).scale(c / d)?)?;
+    }
+    Some(out)
+}
+
+/// Input `name` of statement `at` copied with dimension `dim` split into
+/// its quotient and residue of `d` (which divides it), inserted before
+/// `at` as an instantiated eOperator; the reads are left to the caller.
+fn split_copy(state: &State, at: usize, name: &str, dim: usize, d: i64) -> Option<State> {
+    let shape = state.shape(name)?;
+    let dtype = state.dtype(name)?;
+    let mut next = state.clone();
+    let mut new_shape = shape.clone();
+    new_shape.splice(dim..=dim, [shape[dim] / d, d]);
+    let t = next.fresh_tensor(dtype, &new_shape);
+    let iters: Vec<String> = (0..new_shape.len()).map(|k| format!("i{k}")).collect();
+    let mut source: Vec<Expr> = Vec::new();
+    for k in 0..shape.len() {
+        source.push(match k.cmp(&dim) {
+            std::cmp::Ordering::Less => Expr::Iter(iters[k].clone()),
+            std::cmp::Ordering::Equal => Linear::iter(&iters[dim])
+                .scale(d)?
+                .plus(&Linear::iter(&iters[dim + 1]))?
+                .to_expr(),
+            std::cmp::Ordering::Greater => Expr::Iter(iters[k + 1].clone()),
+        });
+    }
+    let stmt = Comprehension {
+        tensor: t,
+        indices: iters.clone(),
+        op: Reduction::Assign,
+        init: false,
+        body: Expr::Read(name.to_string(), source),
+        ranges: iters
+            .iter()
+            .zip(&new_shape)
+            .map(|(n, &e)| iter_range(n, 0, e))
+            .collect(),
+        lets: Vec::new(),
+        exists: Vec::new(),
+    };
     next.insert(at, stmt, Status::EOperator);
     Some(next)
 }

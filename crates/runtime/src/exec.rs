@@ -41,6 +41,7 @@ use ir::{DType, Program, Value};
 use kernel::{Block, StmtKind, Target, Verify};
 use tensor::{Buffer, Element, Tensor};
 
+use crate::band::{self, BandSpec};
 use crate::cost;
 use crate::matmul::{self, MatmulSpec};
 use crate::plan::Plan;
@@ -73,8 +74,8 @@ pub struct Executable {
     pub step_bytes: Vec<u64>,
     /// For each step, the temporaries whose life starts there.
     fresh: Vec<Vec<usize>>,
-    /// For each step, the matmul the library runs instead of its C.
-    library: Vec<Option<MatmulSpec>>,
+    /// For each step, the product the library runs instead of its C.
+    library: Vec<Option<Library>>,
     /// Steps not run, and why.
     skip: Vec<Skip>,
     /// The shapes of the def's tensor parameters and results.
@@ -84,6 +85,25 @@ pub struct Executable {
     param: Vec<bool>,
     /// Where [`Executable::run`] runs the steps.
     placement: Placement,
+}
+
+/// A step the matmul library runs.
+#[derive(Clone, Debug)]
+enum Library {
+    Matmul(MatmulSpec),
+    Band(BandSpec),
+}
+
+impl Library {
+    /// The output's root buffer and how many of its elements the product
+    /// writes (all of them, over every batch point, when that is its
+    /// length: C's layout is injective).
+    fn output(&self) -> (usize, u64) {
+        match self {
+            Library::Matmul(s) => (s.c.buffer, s.m * s.n * s.batch_points()),
+            Library::Band(s) => (s.c.buffer, s.rows * s.width * s.batch_points()),
+        }
+    }
 }
 
 /// Whether a step runs.
@@ -220,11 +240,14 @@ pub fn build(
             fresh[k].push(b);
         }
     }
-    let library: Vec<Option<MatmulSpec>> = block
+    let library: Vec<Option<Library>> = block
         .stmts
         .iter()
         .map(|s| match &s.kind {
-            StmtKind::Block(b) if b.is_library() => matmul::spec(b, &block),
+            StmtKind::Block(b) if b.is_library() && b.tags.contains("band") => {
+                band::spec(b, &block).map(Library::Band)
+            }
+            StmtKind::Block(b) if b.is_library() => matmul::spec(b, &block).map(Library::Matmul),
             _ => None,
         })
         .collect();
@@ -237,12 +260,12 @@ pub fn build(
         }
     }
     for k in 1..block.stmts.len() {
-        let (Some(spec), StmtKind::Block(prev)) = (&library[k], &block.stmts[k - 1].kind) else {
+        let (Some(lib), StmtKind::Block(prev)) = (&library[k], &block.stmts[k - 1].kind) else {
             continue;
         };
-        let c_len = c.buffers[spec.c.buffer].len as u64;
-        let covers = spec.m * spec.n * spec.batch_points() == c_len;
-        if covers && prev.tags.contains("fill") && zero_fill_of(prev, &block, spec.c.buffer) {
+        let (buffer, reached) = lib.output();
+        let covers = reached == c.buffers[buffer].len as u64;
+        if covers && prev.tags.contains("fill") && zero_fill_of(prev, &block, buffer) {
             skip[k - 1] = Skip::Fill;
         }
     }
@@ -307,6 +330,7 @@ fn optimize(
     run(&mut block, first)?;
     if options.library {
         matmul::mark(&mut block);
+        band::mark(&mut block);
         mark_zero_fills(&mut block);
     }
     run(&mut block, rest)?;
@@ -606,9 +630,13 @@ impl Executable {
             };
             let start = Instant::now();
             match &self.library[k] {
-                Some(spec) => {
+                Some(Library::Matmul(spec)) => {
                     let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
                     self.run_matmul(spec, state, accumulate, threads.is_some())?;
+                }
+                Some(Library::Band(spec)) => {
+                    let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
+                    self.run_band(spec, state, accumulate, threads.is_some())?;
                 }
                 None => self
                     .kernel
@@ -659,6 +687,37 @@ impl Executable {
         result
     }
 
+    /// Runs a library band product on the slots of its buffers, as
+    /// [`Executable::run_matmul`] does a matmul.
+    fn run_band(
+        &self,
+        spec: &BandSpec,
+        state: &mut State,
+        accumulate: bool,
+        parallel: bool,
+    ) -> Result<(), String> {
+        let slot = |b: usize| self.plan.map[b];
+        let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
+        let (sa, sb, sc) = (
+            slot(spec.a.buffer),
+            slot(spec.b.buffer),
+            slot(spec.c.buffer),
+        );
+        if sc == sa || sc == sb {
+            return Err("a library band product's output shares memory with an input".to_string());
+        }
+        let mut c_slot = std::mem::take(&mut state.slots[sc]);
+        let (a, b) = (&*state.slots[sa], &*state.slots[sb]);
+        let c = Arc::make_mut(&mut c_slot);
+        let result = match spec.dtype {
+            DType::F32 => band_on::<f32>(spec, a, b, c, lens, accumulate, parallel),
+            DType::F64 => band_on::<f64>(spec, a, b, c, lens, accumulate, parallel),
+            t => Err(format!("a library band product of {t}")),
+        };
+        state.slots[sc] = c_slot;
+        result
+    }
+
     /// The number of zero fills skipped because a matmul overwrites them.
     pub fn skipped_steps(&self) -> usize {
         self.skip.iter().filter(|s| **s == Skip::Fill).count()
@@ -701,6 +760,23 @@ fn matmul_on<T: Element + matmul::Element>(
     matmul::run_with(spec, a, b, c, accumulate, parallel).map_err(|e| e.to_string())
 }
 
+/// [`band::run`] on slots holding buffers of `lens` elements.
+fn band_on<T: Element + matmul::Element + std::ops::AddAssign>(
+    spec: &BandSpec,
+    a: &Buffer,
+    b: &Buffer,
+    c: &mut Buffer,
+    lens: [usize; 3],
+    accumulate: bool,
+    parallel: bool,
+) -> Result<(), String> {
+    let missing = || "a library band product's buffer does not fit its slot".to_string();
+    let a = a.view::<T>(lens[0]).ok_or_else(missing)?;
+    let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
+    let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
+    band::run(spec, a, b, c, accumulate, parallel).map_err(|e| e.to_string())
+}
+
 /// For each root buffer, the buffer whose memory it shares: the result of
 /// a step the `view` pass tagged, if that step reads one buffer and
 /// writes only this temporary, no other step writes it, and no later step
@@ -741,14 +817,13 @@ fn mark_zero_fills(root: &mut Block) {
         else {
             continue;
         };
-        if let Some(spec) = next
-            .is_library()
-            .then(|| matmul::spec(next, root))
-            .flatten()
-        {
-            if zero_fill_of(prev, root, spec.c.buffer) {
-                fills.push(k - 1);
-            }
+        let output = match next.is_library() {
+            true if next.tags.contains("band") => band::spec(next, root).map(|s| s.c.buffer),
+            true => matmul::spec(next, root).map(|s| s.c.buffer),
+            false => None,
+        };
+        if output.is_some_and(|c| zero_fill_of(prev, root, c)) {
+            fills.push(k - 1);
         }
     }
     for k in fills {

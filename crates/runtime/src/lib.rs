@@ -3,6 +3,7 @@
 //! plans its memory, and runs its steps on one rayon pool, generated
 //! kernels per partition of their parallel index.
 
+pub mod band;
 pub mod cost;
 pub mod exec;
 pub mod matmul;

@@ -183,7 +183,12 @@ pub fn mark(root: &mut Block) -> usize {
 /// addressed by `index + constant` (or a constant) in every dimension, each
 /// index in one dimension at most and the view inside the buffer at every
 /// point; gives the buffer's index and the view as a table access.
-fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<(usize, Access)> {
+pub(crate) fn access(
+    block: &Block,
+    root: &Block,
+    name: &str,
+    dtype: DType,
+) -> Option<(usize, Access)> {
     let view = block.refinement(name)?;
     let from = view.from.as_deref()?;
     let buffer = root.refs.iter().position(|r| r.into == from)?;
@@ -238,11 +243,13 @@ fn access(block: &Block, root: &Block, name: &str, dtype: DType) -> Option<(usiz
     ))
 }
 
-/// The matmul `block` (a child of `root`) computes, if it is one; see the
-/// module doc for what is matched.
-pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
-    if !block.constraints.is_empty()
-        || block.refs.len() != 3
+/// The views of a product block: `load a; load b; mul; store c` (either
+/// operand order) in float32 or float64, `c` an `out`/`inout` view
+/// aggregated by `add`, `a` and `b` distinct `in` views, no index affine or
+/// empty; gives (a, b, c, element type). Constraints are the caller's to
+/// judge.
+pub(crate) fn product_views(block: &Block) -> Option<(&String, &String, &String, DType)> {
+    if block.refs.len() != 3
         || block.stmts.len() != 4
         || block
             .idxs
@@ -285,6 +292,16 @@ pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
     if !matches!(out.dir, RefDir::Out | RefDir::InOut) || out.agg != Agg::Add || !ins_ok {
         return None;
     }
+    Some((va, vb, vc, dtype))
+}
+
+/// The matmul `block` (a child of `root`) computes, if it is one; see the
+/// module doc for what is matched.
+pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
+    if !block.constraints.is_empty() {
+        return None;
+    }
+    let (va, vb, vc, dtype) = product_views(block)?;
     let (ba, a) = access(block, root, va, dtype)?;
     let (bb, b) = access(block, root, vb, dtype)?;
     let (bc, c) = access(block, root, vc, dtype)?;
@@ -357,21 +374,24 @@ pub trait Element:
 {
     const DTYPE: DType;
     const ONE: Self;
+    const ZERO: Self;
 }
 
 impl Element for f32 {
     const DTYPE: DType = DType::F32;
     const ONE: f32 = 1.0;
+    const ZERO: f32 = 0.0;
 }
 
 impl Element for f64 {
     const DTYPE: DType = DType::F64;
     const ONE: f64 = 1.0;
+    const ZERO: f64 = 0.0;
 }
 
 /// The lowest and highest element an operand can touch: `offset` plus each
 /// stride times 0 or its extent − 1. `None` on overflow.
-fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
+pub(crate) fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
     dims.iter().try_fold(
         (i128::from(offset), i128::from(offset)),
         |(lo, hi), &(e, s)| {
@@ -384,7 +404,7 @@ fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
 /// Whether distinct positions of a strided layout are distinct elements:
 /// sorted by stride, each stride must step over everything the smaller ones
 /// reach. (Sufficient, and exact for every layout of a row-major buffer.)
-fn injective(dims: &[(u64, i64)]) -> bool {
+pub(crate) fn injective(dims: &[(u64, i64)]) -> bool {
     let mut dims: Vec<(u64, i64)> = dims.iter().copied().filter(|d| d.0 > 1).collect();
     dims.sort_by_key(|d| d.1.unsigned_abs());
     let mut reach = 0i128;
@@ -555,7 +575,7 @@ const CHUNKS_PER_THREAD: usize = 4;
 const MIN_CHUNK: usize = 64;
 
 /// C's storage, shared by the threads that write disjoint parts of it.
-struct Dst<T>(*mut T);
+pub(crate) struct Dst<T>(pub(crate) *mut T);
 
 // SAFETY: `Dst` is only built from a `&mut [T]` held for the whole run, and
 // the threads sharing it write pairwise disjoint elements (C's layout is

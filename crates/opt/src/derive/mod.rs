@@ -7,7 +7,8 @@
 //! intermediate tensor, so a derivation state is a def of comprehensions
 //! at bound sizes ([`state`]); the rules ([`rules`], one per file) rewrite
 //! it, [`fingerprint`] prunes states reached twice, [`search`] and
-//! [`guided`] are Algorithm 2, [`matching`] asks `ir::opmatch`, and
+//! [`guided`] are Algorithm 2, [`matching`] asks `ir::opmatch`,
+//! [`identity`] drops the identity eOperators of complete programs, and
 //! [`cost`] ranks what the search completes. [`derive`] is the whole:
 //! the candidates, cheapest by estimate first, each with the steps that
 //! made it; the caller measures and proves.
@@ -20,6 +21,7 @@
 pub mod cost;
 pub mod fingerprint;
 pub mod guided;
+pub mod identity;
 pub mod inline;
 pub mod matching;
 pub mod rules;
@@ -113,10 +115,15 @@ pub fn derive(
     let (found, stats) = search::search(state, limits, &rank, progress);
     let mut candidates: Vec<Candidate> = found
         .into_iter()
-        .map(|f| Candidate {
-            estimate: cost::seconds(&f.state, &options.constants, &options.rates),
-            state: f.state,
-            steps: f.steps,
+        .map(|f| {
+            let (state, identities) = identity::eliminate(&f.state);
+            let mut steps = f.steps;
+            steps.extend(identities);
+            Candidate {
+                estimate: cost::seconds(&state, &options.constants, &options.rates),
+                state,
+                steps,
+            }
         })
         .collect();
     candidates.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));

@@ -99,16 +99,15 @@ pub fn seconds(state: &State, constants: &[String], rates: &Rates) -> f64 {
     total
 }
 
-/// The tensors computed from `constants` alone.
+/// The tensors computed from `constants` alone (or from nothing).
 pub fn at_load(state: &State, constants: &[String]) -> HashSet<String> {
     let mut known: HashSet<String> = constants.iter().cloned().collect();
     for k in 0..state.statements() {
         let c = state.comp(k);
+        // A temporary without inputs (a table of constants, such as a
+        // Winograd transform's) is computed at load as well.
         let reads = c.body.reads();
-        if !reads.is_empty()
-            && reads.iter().all(|(t, _)| known.contains(*t))
-            && state.is_temp(&c.tensor)
-        {
+        if reads.iter().all(|(t, _)| known.contains(*t)) && state.is_temp(&c.tensor) {
             known.insert(c.tensor.clone());
         }
     }

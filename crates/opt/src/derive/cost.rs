@@ -33,11 +33,16 @@ pub struct Rates {
 }
 
 impl Default for Rates {
-    /// This machine's class: two AVX-512 cores.
+    /// This machine's class: two AVX-512 cores. The compute rates are
+    /// those measured with two threads (`tessera bench`: the machine's
+    /// measured matmul peak, 153 GFLOP/s; the channel-blocked 3x3 and 5x5
+    /// convolutions, 131 to 133 GFLOP/s), not the cores' nominal peak:
+    /// a Winograd program trades convolution FLOPs for matmul FLOPs and
+    /// memory traffic, so the rates must compare as measured.
     fn default() -> Rates {
         Rates {
-            matmul: 400e9,
-            conv: 250e9,
+            matmul: 150e9,
+            conv: 130e9,
             scalar: 30e9,
             bandwidth: 15e9,
             launch: 2e-6,

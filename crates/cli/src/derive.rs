@@ -30,7 +30,9 @@ pub struct DeriveArgs {
     #[arg(long = "constant", value_name = "NAME")]
     pub constants: Vec<String>,
     /// How many of the cheapest candidates by estimate are measured
-    /// beside the original [default: 3]; 0 decides by the estimate alone.
+    /// beside the original [default: 3], with the cheapest of each
+    /// derivation using a rule none before it uses; 0 decides by the
+    /// estimate alone.
     #[arg(long, value_name = "K")]
     pub top_k: Option<usize>,
     /// Print the rule sequence of the chosen program, each step proved

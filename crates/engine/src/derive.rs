@@ -1,7 +1,7 @@
 //! Expression derivation as the engine offers it (`tessera derive`):
 //! `opt::derive` on a def of a loaded source at bound sizes, the cheapest
-//! candidates by estimate measured by the cost service beside the
-//! original, the fastest proved equal to the original by the verifier —
+//! candidates by estimate (and the cheapest of each derivation family)
+//! measured by the cost service beside the original, the fastest proved equal to the original by the verifier —
 //! and, when asked, every step of its derivation proved too.
 //!
 //! Requires a loaded [`Source`] and sizes binding every size symbol and
@@ -34,8 +34,9 @@ const NOISE: f64 = 0.03;
 pub struct Options {
     pub search: opt::derive::Options,
     pub compile: compile::Options,
-    /// How many of the cheapest candidates are measured (0: decide by the
-    /// estimate alone).
+    /// How many of the cheapest candidates are measured, besides the
+    /// cheapest of each derivation family ([`shortlist`]); 0: decide by
+    /// the estimate alone.
     pub measure: usize,
     /// Prove every step of the chosen derivation, not only its result.
     pub verify_steps: bool,
@@ -89,7 +90,7 @@ pub fn derive(
         .retain(|c| opt::derive::round_trips(&c.state.def));
     let mut program = source.program().clone();
     let name = |k: usize| format!("__derived{k}");
-    let shortlist = options.measure.min(outcome.candidates.len());
+    let shortlist = shortlist(&outcome.candidates, options.measure);
     let add = |program: &mut Program, k: usize| {
         let mut d = outcome.candidates[k].state.def.clone();
         d.name = name(k);
@@ -108,8 +109,8 @@ pub fn derive(
         }
         add(&mut program, k);
         chosen = Some(k);
-    } else if shortlist > 0 {
-        for k in 0..shortlist {
+    } else if !shortlist.is_empty() {
+        for &k in &shortlist {
             add(&mut program, k);
         }
         let service = CostService::open_default(&options.compile)?
@@ -122,7 +123,7 @@ pub fn derive(
         original_at.name = "__original".to_string();
         program.defs.push(original_at);
         let mut names = vec!["__original".to_string()];
-        names.extend((0..shortlist).map(name));
+        names.extend(shortlist.iter().map(|&k| name(k)));
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let concrete = at_sizes_options(&at, sizes).sizes;
         let times = service.compare(&program, &refs, &concrete, COMPARE_WITHIN)?;
@@ -131,7 +132,7 @@ pub fn derive(
         // A candidate must beat the original beyond the noise of a side by
         // side run to be chosen.
         let mut best = t0.mul_f64(1.0 - NOISE);
-        for (k, &t) in times[1..].iter().enumerate() {
+        for (&k, &t) in shortlist.iter().zip(&times[1..]) {
             measured.push((k, t));
             if t < best {
                 best = t;
@@ -181,6 +182,31 @@ pub fn derive(
         step_proofs,
         elapsed: start.elapsed(),
     })
+}
+
+/// The candidates measured (by index): the `k` cheapest by estimate, then
+/// the cheapest derivation using a rule that none measured before it
+/// uses, for each such rule. The estimate ranks the forms of one family
+/// well but can be off several times between families (conv3x3's direct
+/// convolution runs at about half the rate the estimate gives it, a
+/// Winograd program's matmul at its estimate), so each family's best is
+/// measured too.
+fn shortlist(candidates: &[Candidate], k: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = (0..k.min(candidates.len())).collect();
+    if out.is_empty() {
+        return out;
+    }
+    let mut rules: std::collections::HashSet<&str> = out
+        .iter()
+        .flat_map(|&i| candidates[i].steps.iter().map(|s| s.rule))
+        .collect();
+    for (i, c) in candidates.iter().enumerate().skip(out.len()) {
+        if c.steps.iter().any(|s| !rules.contains(s.rule)) {
+            rules.extend(c.steps.iter().map(|s| s.rule));
+            out.push(i);
+        }
+    }
+    out
 }
 
 fn prove(

@@ -8,7 +8,8 @@
 //! verifier (exact over Z_p: the programs are multi-linear) must call it
 //! equal to the original. Beside the generated programs, a few written
 //! out (a transposed matmul, a padded convolution, a dilated G2BMM, a
-//! transposed convolution guarded by `?:` as the prelude writes it) are
+//! transposed convolution guarded by `?:` as the prelude writes it, a
+//! convolution 5 wide in NHWC for Winograd along the width) are
 //! walked `WALKS` times each, since the generator rarely writes an exact
 //! matmul. The test also asserts that the walks applied every rule at
 //! least once, so that a rule that stopped applying fails it.
@@ -28,7 +29,7 @@ const SEED: u64 = 0xde71_7e00_0000_0001;
 const WALKS: usize = 25;
 
 /// Programs written out, with their sizes.
-const WRITTEN: [(&str, &[(&str, i64)]); 4] = [
+const WRITTEN: [(&str, &[(&str, i64)]); 5] = [
     (
         "def f(float(K,M) A, float(N,K) B) -> (C) { C(i, j) +=! A(k, i) * B(j, k) }",
         &[("M", 3), ("N", 4), ("K", 5)],
@@ -52,6 +53,12 @@ const WRITTEN: [(&str, &[(&str, i64)]); 4] = [
              where oh in 0:2 * H, ow in 0:2 * W, kh in 0:4, kw in 0:4, th = oh + 1 - kh, tw = ow + 1 - kw
          }",
         &[("N", 1), ("C", 2), ("H", 2), ("W", 2), ("F", 2)],
+    ),
+    (
+        "def f(float(N,H,W,C) A, float(3,5,C,F) K) -> (O) {
+           O(n, h, w, f) +=! A(n, h + r - 1, w + s - 2, c) * K(r, s, c, f) where h in 0:H, w in 0:W
+         }",
+        &[("N", 1), ("C", 2), ("H", 3), ("W", 5), ("F", 2)],
     ),
 ];
 

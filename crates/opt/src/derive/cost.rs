@@ -33,11 +33,16 @@ pub struct Rates {
 }
 
 impl Default for Rates {
-    /// This machine's class: two AVX-512 cores.
+    /// This machine's class: two AVX-512 cores. The compute rates are
+    /// those measured with two threads (`tessera bench`: the machine's
+    /// measured matmul peak, 153 GFLOP/s; the channel-blocked 3x3 and 5x5
+    /// convolutions, 131 to 133 GFLOP/s), not the cores' nominal peak:
+    /// a Winograd program trades convolution FLOPs for matmul FLOPs and
+    /// memory traffic, so the rates must compare as measured.
     fn default() -> Rates {
         Rates {
-            matmul: 400e9,
-            conv: 250e9,
+            matmul: 150e9,
+            conv: 130e9,
             scalar: 30e9,
             bandwidth: 15e9,
             launch: 2e-6,
@@ -99,16 +104,15 @@ pub fn seconds(state: &State, constants: &[String], rates: &Rates) -> f64 {
     total
 }
 
-/// The tensors computed from `constants` alone.
+/// The tensors computed from `constants` alone (or from nothing).
 pub fn at_load(state: &State, constants: &[String]) -> HashSet<String> {
     let mut known: HashSet<String> = constants.iter().cloned().collect();
     for k in 0..state.statements() {
         let c = state.comp(k);
+        // A temporary without inputs (a table of constants, such as a
+        // Winograd transform's) is computed at load as well.
         let reads = c.body.reads();
-        if !reads.is_empty()
-            && reads.iter().all(|(t, _)| known.contains(*t))
-            && state.is_temp(&c.tensor)
-        {
+        if reads.iter().all(|(t, _)| known.contains(*t)) && state.is_temp(&c.tensor) {
             known.insert(c.tensor.clone());
         }
     }

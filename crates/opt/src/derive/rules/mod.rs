@@ -27,6 +27,7 @@ mod substitute;
 mod sum_split;
 mod tighten;
 mod traversal_merge;
+mod winograd;
 
 pub use expr_fusion::expand_lets;
 pub use substitute::permute as substitute_permute;
@@ -54,6 +55,7 @@ pub static EXPLORATIVE: &[&dyn Rule] = &[
     &substitute::VariableSubstitution,
     &traversal_merge::TraversalMerging,
     &relax::BoundaryRelaxing,
+    &winograd::WinogradMinimalFiltering,
 ];
 
 /// The inter-expression rules that make the search's starting points

@@ -39,7 +39,8 @@ use ir::{BinOp, DType};
 use kernel::{Block, StmtKind};
 use rayon::prelude::*;
 
-use crate::matmul::{access, injective, product_views, span, BatchDim, Dst, Element};
+use crate::matmul::{access, batch_dims, batch_offsets, check_operands, product_views};
+use crate::matmul::{BatchDim, Dst, Element};
 use crate::matmul::{MatmulError, Operand};
 
 /// A batched G2BMM: at every batch point, `C[i, w] += Σ_k A[i, k] ·
@@ -296,47 +297,21 @@ impl Plan {
         if spec.k > lens[0].max(lens[1]) as u64 {
             return fail("K is longer than A and B");
         }
-        let ops = [&spec.a, &spec.b, &spec.c];
-        let names = ["A", "B", "C"];
-        let extents = [
-            [spec.rows, spec.k],
-            [spec.b_rows, spec.k],
-            [spec.rows, spec.width],
-        ];
-        for t in 0..3 {
-            let mut dims = vec![
-                (extents[t][0], ops[t].row_stride),
-                (extents[t][1], ops[t].col_stride),
-            ];
-            dims.extend(
-                spec.batch
-                    .iter()
-                    .map(|d| (d.extent, [d.stride_a, d.stride_b, d.stride_c][t])),
-            );
-            let Some((lo, hi)) = span(ops[t].offset, &dims) else {
-                return fail(&format!("the layout of {} overflows", names[t]));
-            };
-            if lo < 0 || hi >= lens[t] as i128 {
-                return Err(MatmulError(format!(
-                    "{} reaches elements {lo} to {hi}, outside its {} elements",
-                    names[t], lens[t]
-                )));
-            }
-            if t == 2 && !injective(&dims) {
-                return fail("C's layout writes some element twice");
-            }
-        }
+        check_operands(
+            [&spec.a, &spec.b, &spec.c],
+            [
+                [spec.rows, spec.k],
+                [spec.b_rows, spec.k],
+                [spec.rows, spec.width],
+            ],
+            &spec.batch,
+            lens,
+        )?;
         let size =
             |x: u64| usize::try_from(x).map_err(|_| MatmulError("a size is too large".into()));
         let st =
             |x: i64| isize::try_from(x).map_err(|_| MatmulError("a stride is too large".into()));
-        let mut batch = Vec::new();
-        for d in &spec.batch {
-            batch.push((
-                size(d.extent)?,
-                [st(d.stride_a)?, st(d.stride_b)?, st(d.stride_c)?],
-            ));
-        }
+        let batch = batch_dims(&spec.batch)?;
         let points = batch.iter().map(|d| d.0).product();
         Ok(Some(Plan {
             rows: size(spec.rows)?,
@@ -358,18 +333,9 @@ impl Plan {
         }))
     }
 
-    /// The A, B, C offsets of batch point `p` (row-major over the batch
-    /// dimensions, the last fastest).
-    fn offsets(&self, mut p: usize) -> [isize; 3] {
-        let mut at = self.base;
-        for (extent, strides) in self.batch.iter().rev() {
-            let i = (p % extent) as isize;
-            p /= extent;
-            for t in 0..3 {
-                at[t] += i * strides[t];
-            }
-        }
-        at
+    /// The A, B, C offsets of batch point `p`.
+    fn offsets(&self, p: usize) -> [isize; 3] {
+        batch_offsets(self.base, &self.batch, p)
     }
 
     /// Every task: (batch point, residue, first quotient, end quotient).

@@ -95,6 +95,14 @@ enum Library {
 }
 
 impl Library {
+    /// The root buffers of A, B and C.
+    fn buffers(&self) -> [usize; 3] {
+        match self {
+            Library::Matmul(s) => [s.a.buffer, s.b.buffer, s.c.buffer],
+            Library::Band(s) => [s.a.buffer, s.b.buffer, s.c.buffer],
+        }
+    }
+
     /// The output's root buffer and how many of its elements the product
     /// writes (all of them, over every batch point, when that is its
     /// length: C's layout is injective).
@@ -630,13 +638,9 @@ impl Executable {
             };
             let start = Instant::now();
             match &self.library[k] {
-                Some(Library::Matmul(spec)) => {
+                Some(lib) => {
                     let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
-                    self.run_matmul(spec, state, accumulate, threads.is_some())?;
-                }
-                Some(Library::Band(spec)) => {
-                    let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
-                    self.run_band(spec, state, accumulate, threads.is_some())?;
+                    self.run_library(lib, state, accumulate, threads.is_some())?;
                 }
                 None => self
                     .kernel
@@ -655,64 +659,39 @@ impl Executable {
         Ok(())
     }
 
-    /// Runs a library matmul on the slots of its buffers. The matcher
-    /// refuses a C that A or B reads, and the plan puts buffers one step
+    /// Runs a library product on the slots of its buffers. The matchers
+    /// refuse a C that A or B reads, and the plan puts buffers one step
     /// touches in distinct slots, so C's slot can be borrowed apart.
-    fn run_matmul(
+    fn run_library(
         &self,
-        spec: &MatmulSpec,
+        lib: &Library,
         state: &mut State,
         accumulate: bool,
         parallel: bool,
     ) -> Result<(), String> {
-        let slot = |b: usize| self.plan.map[b];
-        let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
-        let (sa, sb, sc) = (
-            slot(spec.a.buffer),
-            slot(spec.b.buffer),
-            slot(spec.c.buffer),
-        );
+        let buffers = lib.buffers();
+        let lens = buffers.map(|b| self.c.buffers[b].len);
+        let [sa, sb, sc] = buffers.map(|b| self.plan.map[b]);
         if sc == sa || sc == sb {
-            return Err("a library matmul's output shares memory with an input".to_string());
+            return Err("a library product's output shares memory with an input".to_string());
         }
         let mut c_slot = std::mem::take(&mut state.slots[sc]);
         let (a, b) = (&*state.slots[sa], &*state.slots[sb]);
         let c = Arc::make_mut(&mut c_slot);
-        let result = match spec.dtype {
-            DType::F32 => matmul_on::<f32>(spec, a, b, c, lens, accumulate, parallel),
-            DType::F64 => matmul_on::<f64>(spec, a, b, c, lens, accumulate, parallel),
-            t => Err(format!("a library matmul of {t}")),
-        };
-        state.slots[sc] = c_slot;
-        result
-    }
-
-    /// Runs a library band product on the slots of its buffers, as
-    /// [`Executable::run_matmul`] does a matmul.
-    fn run_band(
-        &self,
-        spec: &BandSpec,
-        state: &mut State,
-        accumulate: bool,
-        parallel: bool,
-    ) -> Result<(), String> {
-        let slot = |b: usize| self.plan.map[b];
-        let lens = [spec.a.buffer, spec.b.buffer, spec.c.buffer].map(|b| self.c.buffers[b].len);
-        let (sa, sb, sc) = (
-            slot(spec.a.buffer),
-            slot(spec.b.buffer),
-            slot(spec.c.buffer),
-        );
-        if sc == sa || sc == sb {
-            return Err("a library band product's output shares memory with an input".to_string());
-        }
-        let mut c_slot = std::mem::take(&mut state.slots[sc]);
-        let (a, b) = (&*state.slots[sa], &*state.slots[sb]);
-        let c = Arc::make_mut(&mut c_slot);
-        let result = match spec.dtype {
-            DType::F32 => band_on::<f32>(spec, a, b, c, lens, accumulate, parallel),
-            DType::F64 => band_on::<f64>(spec, a, b, c, lens, accumulate, parallel),
-            t => Err(format!("a library band product of {t}")),
+        let result = match lib {
+            Library::Matmul(s) if s.dtype == DType::F32 => {
+                matmul_on::<f32>(s, a, b, c, lens, accumulate, parallel)
+            }
+            Library::Matmul(s) if s.dtype == DType::F64 => {
+                matmul_on::<f64>(s, a, b, c, lens, accumulate, parallel)
+            }
+            Library::Band(s) if s.dtype == DType::F32 => {
+                band_on::<f32>(s, a, b, c, lens, accumulate, parallel)
+            }
+            Library::Band(s) if s.dtype == DType::F64 => {
+                band_on::<f64>(s, a, b, c, lens, accumulate, parallel)
+            }
+            _ => Err("a library product of neither float32 nor float64".to_string()),
         };
         state.slots[sc] = c_slot;
         result

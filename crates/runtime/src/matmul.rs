@@ -391,7 +391,7 @@ impl Element for f64 {
 
 /// The lowest and highest element an operand can touch: `offset` plus each
 /// stride times 0 or its extent − 1. `None` on overflow.
-pub(crate) fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
+fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
     dims.iter().try_fold(
         (i128::from(offset), i128::from(offset)),
         |(lo, hi), &(e, s)| {
@@ -404,7 +404,7 @@ pub(crate) fn span(offset: i64, dims: &[(u64, i64)]) -> Option<(i128, i128)> {
 /// Whether distinct positions of a strided layout are distinct elements:
 /// sorted by stride, each stride must step over everything the smaller ones
 /// reach. (Sufficient, and exact for every layout of a row-major buffer.)
-pub(crate) fn injective(dims: &[(u64, i64)]) -> bool {
+fn injective(dims: &[(u64, i64)]) -> bool {
     let mut dims: Vec<(u64, i64)> = dims.iter().copied().filter(|d| d.0 > 1).collect();
     dims.sort_by_key(|d| d.1.unsigned_abs());
     let mut reach = 0i128;
@@ -416,6 +416,76 @@ pub(crate) fn injective(dims: &[(u64, i64)]) -> bool {
         reach += s * (i128::from(e) - 1);
     }
     true
+}
+
+/// Checks operands A, B and C, of `extents` (rows, columns) and the batch
+/// dimensions `batch`, against slices of `lens` elements: every element
+/// they reach lies inside, and C's layout writes no element twice.
+pub(crate) fn check_operands(
+    ops: [&Operand; 3],
+    extents: [[u64; 2]; 3],
+    batch: &[BatchDim],
+    lens: [usize; 3],
+) -> Result<(), MatmulError> {
+    let names = ["A", "B", "C"];
+    for t in 0..3 {
+        let mut dims = vec![
+            (extents[t][0], ops[t].row_stride),
+            (extents[t][1], ops[t].col_stride),
+        ];
+        dims.extend(
+            batch
+                .iter()
+                .map(|d| (d.extent, [d.stride_a, d.stride_b, d.stride_c][t])),
+        );
+        let Some((lo, hi)) = span(ops[t].offset, &dims) else {
+            return Err(MatmulError(format!("the layout of {} overflows", names[t])));
+        };
+        if lo < 0 || hi >= lens[t] as i128 {
+            return Err(MatmulError(format!(
+                "{} reaches elements {lo} to {hi}, outside its {} elements",
+                names[t], lens[t]
+            )));
+        }
+        if t == 2 && !injective(&dims) {
+            return Err(MatmulError("C's layout writes some element twice".into()));
+        }
+    }
+    Ok(())
+}
+
+/// Checked batch dimensions in the library's integer types: each extent
+/// and its A, B, C strides.
+pub(crate) fn batch_dims(batch: &[BatchDim]) -> Result<Vec<(usize, [isize; 3])>, MatmulError> {
+    let size = |x: u64| usize::try_from(x).map_err(|_| MatmulError("a size is too large".into()));
+    let st = |x: i64| isize::try_from(x).map_err(|_| MatmulError("a stride is too large".into()));
+    batch
+        .iter()
+        .map(|d| {
+            Ok((
+                size(d.extent)?,
+                [st(d.stride_a)?, st(d.stride_b)?, st(d.stride_c)?],
+            ))
+        })
+        .collect()
+}
+
+/// The A, B, C offsets of batch point `p` from `base`, row-major over the
+/// batch dimensions (the last fastest).
+pub(crate) fn batch_offsets(
+    base: [isize; 3],
+    batch: &[(usize, [isize; 3])],
+    mut p: usize,
+) -> [isize; 3] {
+    let mut at = base;
+    for (extent, strides) in batch.iter().rev() {
+        let i = (p % extent) as isize;
+        p /= extent;
+        for t in 0..3 {
+            at[t] += i * strides[t];
+        }
+    }
+    at
 }
 
 /// A checked spec, in the library's integer types.
@@ -447,32 +517,12 @@ impl Plan {
         if spec.k > lens[0].max(lens[1]) as u64 {
             return fail("K is longer than A and B");
         }
-        let ops = [&spec.a, &spec.b, &spec.c];
-        let names = ["A", "B", "C"];
-        let extents = [[spec.m, spec.k], [spec.k, spec.n], [spec.m, spec.n]];
-        for t in 0..3 {
-            let mut dims = vec![
-                (extents[t][0], ops[t].row_stride),
-                (extents[t][1], ops[t].col_stride),
-            ];
-            dims.extend(
-                spec.batch
-                    .iter()
-                    .map(|d| (d.extent, [d.stride_a, d.stride_b, d.stride_c][t])),
-            );
-            let Some((lo, hi)) = span(ops[t].offset, &dims) else {
-                return fail(&format!("the layout of {} overflows", names[t]));
-            };
-            if lo < 0 || hi >= lens[t] as i128 {
-                return Err(MatmulError(format!(
-                    "{} reaches elements {lo} to {hi}, outside its {} elements",
-                    names[t], lens[t]
-                )));
-            }
-            if t == 2 && !injective(&dims) {
-                return fail("C's layout writes some element twice");
-            }
-        }
+        check_operands(
+            [&spec.a, &spec.b, &spec.c],
+            [[spec.m, spec.k], [spec.k, spec.n], [spec.m, spec.n]],
+            &spec.batch,
+            lens,
+        )?;
         let size =
             |x: u64| usize::try_from(x).map_err(|_| MatmulError("a size is too large".into()));
         // Every stride and offset times its extent stays within a slice, so
@@ -480,13 +530,7 @@ impl Plan {
         // or they are multiplied by zero and left out).
         let st =
             |x: i64| isize::try_from(x).map_err(|_| MatmulError("a stride is too large".into()));
-        let mut batch = Vec::new();
-        for d in &spec.batch {
-            batch.push((
-                size(d.extent)?,
-                [st(d.stride_a)?, st(d.stride_b)?, st(d.stride_c)?],
-            ));
-        }
+        let batch = batch_dims(&spec.batch)?;
         let points = batch.iter().map(|d| d.0).product();
         Ok(Some(Plan {
             m: size(spec.m)?,
@@ -503,19 +547,10 @@ impl Plan {
         }))
     }
 
-    /// The A, B, C offsets of batch point `p` (row-major over the batch
-    /// dimensions, the last fastest).
-    fn offsets(&self, mut p: usize) -> [usize; 3] {
-        let mut at = self.base;
-        for (extent, strides) in self.batch.iter().rev() {
-            let i = (p % extent) as isize;
-            p /= extent;
-            for t in 0..3 {
-                at[t] += i * strides[t];
-            }
-        }
+    /// The A, B, C offsets of batch point `p`.
+    fn offsets(&self, p: usize) -> [usize; 3] {
         // Plan::new proved every reachable offset lies in `0..len`.
-        at.map(|x| x as usize)
+        batch_offsets(self.base, &self.batch, p).map(|x| x as usize)
     }
 }
 

@@ -34,12 +34,13 @@
 #![allow(unsafe_code)]
 
 use faer::{Accum, MatMut, MatRef, Par};
-use ir::opmatch::{self, Access, Band, Combine, Iter, Subscript, Table};
-use ir::{BinOp, DType};
+use ir::opmatch::{self, Access, Band, Subscript};
+use ir::DType;
 use kernel::{Block, StmtKind};
 use rayon::prelude::*;
 
-use crate::matmul::{access, batch_dims, batch_offsets, check_operands, product_views};
+use crate::matmul::product_views;
+use crate::matmul::{access, batch_dims, batch_offsets, check_operands, product_table};
 use crate::matmul::{BatchDim, Dst, Element};
 use crate::matmul::{MatmulError, Operand};
 
@@ -131,21 +132,7 @@ pub fn spec(block: &Block, root: &Block) -> Option<BandSpec> {
     if bc == ba || bc == bb {
         return None;
     }
-    let table = Table {
-        iters: block
-            .idxs
-            .iter()
-            .map(|i| Iter {
-                name: i.name.clone(),
-                extent: i.range,
-            })
-            .collect(),
-        output: c,
-        inputs: vec![a, b],
-        combine: Combine::Binary(BinOp::Mul),
-        reduction: true,
-        guard: Vec::new(),
-    };
+    let table = product_table(block, a, b, c);
     let shape = opmatch::g2bmm(&table).ok()?;
     if shape.kind != Band::G2bmm || shape.a_input != 0 || shape.dilation <= 0 {
         return None;

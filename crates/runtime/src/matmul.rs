@@ -295,20 +295,10 @@ pub(crate) fn product_views(block: &Block) -> Option<(&String, &String, &String,
     Some((va, vb, vc, dtype))
 }
 
-/// The matmul `block` (a child of `root`) computes, if it is one; see the
-/// module doc for what is matched.
-pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
-    if !block.constraints.is_empty() {
-        return None;
-    }
-    let (va, vb, vc, dtype) = product_views(block)?;
-    let (ba, a) = access(block, root, va, dtype)?;
-    let (bb, b) = access(block, root, vb, dtype)?;
-    let (bc, c) = access(block, root, vc, dtype)?;
-    if bc == ba || bc == bb {
-        return None;
-    }
-    let table = Table {
+/// The iterator mapping table of product block `block` (`c += a · b`
+/// over its indices), as `ir::opmatch` reads it.
+pub(crate) fn product_table(block: &Block, a: Access, b: Access, c: Access) -> Table {
+    Table {
         iters: block
             .idxs
             .iter()
@@ -322,7 +312,23 @@ pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
         combine: Combine::Binary(BinOp::Mul),
         reduction: true,
         guard: Vec::new(),
-    };
+    }
+}
+
+/// The matmul `block` (a child of `root`) computes, if it is one; see the
+/// module doc for what is matched.
+pub fn spec(block: &Block, root: &Block) -> Option<MatmulSpec> {
+    if !block.constraints.is_empty() {
+        return None;
+    }
+    let (va, vb, vc, dtype) = product_views(block)?;
+    let (ba, a) = access(block, root, va, dtype)?;
+    let (bb, b) = access(block, root, vb, dtype)?;
+    let (bc, c) = access(block, root, vc, dtype)?;
+    if bc == ba || bc == bb {
+        return None;
+    }
+    let table = product_table(block, a, b, c);
     // The block's first load is A, as the library calls have always taken
     // it (the spec's layouts, and so its chunks, stay what they were).
     let shape = opmatch::matmul_as(&table, 0).ok()?;

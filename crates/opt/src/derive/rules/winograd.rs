@@ -26,8 +26,9 @@
 //!
 //! The forms are the fastest measured in generated C (see [`winograd`]).
 //!
-//! Offered: `F(2×2, 3×3)` and `F(4×4, 3×3)` for 3×3 kernels, and `F(2, 5)`
-//! and `F(4, 5)` along the width for kernels 5 wide (their height summed
+//! Offered: `F(2×2, 3×3)` and `F(4×4, 3×3)` for 3×3 kernels,
+//! `F(2×2, 5×5)` and `F(4×4, 5×5)` for 5×5 ones, and `F(2, 5)` and
+//! `F(4, 5)` along the width for kernels 5 wide (their height summed
 //! in the matmul as a channel: `V` then holds one row of the image per
 //! kernel row). The matrices are computed from Cook–Toom interpolation
 //! points (0, 1, -1, 2, -2, 1/2, -1/2 and ∞) in exact rational arithmetic,
@@ -224,6 +225,13 @@ fn plans(kh: u64, kw: u64) -> Vec<Plan> {
             [2, 4]
                 .into_iter()
                 .filter_map(|m| transform(m, 3).map(Plan::Square)),
+        );
+    }
+    if kh == 5 && kw == 5 {
+        out.extend(
+            [2, 4]
+                .into_iter()
+                .filter_map(|m| transform(m, 5).map(Plan::Square)),
         );
     }
     if kw == 5 {

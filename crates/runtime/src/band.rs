@@ -34,13 +34,13 @@
 #![allow(unsafe_code)]
 
 use faer::{Accum, MatMut, MatRef, Par};
-use ir::opmatch::{self, Access, Band, Subscript};
+use ir::opmatch::{self, Access, Band};
 use ir::DType;
 use kernel::{Block, StmtKind};
 use rayon::prelude::*;
 
-use crate::matmul::product_views;
-use crate::matmul::{access, batch_dims, batch_offsets, check_operands, product_table};
+use crate::matmul::{access, access_with_band, batch_dims, batch_offsets, check_operands};
+use crate::matmul::{product_table, product_views};
 use crate::matmul::{BatchDim, Dst, Element};
 use crate::matmul::{MatmulError, Operand};
 
@@ -118,17 +118,14 @@ pub fn mark(root: &mut Block) -> usize {
 pub fn spec(block: &Block, root: &Block) -> Option<BandSpec> {
     let (va, vb, vc, dtype) = product_views(block)?;
     // B is the operand with the band dimension; A and C are plain.
-    let (va, vb) = match (
-        access(block, root, va, dtype),
-        access(block, root, vb, dtype),
+    let (ba, a, bb, b, band_dim) = match (
+        access_with_band(block, root, va, dtype, true)?,
+        access_with_band(block, root, vb, dtype, true)?,
     ) {
-        (Some(_), None) => (va, vb),
-        (None, Some(_)) => (vb, va),
+        ((ba, a, None), (bb, b, Some(d))) | ((bb, b, Some(d)), (ba, a, None)) => (ba, a, bb, b, d),
         _ => return None,
     };
-    let (ba, a) = access(block, root, va, dtype)?;
     let (bc, c) = access(block, root, vc, dtype)?;
-    let (bb, b, band_dim) = band_access(block, root, vb, dtype)?;
     if bc == ba || bc == bb {
         return None;
     }
@@ -192,64 +189,6 @@ pub fn spec(block: &Block, root: &Block) -> Option<BandSpec> {
             stride(c, &shape.w)?,
         ),
     })
-}
-
-/// View `name` as B: a single-element view of a root buffer whose
-/// dimensions are each one index (coefficient 1, inside the buffer at
-/// every point) but one, the band dimension, of two or more indices; gives
-/// the buffer, the access and the band dimension.
-fn band_access(
-    block: &Block,
-    root: &Block,
-    name: &str,
-    dtype: DType,
-) -> Option<(usize, Access, usize)> {
-    let view = block.refinement(name)?;
-    let from = view.from.as_deref()?;
-    let buffer = root.refs.iter().position(|r| r.into == from)?;
-    let base = &root.refs[buffer];
-    if view.dtype != dtype
-        || base.dtype != dtype
-        || view.access.len() != base.shape.len()
-        || view.shape.iter().any(|d| d.size != 1)
-    {
-        return None;
-    }
-    let mut band = None;
-    let mut dims = Vec::new();
-    for (d, (form, dim)) in view.access.iter().zip(&base.shape).enumerate() {
-        if form.terms.len() > 1 {
-            if band.replace(d).is_some() {
-                return None;
-            }
-        } else {
-            let size = i64::try_from(dim.size).ok()?;
-            let reach = match form.terms.iter().next() {
-                Some((index, 1)) => i64::try_from(block.index(index)?.range).ok()? - 1,
-                Some(_) => return None,
-                None => 0,
-            };
-            if form.constant < 0 || form.constant.checked_add(reach)? >= size {
-                return None;
-            }
-        }
-        let terms = form.terms.iter().map(|(n, c)| (n.clone(), *c));
-        dims.push(Subscript::Affine(opmatch::Affine::new(
-            terms,
-            form.constant,
-        )?));
-    }
-    Some((
-        buffer,
-        Access {
-            tensor: name.to_string(),
-            dims,
-            sizes: base.shape.iter().map(|d| d.size).collect(),
-            strides: base.shape.iter().map(|d| d.stride).collect(),
-            offset: 0,
-        },
-        band?,
-    ))
 }
 
 /// A checked spec in the library's integer types.

@@ -189,6 +189,23 @@ pub(crate) fn access(
     name: &str,
     dtype: DType,
 ) -> Option<(usize, Access)> {
+    match access_with_band(block, root, name, dtype, false)? {
+        (buffer, access, None) => Some((buffer, access)),
+        (_, _, Some(_)) => None,
+    }
+}
+
+/// [`access`], and with `band` also a view with one dimension of two or
+/// more indices (a band product's B, which its block's constraints keep
+/// inside the buffer, so it is not checked here); gives that dimension
+/// too.
+pub(crate) fn access_with_band(
+    block: &Block,
+    root: &Block,
+    name: &str,
+    dtype: DType,
+    band: bool,
+) -> Option<(usize, Access, Option<usize>)> {
     let view = block.refinement(name)?;
     let from = view.from.as_deref()?;
     let buffer = root.refs.iter().position(|r| r.into == from)?;
@@ -204,11 +221,21 @@ pub(crate) fn access(
     }
     let mut seen: Vec<&str> = Vec::new();
     let mut dims = Vec::new();
-    for (form, dim) in view.access.iter().zip(&base.shape) {
+    let mut band_dim = None;
+    for (d, (form, dim)) in view.access.iter().zip(&base.shape).enumerate() {
         let size = i64::try_from(dim.size).ok()?;
         let mut last = form.constant;
         match form.terms.len() {
             0 => {}
+            n if n > 1 && band && band_dim.is_none() => {
+                band_dim = Some(d);
+                let terms = form.terms.iter().map(|(n, c)| (n.clone(), *c));
+                dims.push(Subscript::Affine(opmatch::Affine::new(
+                    terms,
+                    form.constant,
+                )?));
+                continue;
+            }
             1 => {
                 let (index, coef) = form.terms.iter().next()?;
                 let range = i64::try_from(block.index(index)?.range).ok()?;
@@ -240,6 +267,7 @@ pub(crate) fn access(
             strides: base.shape.iter().map(|d| d.stride).collect(),
             offset: 0,
         },
+        band_dim,
     ))
 }
 

@@ -12,6 +12,8 @@
 //! Requires a state. Guarantees: every returned state is complete and
 //! reached from the given one by the listed rule applications.
 
+use std::sync::Arc;
+
 use super::matching;
 use super::rules::{Applied, INSTANTIATION, PREPARE};
 use super::state::{State, Status};
@@ -21,8 +23,8 @@ use super::Step;
 pub const MAX_COMPLETIONS: usize = 8;
 
 /// The completions of `state`, each with the steps that made it.
-pub fn complete(state: &State) -> Vec<(State, Vec<Step>)> {
-    let mut partial: Vec<(State, Vec<Step>)> = vec![(state.clone(), Vec::new())];
+pub fn complete(state: &Arc<State>) -> Vec<(Arc<State>, Vec<Step>)> {
+    let mut partial: Vec<(Arc<State>, Vec<Step>)> = vec![(Arc::clone(state), Vec::new())];
     let mut done = Vec::new();
     // Each round instantiates one statement of every partial completion,
     // so the rounds are bounded by the statements (fixes add at most one
@@ -34,6 +36,11 @@ pub fn complete(state: &State) -> Vec<(State, Vec<Step>)> {
                 done.push((s, steps));
                 continue;
             };
+            // The options of a partial completion that would find no room
+            // are not worth computing.
+            if next.len() >= MAX_COMPLETIONS {
+                continue;
+            }
             for (o, more) in options(&s, k) {
                 if next.len() < MAX_COMPLETIONS {
                     let mut all = steps.clone();
@@ -52,14 +59,15 @@ pub fn complete(state: &State) -> Vec<(State, Vec<Step>)> {
 
 /// The ways to instantiate open statement `k` of `s`: as it is, and as
 /// the preparing rules leave it.
-fn options(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
+fn options(s: &State, k: usize) -> Vec<(Arc<State>, Vec<Step>)> {
     let mut out = instantiations(s, k);
     for rule in PREPARE {
         let mut prepared = Vec::new();
         rule.apply(s, k, &mut prepared);
         for a in prepared {
-            let first = Step::new(*rule, a.what, &a.state);
-            for (o, mut steps) in instantiations(&a.state, k) {
+            let prepared = Arc::new(a.state);
+            let first = Step::shared(*rule, a.what, &prepared);
+            for (o, mut steps) in instantiations(&prepared, k) {
                 steps.insert(0, first.clone());
                 out.push((o, steps));
             }
@@ -69,14 +77,15 @@ fn options(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
 }
 
 /// The ways to instantiate open statement `k` of `s` as it is.
-fn instantiations(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
+fn instantiations(s: &State, k: usize) -> Vec<(Arc<State>, Vec<Step>)> {
     let mut out = Vec::new();
     for rule in INSTANTIATION {
         let mut applied = Vec::new();
         rule.apply(s, k, &mut applied);
         out.extend(applied.into_iter().map(|a| {
-            let step = Step::new(*rule, a.what, &a.state);
-            (a.state, vec![step])
+            let state = Arc::new(a.state);
+            let step = Step::shared(*rule, a.what, &state);
+            (state, vec![step])
         }));
     }
     let fixes = matching::fixes(s, k)
@@ -91,9 +100,10 @@ fn instantiations(s: &State, k: usize) -> Vec<(State, Vec<Step>)> {
         let mut applied: Vec<Applied> = Vec::new();
         INSTANTIATION[0].apply(&fixed, at, &mut applied);
         for a in applied {
+            let state = Arc::new(a.state);
             let mut all = steps.clone();
-            all.push(Step::new(INSTANTIATION[0], a.what, &a.state));
-            out.push((a.state, all));
+            all.push(Step::shared(INSTANTIATION[0], a.what, &state));
+            out.push((state, all));
         }
     }
     out

@@ -16,8 +16,11 @@
 //! each listed in its steps; the search stops at its depth, its state
 //! limit or its deadline, whichever comes first, and says which.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use super::fingerprint::fingerprint;
 use super::guided;
@@ -36,11 +39,11 @@ pub struct Limits {
 /// A complete state and how it was reached.
 #[derive(Clone, Debug)]
 pub struct Found {
-    pub state: State,
+    pub state: Arc<State>,
     pub steps: Vec<Step>,
     /// The explorative state it was completed from, and its steps: where
     /// the next expression's derivation starts when this one is chosen.
-    base: (State, Vec<Step>),
+    base: Path,
 }
 
 /// What the search saw.
@@ -67,10 +70,11 @@ pub fn search(
     progress: &dyn Fn(usize, usize),
 ) -> (Vec<Found>, Stats) {
     let mut stats = Stats::default();
-    let (mut current, mut steps) = normalize(start, Vec::new());
+    let mut current = normalize(Arc::new(start), Trail::default());
     let mut done: HashSet<usize> = HashSet::new();
     let mut last: Vec<Found> = Vec::new();
     while let Some(root) = current
+        .0
         .root
         .iter()
         .copied()
@@ -78,7 +82,7 @@ pub fn search(
         .min()
     {
         done.insert(root);
-        let found = explore(&current, &steps, root, limits, &mut stats, progress);
+        let found = explore(&current, root, limits, &mut stats, progress);
         if stats.cut.is_some() && found.is_empty() {
             break;
         }
@@ -88,7 +92,7 @@ pub fn search(
         else {
             continue;
         };
-        (current, steps) = best.base.clone();
+        current = best.base.clone();
         last = found;
         if stats.cut.is_some() {
             break;
@@ -99,10 +103,12 @@ pub fn search(
 }
 
 /// Algorithm 2 on expression `root` of `start`: breadth-first to the
-/// depth, rules applied to that expression's open statements only.
+/// depth, rules applied to that expression's open statements only. Each
+/// level's states are completed and expanded in parallel (they are
+/// independent); fingerprints are checked and results merged in the
+/// level's order, so the outcome does not depend on the threads.
 fn explore(
-    start: &State,
-    steps: &[Step],
+    start: &Path,
     root: usize,
     limits: Limits,
     stats: &mut Stats,
@@ -111,75 +117,125 @@ fn explore(
     let mut found: Vec<Found> = Vec::new();
     let mut complete_seen: HashSet<u64> = HashSet::new();
     let mut seen: HashSet<u64> = HashSet::new();
-    let mut queue: VecDeque<(State, Vec<Step>, usize)> = VecDeque::new();
-    queue.push_back((start.clone(), steps.to_vec(), 0));
+    let mut level: Vec<Path> = vec![start.clone()];
     // Algorithm 1's inter-expression rules, once, on the expression as
     // given: each result is a starting point of its own.
-    for at in (0..start.statements()).filter(|&k| start.root[k] == root) {
-        for rule in INTER_EXPRESSION {
-            let mut out = Vec::new();
-            rule.apply(start, at, &mut out);
-            for Applied { state: next, what } in out {
-                let mut s = steps.to_vec();
-                s.push(Step::new(*rule, what, &next));
-                let (next, s) = normalize(next, s);
-                queue.push_back((next, s, 0));
-            }
-        }
+    let first = &start.0;
+    for at in (0..first.statements()).filter(|&k| first.root[k] == root) {
+        level.extend(successors(start, at, INTER_EXPRESSION));
     }
-    while let Some((state, steps, depth)) = queue.pop_front() {
-        if !seen.insert(fingerprint(&state)) {
-            stats.pruned += 1;
-            continue;
-        }
-        stats.states += 1;
-        if stats.states.is_multiple_of(64) {
-            progress(stats.states, depth);
-        }
-        for (done, more) in guided::complete(&state) {
-            if complete_seen.insert(fingerprint(&done)) {
-                let mut all = steps.clone();
-                all.extend(more);
-                found.push(Found {
-                    state: done,
-                    steps: all,
-                    base: (state.clone(), steps.clone()),
-                });
+    for depth in 0..=limits.depth {
+        let prints: Vec<u64> = level.par_iter().map(|(s, _)| fingerprint(s)).collect();
+        let mut fresh: Vec<Path> = Vec::with_capacity(level.len());
+        for (path, print) in level.into_iter().zip(prints) {
+            if seen.insert(print) {
+                fresh.push(path);
+            } else {
+                stats.pruned += 1;
             }
         }
-        if depth >= limits.depth {
-            continue;
-        }
-        if limits.deadline.is_some_and(|d| Instant::now() >= d) {
-            stats.cut = Some("time");
-            break;
-        }
-        if stats.states >= limits.max_states {
+        let room = limits.max_states.saturating_sub(stats.states);
+        if fresh.len() > room {
+            fresh.truncate(room);
             stats.cut = Some("states");
-            break;
         }
-        for at in 0..state.statements() {
-            if state.status[at] != Status::Open || state.root[at] != root {
-                continue;
-            }
-            for rule in EXPLORATIVE {
-                let mut out = Vec::new();
-                rule.apply(&state, at, &mut out);
-                for Applied { state: next, what } in out {
-                    let mut s = steps.clone();
-                    s.push(Step::new(*rule, what, &next));
-                    let (next, s) = normalize(next, s);
-                    queue.push_back((next, s, depth + 1));
+        stats.states += fresh.len();
+        progress(stats.states, depth);
+        let expand = depth < limits.depth && stats.cut.is_none();
+        let late = || limits.deadline.is_some_and(|d| Instant::now() >= d);
+        type Completion = (Arc<State>, Vec<Step>, u64);
+        let results: Vec<(Vec<Completion>, Option<Vec<Path>>)> = fresh
+            .par_iter()
+            .map(|path| {
+                let state = &path.0;
+                let completions = guided::complete(state)
+                    .into_iter()
+                    .map(|(done, more)| {
+                        let print = fingerprint(&done);
+                        (done, more, print)
+                    })
+                    .collect();
+                let children = (expand && !late()).then(|| {
+                    (0..state.statements())
+                        .filter(|&at| state.status[at] == Status::Open && state.root[at] == root)
+                        .flat_map(|at| successors(path, at, EXPLORATIVE))
+                        .collect()
+                });
+                (completions, children)
+            })
+            .collect();
+        let mut next: Vec<Path> = Vec::new();
+        for (path, (completions, children)) in fresh.iter().zip(results) {
+            for (done, more, print) in completions {
+                if complete_seen.insert(print) {
+                    let mut steps = path.1.to_vec();
+                    steps.extend(more);
+                    found.push(Found {
+                        state: done,
+                        steps,
+                        base: path.clone(),
+                    });
                 }
             }
+            match children {
+                Some(children) => next.extend(children),
+                None if expand => stats.cut = Some("time"),
+                None => {}
+            }
         }
+        if stats.cut.is_some() || next.is_empty() {
+            break;
+        }
+        level = next;
     }
     found
 }
 
+/// A state and the steps that reached it.
+type Path = (Arc<State>, Trail);
+
+/// The steps of a path, shared with the paths it branched from: a
+/// breadth-first search holds many paths with long common prefixes, and
+/// extending one copies nothing.
+#[derive(Clone, Debug, Default)]
+struct Trail(Option<Arc<(Step, Trail)>>);
+
+impl Trail {
+    fn push(&self, step: Step) -> Trail {
+        Trail(Some(Arc::new((step, self.clone()))))
+    }
+
+    fn to_vec(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        let mut at = &self.0;
+        while let Some(link) = at {
+            steps.push(link.0.clone());
+            at = &link.1 .0;
+        }
+        steps.reverse();
+        steps
+    }
+}
+
+/// Every state one application of one of `rules` at statement `at` of
+/// the path's state makes, normalized, with its steps.
+fn successors((state, steps): &Path, at: usize, rules: &[&dyn Rule]) -> Vec<Path> {
+    let mut paths = Vec::new();
+    for rule in rules {
+        let mut out = Vec::new();
+        rule.apply(state, at, &mut out);
+        for Applied { state: next, what } in out {
+            let next = Arc::new(next);
+            let trail = steps.push(Step::shared(*rule, what, &next));
+            paths.push(normalize(next, trail));
+        }
+    }
+    paths
+}
+
 /// The normalizations applied until none applies (bounded: each shrinks
 /// the program or a box, but a bound keeps a surprise finite).
-pub fn normalize(mut state: State, mut steps: Vec<Step>) -> (State, Vec<Step>) {
+fn normalize(mut state: Arc<State>, mut steps: Trail) -> Path {
     for _ in 0..64 {
         let mut applied = None;
         'find: for at in 0..state.statements() {
@@ -193,18 +249,23 @@ pub fn normalize(mut state: State, mut steps: Vec<Step>) -> (State, Vec<Step>) {
             }
         }
         let Some((rule, a)) = applied else { break };
-        steps.push(Step::new(rule, a.what, &a.state));
-        state = a.state;
+        state = Arc::new(a.state);
+        steps = steps.push(Step::shared(rule, a.what, &state));
     }
     (state, steps)
 }
 
 impl Step {
     pub fn new(rule: &dyn Rule, what: String, after: &State) -> Step {
+        Step::shared(rule, what, &Arc::new(after.clone()))
+    }
+
+    /// The step to a state already shared, which it shares too.
+    pub fn shared(rule: &dyn Rule, what: String, after: &Arc<State>) -> Step {
         Step {
             rule: rule.name(),
             what,
-            after: std::sync::Arc::new(after.clone()),
+            after: Arc::clone(after),
         }
     }
 }

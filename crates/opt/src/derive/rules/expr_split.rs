@@ -6,7 +6,11 @@
 //! without padding, which an operator can match.
 //!
 //! Requires an open statement that initializes or assigns its box (`op=!`
-//! or `=`: each part then starts its own elements afresh). Guarantees:
+//! or `=`: each part then starts its own elements afresh) and that no
+//! predefined operator matches as it is: one that matches (a convolution,
+//! a band product) handles its padding itself, so cutting it would only
+//! add a statement, and the search would derive every part's forms
+//! again. Guarantees:
 //! every element of the box is computed by exactly one part, by the same
 //! body.
 
@@ -14,6 +18,7 @@ use ir::Reduction;
 
 use super::boundary::in_box;
 use super::{Applied, Rule};
+use crate::derive::matching::exact;
 use crate::derive::state::{iter_range, range, State, Status};
 
 pub struct ExpressionSplitting;
@@ -25,7 +30,10 @@ impl Rule for ExpressionSplitting {
 
     fn apply(&self, state: &State, at: usize, out: &mut Vec<Applied>) {
         let c = state.comp(at);
-        if state.status[at] != Status::Open || !(c.init || c.op == Reduction::Assign) {
+        if state.status[at] != Status::Open
+            || !(c.init || c.op == Reduction::Assign)
+            || !exact(state, at).is_empty()
+        {
             return;
         }
         for x in &c.indices {

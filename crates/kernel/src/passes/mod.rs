@@ -11,6 +11,7 @@ pub mod overwrite;
 pub mod parallelize;
 pub mod prune;
 pub mod scalarize;
+pub mod solve;
 pub mod unroll;
 pub mod vectorize;
 pub mod view;
@@ -21,6 +22,7 @@ use crate::Pass;
 pub fn all() -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(inline::Inline),
+        Box::new(solve::Solve),
         Box::new(prune::Prune),
         Box::new(overwrite::Overwrite),
         Box::new(view::View),

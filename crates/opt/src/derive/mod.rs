@@ -127,18 +127,19 @@ pub fn derive(
         })
         .collect();
     candidates.sort_by(|a, b| a.estimate.total_cmp(&b.estimate));
-    // Completions that differ only in how a statement is instantiated are
-    // one program: the cheapest estimate stands for it.
-    let mut programs: Vec<&Def> = Vec::new();
-    let mut keep = vec![false; candidates.len()];
-    for (k, c) in candidates.iter().enumerate() {
-        if !programs.contains(&&c.state.def) {
-            programs.push(&c.state.def);
-            keep[k] = true;
+    // Completions that differ only in how a statement is instantiated, or
+    // in the names of their iterators (a substitution and its inverse),
+    // are one program: the cheapest estimate stands for it.
+    let mut prints: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut programs: Vec<Def> = Vec::new();
+    candidates.retain(|c| {
+        let print = fingerprint::fingerprint(&c.state);
+        let fresh = !programs.contains(&c.state.def) && prints.insert(print);
+        if fresh {
+            programs.push(c.state.def.clone());
         }
-    }
-    let mut keep = keep.into_iter();
-    candidates.retain(|_| keep.next().unwrap_or(false));
+        fresh
+    });
     Ok(Outcome {
         candidates,
         stats,

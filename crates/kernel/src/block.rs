@@ -185,6 +185,26 @@ impl Block {
             .iter()
             .fold(1u64, |a, i| a.saturating_mul(i.range))
     }
+
+    /// Replaces indices by affine forms (those `f` maps) where this block's
+    /// statements name them: its `index` statements and the forms its child
+    /// blocks are passed (a child's own views and constraints name only
+    /// its own indices).
+    pub fn subst_in_stmts(&mut self, f: &dyn Fn(&str) -> Option<Affine>) {
+        for s in &mut self.stmts {
+            match &mut s.kind {
+                StmtKind::LoadIndex { from, .. } => *from = from.subst(f),
+                StmtKind::Block(c) => {
+                    for ix in &mut c.idxs {
+                        if let Some(a) = &mut ix.affine {
+                            *a = a.subst(f);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Block {

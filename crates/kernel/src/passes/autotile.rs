@@ -547,22 +547,10 @@ pub fn tile_block(block: &Block, tile: &[u64]) -> Block {
         }
     }
     inner.stmts = block.stmts.clone();
-    for s in &mut inner.stmts {
-        match &mut s.kind {
-            StmtKind::LoadIndex { from, .. } => *from = from.subst(&global),
-            // A child block sees the original indices through the forms it
-            // is passed; its views refine the inner block's views, which
-            // have the original origins and sizes.
-            StmtKind::Block(c) => {
-                for ix in &mut c.idxs {
-                    if let Some(a) = &mut ix.affine {
-                        *a = a.subst(&global);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    // A child block sees the original indices through the forms it is
+    // passed; its views refine the inner block's views, which have the
+    // original origins and sizes.
+    inner.subst_in_stmts(&global);
 
     let mut outer = Block::new(&block.name);
     outer.comment = block.comment.clone();

@@ -23,7 +23,7 @@
 //! equality are unchanged.
 
 use crate::pass::rewrite_each_block;
-use crate::{Affine, Block, Pass, RefDir, StmtKind, Target};
+use crate::{Affine, Block, Pass, RefDir, Target};
 
 #[derive(Debug)]
 pub struct Solve;
@@ -71,19 +71,7 @@ fn solve_one(b: &mut Block) -> bool {
             *a = a.subst(&sub);
         }
     }
-    for s in &mut b.stmts {
-        match &mut s.kind {
-            StmtKind::LoadIndex { from, .. } => *from = from.subst(&sub),
-            StmtKind::Block(c) => {
-                for ix in &mut c.idxs {
-                    if let Some(a) = &mut ix.affine {
-                        *a = a.subst(&sub);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+    b.subst_in_stmts(&sub);
     true
 }
 

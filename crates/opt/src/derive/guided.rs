@@ -66,7 +66,7 @@ fn options(s: &State, k: usize) -> Vec<(Arc<State>, Vec<Step>)> {
         rule.apply(s, k, &mut prepared);
         for a in prepared {
             let prepared = Arc::new(a.state);
-            let first = Step::shared(*rule, a.what, &prepared);
+            let first = Step::new(*rule, a.what, &prepared);
             for (o, mut steps) in instantiations(&prepared, k) {
                 steps.insert(0, first.clone());
                 out.push((o, steps));
@@ -84,7 +84,7 @@ fn instantiations(s: &State, k: usize) -> Vec<(Arc<State>, Vec<Step>)> {
         rule.apply(s, k, &mut applied);
         out.extend(applied.into_iter().map(|a| {
             let state = Arc::new(a.state);
-            let step = Step::shared(*rule, a.what, &state);
+            let step = Step::new(*rule, a.what, &state);
             (state, vec![step])
         }));
     }
@@ -102,7 +102,7 @@ fn instantiations(s: &State, k: usize) -> Vec<(Arc<State>, Vec<Step>)> {
         for a in applied {
             let state = Arc::new(a.state);
             let mut all = steps.clone();
-            all.push(Step::shared(INSTANTIATION[0], a.what, &state));
+            all.push(Step::new(INSTANTIATION[0], a.what, &state));
             out.push((state, all));
         }
     }

@@ -226,7 +226,7 @@ fn successors((state, steps): &Path, at: usize, rules: &[&dyn Rule]) -> Vec<Path
         rule.apply(state, at, &mut out);
         for Applied { state: next, what } in out {
             let next = Arc::new(next);
-            let trail = steps.push(Step::shared(*rule, what, &next));
+            let trail = steps.push(Step::new(*rule, what, &next));
             paths.push(normalize(next, trail));
         }
     }
@@ -250,18 +250,14 @@ fn normalize(mut state: Arc<State>, mut steps: Trail) -> Path {
         }
         let Some((rule, a)) = applied else { break };
         state = Arc::new(a.state);
-        steps = steps.push(Step::shared(rule, a.what, &state));
+        steps = steps.push(Step::new(rule, a.what, &state));
     }
     (state, steps)
 }
 
 impl Step {
-    pub fn new(rule: &dyn Rule, what: String, after: &State) -> Step {
-        Step::shared(rule, what, &Arc::new(after.clone()))
-    }
-
-    /// The step to a state already shared, which it shares too.
-    pub fn shared(rule: &dyn Rule, what: String, after: &Arc<State>) -> Step {
+    /// The step by `rule` to `after`, which it shares.
+    pub fn new(rule: &dyn Rule, what: String, after: &Arc<State>) -> Step {
         Step {
             rule: rule.name(),
             what,

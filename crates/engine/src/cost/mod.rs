@@ -59,6 +59,11 @@ pub struct CostService {
     library: bool,
     /// The inputs known at load, by parameter name.
     constants: HashSet<String>,
+    /// Whether defs are rewritten into channel-blocked layouts before they
+    /// are estimated or timed, as `compile::compile` does for every run a
+    /// user makes: a direct convolution is timed in the layout it runs in,
+    /// its weights' packing at load with the other load-time statements.
+    layout: bool,
 }
 
 impl CostService {
@@ -72,6 +77,7 @@ impl CostService {
             measured: AtomicU64::new(0),
             library: false,
             constants: HashSet::new(),
+            layout: false,
         }
     }
 
@@ -79,6 +85,14 @@ impl CostService {
     /// reads only them is left out of estimates and times.
     pub fn with_constants(mut self, constants: impl IntoIterator<Item = String>) -> CostService {
         self.constants = constants.into_iter().collect();
+        self
+    }
+
+    /// The service rewriting defs into channel-blocked layouts (`on`)
+    /// before it estimates or times them, as every compile with
+    /// `compile::Options::layout` does.
+    pub fn with_layout(mut self, on: bool) -> CostService {
+        self.layout = on;
         self
     }
 
@@ -93,12 +107,24 @@ impl CostService {
         def: &str,
         sizes: &HashMap<String, i64>,
     ) -> Result<(Cow<'p, Program>, HashMap<String, i64>), Error> {
-        let d = crate::source::pick_def(program, Some(def), "the program")?;
+        let given = crate::source::pick_def(program, Some(def), "the program")?;
+        // Blocked first, then split, as `constants::compile_constants`
+        // does: the weights' packing the layout adds is a load-time
+        // statement too.
+        let program = match self
+            .layout
+            .then(|| compile::layout(program, given, sizes, &self.options.target))
+            .flatten()
+        {
+            Some(blocked) => Cow::Owned(blocked),
+            None => Cow::Borrowed(program),
+        };
+        let d = crate::source::pick_def(&program, Some(def), "the program")?;
         let Some(hoisted) = (!self.constants.is_empty())
             .then(|| opt::hoist::hoist_constants(d, &self.constants, &format!("{def}__load")))
             .flatten()
         else {
-            return Ok((Cow::Borrowed(program), sizes.clone()));
+            return Ok((program, sizes.clone()));
         };
         let mut sizes = sizes.clone();
         for (sym, value) in &hoisted.sizes {
@@ -107,7 +133,7 @@ impl CostService {
                 .map_err(|e| Error::Internal(format!("internal error: a hoisted size: {e:?}")))?;
             sizes.insert(sym.clone(), v);
         }
-        let mut split = program.clone();
+        let mut split = program.into_owned();
         if let Some(slot) = split.defs.iter_mut().find(|x| x.name == def) {
             *slot = hoisted.run;
         }
@@ -132,11 +158,12 @@ impl CostService {
             crate::target::bandwidth_gbps(None)?;
         }
         let kernels = KernelCache::open_default().map_err(Error::cache)?;
-        Ok(CostService::new(
+        let service = CostService::new(
             Store::open(Store::default_dir()?)?,
             options.resolve()?,
             kernels,
-        ))
+        );
+        Ok(service.with_layout(options.layout))
     }
 
     /// How many measurements this service made (not answered from disk).
@@ -157,9 +184,10 @@ impl CostService {
         let mut constants: Vec<&str> = self.constants.iter().map(String::as_str).collect();
         constants.sort_unstable();
         let options = format!(
-            "passes {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}\nconstants {}",
+            "passes {}\nlibrary {}\nlayout {}\nruns {RUNS}\nwarmup {WARMUP}\nconstants {}",
             self.options.passes.join(","),
             self.options.library,
+            self.layout,
             constants.join(",")
         );
         Ok(codegen::cache::hash_parts(&[
@@ -178,11 +206,12 @@ impl CostService {
     /// of results decided on its costs keys on it.
     pub fn identity(&self) -> String {
         format!(
-            "{}compiler {}\npasses {}\nlibrary {}\nruns {RUNS}\nwarmup {WARMUP}\ncompare {COMPARE_ROUNDS}",
+            "{}compiler {}\npasses {}\nlibrary {}\nlayout {}\nruns {RUNS}\nwarmup {WARMUP}\ncompare {COMPARE_ROUNDS}",
             self.options.target.to_text(),
             self.kernels.compiler_id(),
             self.options.passes.join(","),
-            self.options.library
+            self.options.library,
+            self.layout
         )
     }
 

@@ -95,7 +95,7 @@ fn equality(b: &Block) -> Option<(String, Affine)> {
     for (k, e) in b.constraints.iter().enumerate() {
         let opposite = b.constraints[k + 1..]
             .iter()
-            .any(|f| e.add(f).is_constant() && e.add(f).constant == 0);
+            .any(|f| e.add(f) == Affine::constant(0));
         if !opposite || e.terms.is_empty() {
             continue;
         }

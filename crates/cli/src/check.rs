@@ -127,7 +127,7 @@ fn print_def(out: &mut String, p: &Program, d: &Def, sizes: &HashMap<String, i64
                     .collect();
                 let _ = writeln!(out, "     {}", ranges.join(", "));
             }
-            Stmt::Call(_) => {
+            Stmt::Call(_) | Stmt::Loop(_) | Stmt::If(_) => {
                 let text = ir::print_def(
                     p,
                     &Def {
@@ -135,8 +135,17 @@ fn print_def(out: &mut String, p: &Program, d: &Def, sizes: &HashMap<String, i64
                         ..d.clone()
                     },
                 );
-                let line = text.lines().nth(1).unwrap_or("").trim();
-                let _ = writeln!(out, "  {}: {line}", k + 1);
+                // A region prints over several lines: its header numbered,
+                // its body as the def printer indents it.
+                let lines: Vec<&str> = text.lines().collect();
+                let body = lines.get(1..lines.len().saturating_sub(1)).unwrap_or(&[]);
+                for (i, line) in body.iter().enumerate() {
+                    match i {
+                        0 => writeln!(out, "  {}: {}", k + 1, line.trim()),
+                        _ => writeln!(out, "   {line}"),
+                    }
+                    .ok();
+                }
             }
         }
     }

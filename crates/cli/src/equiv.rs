@@ -258,27 +258,32 @@ fn truncated(
 ) -> Def {
     let stmts: Vec<Stmt> = stmts.collect();
     let mut mentioned: HashSet<String> = HashSet::new();
-    for s in &stmts {
-        match s {
-            Stmt::Comp(c) => {
-                mentioned.insert(c.tensor.clone());
-                let exprs = std::iter::once(&c.body)
-                    .chain(c.lets.iter().map(|(_, e)| e))
-                    .chain(&c.exists);
-                for e in exprs {
-                    mentioned.extend(e.reads().into_iter().map(|(t, _)| t.to_string()));
-                }
+    ir::walk_stmts(&stmts, &mut |s| match s {
+        Stmt::Comp(c) => {
+            mentioned.insert(c.tensor.clone());
+            let exprs = std::iter::once(&c.body)
+                .chain(c.lets.iter().map(|(_, e)| e))
+                .chain(&c.exists);
+            for e in exprs {
+                mentioned.extend(e.reads().into_iter().map(|(t, _)| t.to_string()));
             }
-            Stmt::Call(c) => {
-                mentioned.extend(c.results.iter().cloned());
-                for a in &c.args {
-                    if let CallArg::Tensor(t) = a {
-                        mentioned.insert(t.clone());
-                    }
+        }
+        Stmt::Call(c) => {
+            mentioned.extend(c.results.iter().cloned());
+            for a in &c.args {
+                if let CallArg::Tensor(t) = a {
+                    mentioned.insert(t.clone());
                 }
             }
         }
-    }
+        Stmt::Loop(_) | Stmt::If(_) => {
+            mentioned.extend(s.reads().into_iter().map(str::to_string));
+            mentioned.extend(s.written().into_iter().map(str::to_string));
+            if let Stmt::Loop(l) = s {
+                mentioned.extend(l.carried.iter().map(|c| c.param.clone()));
+            }
+        }
+    });
     let params: HashSet<&str> = def.params.iter().map(|p| p.name()).collect();
     let mut tensors: Vec<TensorDecl> = def
         .tensors

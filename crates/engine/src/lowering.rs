@@ -120,12 +120,14 @@ fn uses_in_sizes(def: &Def, s: &str) -> bool {
         .tensors
         .iter()
         .any(|t| t.shape.iter().any(|d| d.symbols().contains(s)));
-    let in_ranges = def.stmts.iter().any(|st| match st {
-        ir::Stmt::Comp(c) => c
-            .ranges
-            .iter()
-            .any(|r| r.lo.symbols().contains(s) || r.hi.symbols().contains(s)),
-        ir::Stmt::Call(_) => false,
+    let mut in_ranges = false;
+    ir::walk_stmts(&def.stmts, &mut |st| {
+        if let ir::Stmt::Comp(c) = st {
+            in_ranges |= c
+                .ranges
+                .iter()
+                .any(|r| r.lo.symbols().contains(s) || r.hi.symbols().contains(s));
+        }
     });
     in_shapes || in_ranges
 }

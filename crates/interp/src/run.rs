@@ -160,17 +160,8 @@ fn run_def(
         progress,
     };
     for (i, s) in def.stmts.iter().enumerate() {
-        match s {
-            Stmt::Comp(c) => {
-                let t = exec_comp(&b, &env, c, i).map_err(|m| RunError::at(&def.name, i, m))?;
-                env.insert(c.tensor.clone(), t);
-            }
-            Stmt::Call(call) => {
-                for (name, t) in exec_call(program, &b, &env, call, i, depth)? {
-                    env.insert(name, t);
-                }
-            }
-        }
+        exec_stmt(program, &b, &mut env, s, i, depth)
+            .map_err(|e| locate(e, |m| RunError::at(&def.name, i, m)))?;
     }
     def.outputs
         .iter()
@@ -179,6 +170,198 @@ fn run_def(
             None => Err(err(format!("output `{o}` is never defined"))),
         })
         .collect()
+}
+
+/// Why a statement failed: a message for the enclosing statement to place,
+/// or an error already placed (inside a call).
+enum Failure {
+    Message(String),
+    Placed(RunError),
+}
+
+fn locate(f: Failure, at: impl FnOnce(String) -> RunError) -> RunError {
+    match f {
+        Failure::Message(m) => at(m),
+        Failure::Placed(e) => e,
+    }
+}
+
+/// Runs statement `s` (top-level statement `stmt` or inside it) over `env`.
+fn exec_stmt(
+    program: &Program,
+    b: &Bindings,
+    env: &mut HashMap<String, Tensor>,
+    s: &Stmt,
+    stmt: usize,
+    depth: usize,
+) -> Result<(), Failure> {
+    match s {
+        Stmt::Comp(c) => {
+            let t = exec_comp(b, env, c, stmt).map_err(Failure::Message)?;
+            env.insert(c.tensor.clone(), t);
+        }
+        Stmt::Call(call) => {
+            for (name, t) in
+                exec_call(program, b, env, call, stmt, depth).map_err(Failure::Placed)?
+            {
+                env.insert(name, t);
+            }
+        }
+        Stmt::Loop(l) => exec_loop(program, b, env, l, stmt, depth)?,
+        Stmt::If(br) => {
+            let taken = match condition(b, env, &br.cond, stmt)? {
+                true => (&br.then_body, &br.then_yields),
+                false => (&br.else_body, &br.else_yields),
+            };
+            // The body's tensors live in a copy of the environment, so they
+            // are gone after the branch, as the IR's scoping says.
+            let mut inner = env.clone();
+            exec_body(program, b, &mut inner, taken.0, stmt, depth, "the branch")?;
+            for (r, y) in br.results.iter().zip(taken.1) {
+                let t = yielded(&inner, y)?;
+                env.insert(r.clone(), t);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs a loop region: the carried tensors start as its initial values,
+/// each iteration runs the body in a fresh copy of the outer environment
+/// (so a body's temporaries start from zeros every time, as a first
+/// definition does) with the index bound, and the yields carry over.
+fn exec_loop(
+    program: &Program,
+    b: &Bindings,
+    env: &mut HashMap<String, Tensor>,
+    l: &ir::LoopStmt,
+    stmt: usize,
+    depth: usize,
+) -> Result<(), Failure> {
+    let mut carried: Vec<Tensor> = l
+        .carried
+        .iter()
+        .map(|c| yielded(env, &c.init))
+        .collect::<Result<_, _>>()?;
+    let count = match &l.count {
+        Some(n) => Some(int_value(b, env, n, stmt)?),
+        None => None,
+    };
+    let mut k: i64 = 0;
+    loop {
+        if count.is_some_and(|n| k >= n) {
+            break;
+        }
+        let mut inner = env.clone();
+        for (c, t) in l.carried.iter().zip(&carried) {
+            inner.insert(c.param.clone(), t.clone());
+        }
+        let mut scalars = b.scalars.clone();
+        scalars.insert(l.index.clone(), ir::Value::Int(k));
+        let mut sizes = b.sizes.clone();
+        sizes.insert(l.index.clone(), k);
+        let body = Bindings {
+            def: b.def,
+            scalars,
+            sizes,
+            mode: b.mode,
+            progress: b.progress,
+        };
+        if let Some(c) = &l.cond {
+            if !condition(&body, &inner, c, stmt)? {
+                break;
+            }
+        }
+        let what = format!("iteration {k} of the loop");
+        exec_body(program, &body, &mut inner, &l.body, stmt, depth, &what)?;
+        carried = l
+            .yields
+            .iter()
+            .map(|y| yielded(&inner, y))
+            .collect::<Result<_, _>>()?;
+        k += 1;
+    }
+    for (r, t) in l.results.iter().zip(carried) {
+        env.insert(r.clone(), t);
+    }
+    Ok(())
+}
+
+/// Runs a region's body, naming the region in a failure's message.
+fn exec_body(
+    program: &Program,
+    b: &Bindings,
+    env: &mut HashMap<String, Tensor>,
+    stmts: &[Stmt],
+    stmt: usize,
+    depth: usize,
+    what: &str,
+) -> Result<(), Failure> {
+    for (i, s) in stmts.iter().enumerate() {
+        exec_stmt(program, b, env, s, stmt, depth).map_err(|f| match f {
+            Failure::Message(m) => Failure::Message(format!("in {what}, statement {}: {m}", i + 1)),
+            placed => placed,
+        })?;
+    }
+    Ok(())
+}
+
+fn yielded(env: &HashMap<String, Tensor>, name: &str) -> Result<Tensor, Failure> {
+    env.get(name)
+        .cloned()
+        .ok_or_else(|| Failure::Message(format!("`{name}` is used before it is defined")))
+}
+
+fn scope<'a>(b: &'a Bindings, env: &'a HashMap<String, Tensor>, stmt: usize) -> Scope<'a> {
+    Scope {
+        def: b.def,
+        stmt,
+        env,
+        scalars: &b.scalars,
+        sizes: &b.sizes,
+        mode: b.mode,
+        reduction: false,
+        iters: HashMap::new(),
+        values: HashMap::new(),
+        comp: None,
+        lets: HashMap::new(),
+        lets_bound: 0,
+    }
+}
+
+/// The value of a region's condition. In arithmetic mod p tensor values
+/// are residues, so a condition may only read sizes and scalars there.
+fn condition(
+    b: &Bindings,
+    env: &HashMap<String, Tensor>,
+    e: &ir::Expr,
+    stmt: usize,
+) -> Result<bool, Failure> {
+    if b.mode == Mode::ModP && !e.reads().is_empty() {
+        return Err(Failure::Message(
+            "a condition on tensor values has no meaning in arithmetic mod p".into(),
+        ));
+    }
+    match scope(b, env, stmt).value(e).map_err(Failure::Message)? {
+        ir::Value::Bool(v) => Ok(v),
+        other => Err(Failure::Message(format!(
+            "the condition is {other:?}, not a bool"
+        ))),
+    }
+}
+
+fn int_value(
+    b: &Bindings,
+    env: &HashMap<String, Tensor>,
+    e: &ir::Expr,
+    stmt: usize,
+) -> Result<i64, Failure> {
+    match scope(b, env, stmt).value(e).map_err(Failure::Message)? {
+        ir::Value::Int(v) => Ok(v),
+        other => Err(Failure::Message(format!(
+            "the loop count is {other:?}, not an integer"
+        ))),
+    }
 }
 
 /// Runs call statement `stmt` and returns the tensors it binds.
@@ -192,6 +375,7 @@ fn exec_call(
 ) -> Result<Vec<(String, Tensor)>, RunError> {
     let def = b.def;
     let err = |m: String| RunError::at(&def.name, stmt, m);
+    let scope = scope(b, env, stmt);
     let callee = program
         .def(&call.callee)
         .ok_or_else(|| err(format!("call of unknown def `{}`", call.callee)))?;
@@ -203,20 +387,6 @@ fn exec_call(
             call.args.len()
         )));
     }
-    let scope = Scope {
-        def,
-        stmt,
-        env,
-        scalars: &b.scalars,
-        sizes: &b.sizes,
-        mode: b.mode,
-        reduction: false,
-        iters: HashMap::new(),
-        values: HashMap::new(),
-        comp: None,
-        lets: HashMap::new(),
-        lets_bound: 0,
-    };
     let mut args = HashMap::new();
     for (p, a) in callee.params.iter().zip(&call.args) {
         let v = match (p, a) {

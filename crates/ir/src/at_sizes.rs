@@ -29,31 +29,51 @@ pub fn at_sizes(def: &Def, sizes: &HashMap<String, i64>) -> Def {
     for decl in &mut out.tensors {
         decl.shape = decl.shape.iter().map(|s| s.partial_eval(sizes)).collect();
     }
-    for stmt in &mut out.stmts {
+    at_sizes_in(&mut out.stmts, sizes, &value);
+    out
+}
+
+/// Replaces the size symbols of `stmts`, regions' bodies included.
+fn at_sizes_in(
+    stmts: &mut [Stmt],
+    sizes: &HashMap<String, i64>,
+    value: &dyn Fn(&str) -> Option<i64>,
+) {
+    for stmt in stmts {
         match stmt {
             Stmt::Comp(c) => {
                 for r in &mut c.ranges {
                     r.lo = r.lo.partial_eval(sizes);
                     r.hi = r.hi.partial_eval(sizes);
                 }
-                replace(&mut c.body, &value);
+                replace(&mut c.body, value);
                 for (_, e) in &mut c.lets {
-                    replace(e, &value);
+                    replace(e, value);
                 }
                 for e in &mut c.exists {
-                    replace(e, &value);
+                    replace(e, value);
                 }
             }
             Stmt::Call(call) => {
                 for a in &mut call.args {
                     if let CallArg::Scalar(e) = a {
-                        replace(e, &value);
+                        replace(e, value);
                     }
                 }
             }
+            Stmt::Loop(l) => {
+                for e in l.count.iter_mut().chain(l.cond.iter_mut()) {
+                    replace(e, value);
+                }
+                at_sizes_in(&mut l.body, sizes, value);
+            }
+            Stmt::If(b) => {
+                replace(&mut b.cond, value);
+                at_sizes_in(&mut b.then_body, sizes, value);
+                at_sizes_in(&mut b.else_body, sizes, value);
+            }
         }
     }
-    out
 }
 
 /// Replaces in `e` every symbol `value` gives a value by that value (an

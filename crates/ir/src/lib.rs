@@ -2,8 +2,8 @@
 //!
 //! Every tensor operation is a comprehension (DESIGN.md): output iterators,
 //! reduction iterators with a range each, a reduction operator and a scalar
-//! body over tensor reads. A [`Def`] is a list of statements (comprehensions
-//! and calls of other defs); a [`Program`] is a list of defs. The IR is
+//! body over tensor reads. A [`Def`] is a list of statements (comprehensions,
+//! calls of other defs, and loop and branch regions whose results are values); a [`Program`] is a list of defs. The IR is
 //! explicitly typed and its shapes and ranges are symbolic ([`SizeExpr`]).
 //! [`print_program`] writes TC that the `tc` crate parses back to the same
 //! IR; [`verify_program`] checks the invariants listed in `verify.rs`.
@@ -30,8 +30,8 @@ pub use print::{
     default_literal_type, is_weak, print_comprehension, print_def, print_expr, print_program,
 };
 pub use program::{
-    int_max, int_min, CallArg, CallStmt, Comprehension, Def, IterRange, Param, Program, Reduction,
-    Stmt, TensorDecl, TensorRole, MAX_CALL_DEPTH,
+    int_max, int_min, walk_stmts, CallArg, CallStmt, Carried, Comprehension, Def, IfStmt,
+    IterRange, LoopStmt, Param, Program, Reduction, Stmt, TensorDecl, TensorRole, MAX_CALL_DEPTH,
 };
 pub use size::{floor_div, floor_mod, Atom, EvalError, Monomial, SizeExpr};
 pub use verify::verify_program;

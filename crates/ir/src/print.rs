@@ -59,46 +59,7 @@ pub fn print_def(p: &Program, d: &Def) -> String {
         .filter(|t| t.role != TensorRole::Temp)
         .map(|t| t.name.as_str())
         .collect();
-    for s in &d.stmts {
-        out.push_str("  ");
-        match s {
-            Stmt::Comp(c) => {
-                let expected = known
-                    .contains(c.tensor.as_str())
-                    .then(|| d.tensor(&c.tensor).map(|t| t.dtype).unwrap_or(DType::F32));
-                out.push_str(&print_comprehension(d, c, expected));
-                known.insert(&c.tensor);
-            }
-            Stmt::Call(call) => {
-                let callee = p.def(&call.callee);
-                let args: Vec<String> = call
-                    .args
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| match a {
-                        CallArg::Tensor(t) => t.clone(),
-                        CallArg::Scalar(e) => {
-                            let want = callee.and_then(|c| match c.params.get(i) {
-                                Some(Param::Scalar { dtype, .. }) => Some(*dtype),
-                                _ => None,
-                            });
-                            ExprPrinter { def: d, comp: None }.print(e, want, 0)
-                        }
-                    })
-                    .collect();
-                let lhs = if call.results.len() == 1 {
-                    call.results[0].clone()
-                } else {
-                    format!("({})", call.results.join(", "))
-                };
-                let _ = write!(out, "{lhs} = {}({})", call.callee, args.join(", "));
-                for r in &call.results {
-                    known.insert(r);
-                }
-            }
-        }
-        out.push('\n');
-    }
+    print_stmts(p, d, &d.stmts, 1, &mut known, &mut out);
     out.push_str("}\n");
     out
 }
@@ -322,5 +283,115 @@ fn float_literal(x: f64, t: DType) -> String {
         s
     } else {
         format!("{s}.0")
+    }
+}
+
+/// Prints `stmts` one per line at `depth` levels of indentation; `known`
+/// holds the tensors whose types the checker knows before each statement.
+fn print_stmts<'a>(
+    p: &Program,
+    d: &'a Def,
+    stmts: &'a [Stmt],
+    depth: usize,
+    known: &mut HashSet<&'a str>,
+    out: &mut String,
+) {
+    let pad = "  ".repeat(depth);
+    for s in stmts {
+        out.push_str(&pad);
+        match s {
+            Stmt::Comp(c) => {
+                let expected = known
+                    .contains(c.tensor.as_str())
+                    .then(|| d.tensor(&c.tensor).map(|t| t.dtype).unwrap_or(DType::F32));
+                out.push_str(&print_comprehension(d, c, expected));
+                known.insert(&c.tensor);
+            }
+            Stmt::Call(call) => {
+                let callee = p.def(&call.callee);
+                let args: Vec<String> = call
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| match a {
+                        CallArg::Tensor(t) => t.clone(),
+                        CallArg::Scalar(e) => {
+                            let want = callee.and_then(|c| match c.params.get(i) {
+                                Some(Param::Scalar { dtype, .. }) => Some(*dtype),
+                                _ => None,
+                            });
+                            ExprPrinter { def: d, comp: None }.print(e, want, 0)
+                        }
+                    })
+                    .collect();
+                let lhs = if call.results.len() == 1 {
+                    call.results[0].clone()
+                } else {
+                    format!("({})", call.results.join(", "))
+                };
+                let _ = write!(out, "{lhs} = {}({})", call.callee, args.join(", "));
+                for r in &call.results {
+                    known.insert(r);
+                }
+            }
+            Stmt::Loop(l) => {
+                let scalar = ExprPrinter { def: d, comp: None };
+                let _ = write!(out, "{} = for {}", tuple(&l.results), l.index);
+                if let Some(n) = &l.count {
+                    let _ = write!(out, " in 0:{}", scalar.print(n, Some(DType::I64), 0));
+                }
+                if let Some(c) = &l.cond {
+                    let _ = write!(out, " while {}", scalar.print(c, Some(DType::Bool), 0));
+                }
+                let carried: Vec<String> = l
+                    .carried
+                    .iter()
+                    .map(|c| format!("{} = {}", tensor_type(d, &c.param), c.init))
+                    .collect();
+                let _ = writeln!(out, " carry ({}) {{", carried.join(", "));
+                known.extend(l.carried.iter().map(|c| c.param.as_str()));
+                print_block(p, d, &l.body, &l.yields, depth, known, out);
+                known.extend(l.results.iter().map(String::as_str));
+            }
+            Stmt::If(b) => {
+                let scalar = ExprPrinter { def: d, comp: None };
+                let _ = writeln!(
+                    out,
+                    "{} = if {} {{",
+                    tuple(&b.results),
+                    scalar.print(&b.cond, Some(DType::Bool), 0)
+                );
+                print_block(p, d, &b.then_body, &b.then_yields, depth, known, out);
+                out.push_str(" else {\n");
+                print_block(p, d, &b.else_body, &b.else_yields, depth, known, out);
+                known.extend(b.results.iter().map(String::as_str));
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// Prints a region's body, its `yield` and the closing brace (without a
+/// newline after it).
+fn print_block<'a>(
+    p: &Program,
+    d: &'a Def,
+    stmts: &'a [Stmt],
+    yields: &[String],
+    depth: usize,
+    known: &mut HashSet<&'a str>,
+    out: &mut String,
+) {
+    print_stmts(p, d, stmts, depth + 1, known, out);
+    let _ = writeln!(out, "{}yield {}", "  ".repeat(depth + 1), tuple(yields));
+    let _ = write!(out, "{}}}", "  ".repeat(depth));
+}
+
+/// `a` for one name, `(a, b)` otherwise (`()` for none).
+fn tuple(names: &[String]) -> String {
+    if names.len() == 1 {
+        names[0].clone()
+    } else {
+        format!("({})", names.join(", "))
     }
 }

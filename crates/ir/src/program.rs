@@ -74,6 +74,11 @@ pub struct Def {
 }
 
 impl Def {
+    /// Whether any statement is a loop or branch region.
+    pub fn has_regions(&self) -> bool {
+        self.stmts.iter().any(Stmt::is_region)
+    }
+
     pub fn tensor(&self, name: &str) -> Option<&TensorDecl> {
         self.tensors.iter().find(|t| t.name == name)
     }
@@ -158,6 +163,126 @@ impl Def {
 pub enum Stmt {
     Comp(Comprehension),
     Call(CallStmt),
+    /// A structured loop region (the imperative frontend's `for`/`while`).
+    Loop(LoopStmt),
+    /// A structured two-way branch region.
+    If(IfStmt),
+}
+
+/// A loop whose results are values: `(r..) = for k in 0:COUNT while COND
+/// carry (T p = init, ..) { body; yield (y..) }`.
+///
+/// Semantics: the carried parameters start as copies of their initial
+/// tensors; before each iteration `k` (0, 1, ...) the loop stops if `k`
+/// reached `count` or `cond` (evaluated on the current carried values) is
+/// false; otherwise the body runs with `index` bound to `k` (an `int64`
+/// scalar in the body) and the carried parameters take the yielded values.
+/// The results are the carried values when the loop stops. A body writes
+/// only tensors it declares itself; the tensors it defines are not visible
+/// after the loop. At least one of `count` and `cond` is present.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopStmt {
+    pub index: String,
+    /// The number of iterations, an `int64` expression over size symbols,
+    /// integer scalars and enclosing loops' indices.
+    pub count: Option<Expr>,
+    /// A `bool` expression over the same names and reads of 0-d tensors
+    /// (carried parameters among them), checked before every iteration.
+    pub cond: Option<Expr>,
+    pub carried: Vec<Carried>,
+    pub body: Vec<Stmt>,
+    /// The body's next value of each carried parameter, in order.
+    pub yields: Vec<String>,
+    /// The tensors the loop defines, one per carried parameter.
+    pub results: Vec<String>,
+}
+
+/// One loop-carried tensor: the body's parameter and its initial value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Carried {
+    pub param: String,
+    pub init: String,
+}
+
+/// A branch whose results are values: `(r..) = if COND { ..; yield (a..) }
+/// else { ..; yield (b..) }`. Exactly one body runs; the results are the
+/// tensors it yields. Each body writes only tensors it declares itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfStmt {
+    /// A `bool` expression over size symbols, integer scalars, enclosing
+    /// loops' indices and reads of 0-d tensors.
+    pub cond: Expr,
+    pub then_body: Vec<Stmt>,
+    pub then_yields: Vec<String>,
+    pub else_body: Vec<Stmt>,
+    pub else_yields: Vec<String>,
+    pub results: Vec<String>,
+}
+
+impl LoopStmt {
+    /// The tensors the loop reads from outside: initial values, and what
+    /// its condition and body read that they do not define themselves.
+    pub fn free_reads(&self) -> Vec<&str> {
+        let mut inner: Vec<&str> = self.carried.iter().map(|c| c.param.as_str()).collect();
+        let mut out: Vec<&str> = self.carried.iter().map(|c| c.init.as_str()).collect();
+        let cond_reads = self
+            .cond
+            .iter()
+            .flat_map(|e| e.reads().into_iter().map(|(t, _)| t));
+        for t in cond_reads.chain(block_free_reads(&self.body, &mut inner)) {
+            if !inner.contains(&t) && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+}
+
+impl IfStmt {
+    /// The tensors the branch reads from outside it.
+    pub fn free_reads(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.cond.reads().into_iter().map(|(t, _)| t).collect();
+        for body in [&self.then_body, &self.else_body] {
+            for t in block_free_reads(body, &mut Vec::new()) {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What the statements of a block read before the block defines it, in
+/// order; `defined` starts with the names the block's header binds and
+/// collects what the block writes.
+fn block_free_reads<'a>(stmts: &'a [Stmt], defined: &mut Vec<&'a str>) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for s in stmts {
+        for t in s.reads() {
+            if !defined.contains(&t) && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        defined.extend(s.written());
+    }
+    out
+}
+
+/// Visits every statement of `stmts` and of the regions inside them,
+/// parents before their bodies.
+pub fn walk_stmts<'a>(stmts: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::Loop(l) => walk_stmts(&l.body, f),
+            Stmt::If(b) => {
+                walk_stmts(&b.then_body, f);
+                walk_stmts(&b.else_body, f);
+            }
+            Stmt::Comp(_) | Stmt::Call(_) => {}
+        }
+    }
 }
 
 impl Stmt {
@@ -166,11 +291,14 @@ impl Stmt {
         match self {
             Stmt::Comp(c) => vec![c.tensor.as_str()],
             Stmt::Call(call) => call.results.iter().map(String::as_str).collect(),
+            Stmt::Loop(l) => l.results.iter().map(String::as_str).collect(),
+            Stmt::If(b) => b.results.iter().map(String::as_str).collect(),
         }
     }
 
     /// The tensors the statement reads: a comprehension's in its body, its
-    /// lets and its `exists` clauses; a call's tensor arguments.
+    /// lets and its `exists` clauses; a call's tensor arguments; a region's
+    /// free reads (what it reads from outside itself).
     pub fn reads(&self) -> Vec<&str> {
         match self {
             Stmt::Comp(c) => std::iter::once(&c.body)
@@ -186,7 +314,14 @@ impl Stmt {
                     CallArg::Scalar(_) => None,
                 })
                 .collect(),
+            Stmt::Loop(l) => l.free_reads(),
+            Stmt::If(b) => b.free_reads(),
         }
+    }
+
+    /// Whether this is a loop or branch region.
+    pub fn is_region(&self) -> bool {
+        matches!(self, Stmt::Loop(_) | Stmt::If(_))
     }
 }
 

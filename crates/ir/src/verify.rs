@@ -20,7 +20,18 @@
 //!   of a binary operation share a type, conditions are `bool`, subscripts
 //!   are integers, reads have one subscript per dimension, builtins get their
 //!   arity and (except `fabs`, `fmax`, `fmin`) float arguments, the body's
-//!   type is the left-hand side's element type; lets are bound before use.
+//!   type is the left-hand side's element type; lets are bound before use;
+//! - regions: a loop has a count (`int64`) or a condition (`bool`), a
+//!   branch a `bool` condition, each over size symbols, integer scalars,
+//!   enclosing loops' indices and reads of defined 0-d tensors; a loop index
+//!   shadows no size symbol, scalar, tensor or enclosing index, and no
+//!   iterator or let inside its body is named like it; a count reads no
+//!   tensors; carried parameters,
+//!   their initial values, yields and results agree in count, element type
+//!   and shape; a body reads what is defined before it (outside) or in it,
+//!   and every tensor is written in one block only (a body writes only
+//!   tensors it declares itself); what a body defines is not visible after
+//!   its region.
 
 use std::collections::{HashMap, HashSet};
 
@@ -49,13 +60,13 @@ pub fn verify_program(p: &Program) -> Result<(), Vec<String>> {
 
 fn check_call_cycles(p: &Program, errs: &mut Vec<String>) {
     let callees = |d: &Def| -> Vec<String> {
-        d.stmts
-            .iter()
-            .filter_map(|s| match s {
-                Stmt::Call(c) => Some(c.callee.clone()),
-                Stmt::Comp(_) => None,
-            })
-            .collect()
+        let mut out = Vec::new();
+        crate::walk_stmts(&d.stmts, &mut |s| {
+            if let Stmt::Call(c) = s {
+                out.push(c.callee.clone());
+            }
+        });
+        out
     };
     // Depth-first search with colors: 1 = on the stack, 2 = finished.
     fn visit<'a>(
@@ -102,6 +113,12 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
             }
         }
     }
+    let mut loop_indices = Vec::new();
+    crate::walk_stmts(&d.stmts, &mut |s| {
+        if let Stmt::Loop(l) = s {
+            loop_indices.push(l.index.as_str());
+        }
+    });
     let mut tnames = HashSet::new();
     for t in &d.tensors {
         if !tnames.insert(t.name.as_str()) {
@@ -112,7 +129,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
         }
         for s in &t.shape {
             for sym in s.symbols() {
-                if !size_symbol_ok(d, &sym) {
+                if !size_symbol_ok(d, &sym) && !loop_indices.contains(&sym.as_str()) {
                     err(format!(
                         "shape of `{}` mentions `{sym}`, which is no size symbol or integer scalar",
                         t.name
@@ -127,18 +144,64 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
             _ => err(format!("output `{o}` has no output declaration")),
         }
     }
-    let mut defined: HashSet<&str> = d
+    let defined: HashSet<&str> = d
         .tensors
         .iter()
         .filter(|t| matches!(t.role, TensorRole::Input | TensorRole::InOut))
         .map(|t| t.name.as_str())
         .collect();
-    for (i, s) in d.stmts.iter().enumerate() {
-        let mut serr = |m: String| err(format!("statement {}: {m}", i + 1));
+    let mut scope = Scope {
+        defined,
+        indices: Vec::new(),
+        owner: HashMap::new(),
+        blocks: 0,
+    };
+    verify_block(p, d, &d.stmts, "", 0, &mut scope, &mut err);
+    let defined = scope.defined;
+    for o in &d.outputs {
+        if !defined.contains(o.as_str()) {
+            err(format!("output `{o}` is never defined"));
+        }
+    }
+}
+
+/// What a block sees: the tensors defined so far, the loop indices in scope,
+/// and which block (numbered in order of appearance) writes each tensor.
+struct Scope<'a> {
+    defined: HashSet<&'a str>,
+    indices: Vec<&'a str>,
+    owner: HashMap<&'a str, usize>,
+    blocks: usize,
+}
+
+/// Verifies the statements of one block (the def's, or a region body's,
+/// numbered `block`); `path` prefixes statement numbers inside regions.
+fn verify_block<'a>(
+    p: &Program,
+    d: &'a Def,
+    stmts: &'a [Stmt],
+    path: &str,
+    block: usize,
+    scope: &mut Scope<'a>,
+    err: &mut dyn FnMut(String),
+) {
+    for (i, s) in stmts.iter().enumerate() {
+        let here = format!("{path}{}", i + 1);
+        let mut serr = |m: String| err(format!("statement {here}: {m}"));
+        for t in s.written() {
+            match scope.owner.get(t) {
+                Some(&b) if b != block => serr(format!(
+                    "writes `{t}`, which another block writes: a region writes only its own tensors"
+                )),
+                _ => {
+                    scope.owner.insert(t, block);
+                }
+            }
+        }
         match s {
             Stmt::Comp(c) => {
-                verify_comprehension(d, c, &defined, &mut serr);
-                defined.insert(&c.tensor);
+                verify_comprehension(d, c, scope, &mut serr);
+                scope.defined.insert(&c.tensor);
             }
             Stmt::Call(call) => {
                 let Some(callee) = p.def(&call.callee) else {
@@ -159,7 +222,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
                 for (prm, a) in callee.params.iter().zip(&call.args) {
                     match (prm, a) {
                         (Param::Tensor(_), CallArg::Tensor(t)) => {
-                            if !defined.contains(t.as_str()) {
+                            if !scope.defined.contains(t.as_str()) {
                                 serr(format!("argument `{t}` is read before it is defined"));
                             }
                         }
@@ -167,6 +230,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
                             let mut ctx = TypeCheck {
                                 d,
                                 c: None,
+                                indices: &scope.indices,
                                 errs: Vec::new(),
                             };
                             let t = ctx.check(e, &HashSet::new());
@@ -198,15 +262,189 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
                     if d.tensor(r).is_none() {
                         serr(format!("call result `{r}` has no declaration"));
                     }
-                    defined.insert(r);
+                    scope.defined.insert(r);
+                }
+            }
+            Stmt::Loop(l) => {
+                if l.count.is_none() && l.cond.is_none() {
+                    serr("a loop needs a count or a condition".into());
+                }
+                if d.scalar(&l.index).is_some()
+                    || d.size_symbols().contains(&l.index)
+                    || scope.indices.contains(&l.index.as_str())
+                {
+                    serr(format!(
+                        "loop index `{}` shadows a size symbol, scalar or enclosing index",
+                        l.index
+                    ));
+                }
+                if d.tensor(&l.index).is_some() {
+                    serr(format!("loop index `{}` is also a tensor's name", l.index));
+                }
+                if l.count.as_ref().is_some_and(|c| !c.reads().is_empty()) {
+                    serr("a loop count reads no tensors".into());
+                }
+                check_scalar_expr(
+                    d,
+                    scope,
+                    l.count.as_ref(),
+                    DType::I64,
+                    "loop count",
+                    &mut serr,
+                );
+                for c in &l.carried {
+                    if !scope.defined.contains(c.init.as_str()) {
+                        serr(format!(
+                            "carried `{}` starts from `{}`, which is not defined",
+                            c.param, c.init
+                        ));
+                    }
+                    same_type(d, &c.param, &c.init, &mut serr);
+                }
+                check_counts(
+                    l.carried.len(),
+                    &l.yields,
+                    &l.results,
+                    "carried tensors",
+                    &mut serr,
+                );
+                let outer = scope.defined.clone();
+                scope.indices.push(&l.index);
+                scope.blocks += 1;
+                let body = scope.blocks;
+                for c in &l.carried {
+                    scope.defined.insert(&c.param);
+                    if scope.owner.insert(&c.param, body).is_some() {
+                        serr(format!("carried `{}` is written elsewhere too", c.param));
+                    }
+                }
+                check_scalar_expr(
+                    d,
+                    scope,
+                    l.cond.as_ref(),
+                    DType::Bool,
+                    "loop condition",
+                    &mut serr,
+                );
+                verify_block(p, d, &l.body, &format!("{here}."), body, scope, &mut serr);
+                for (c, y) in l.carried.iter().zip(&l.yields) {
+                    yielded(d, scope, y, &c.param, &mut serr);
+                }
+                scope.indices.pop();
+                scope.defined = outer;
+                for (c, r) in l.carried.iter().zip(&l.results) {
+                    same_type(d, r, &c.param, &mut serr);
+                    scope.defined.insert(r);
+                }
+            }
+            Stmt::If(b) => {
+                check_scalar_expr(
+                    d,
+                    scope,
+                    Some(&b.cond),
+                    DType::Bool,
+                    "branch condition",
+                    &mut serr,
+                );
+                let outer = scope.defined.clone();
+                for (k, (body, yields)) in [
+                    (&b.then_body, &b.then_yields),
+                    (&b.else_body, &b.else_yields),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    check_counts(b.results.len(), yields, &b.results, "results", &mut serr);
+                    let inner = format!("{here}.{}.", ["then", "else"][k]);
+                    scope.blocks += 1;
+                    let id = scope.blocks;
+                    verify_block(p, d, body, &inner, id, scope, &mut serr);
+                    for (y, r) in yields.iter().zip(&b.results) {
+                        yielded(d, scope, y, r, &mut serr);
+                    }
+                    scope.defined = outer.clone();
+                }
+                for r in &b.results {
+                    scope.defined.insert(r);
                 }
             }
         }
     }
-    for o in &d.outputs {
-        if !defined.contains(o.as_str()) {
-            err(format!("output `{o}` is never defined"));
+}
+
+/// Checks that a region yields one name per result.
+fn check_counts(
+    n: usize,
+    yields: &[String],
+    results: &[String],
+    what: &str,
+    err: &mut dyn FnMut(String),
+) {
+    if yields.len() != n || results.len() != n {
+        err(format!(
+            "{n} {what}, but {} yielded and {} results",
+            yields.len(),
+            results.len()
+        ));
+    }
+}
+
+/// Checks that `y`, yielded for `slot`, is visible and of `slot`'s type.
+fn yielded(d: &Def, scope: &Scope, y: &str, slot: &str, err: &mut dyn FnMut(String)) {
+    if !scope.defined.contains(y) {
+        err(format!("yields `{y}`, which is not defined"));
+    }
+    same_type(d, slot, y, err);
+}
+
+/// Checks that tensors `a` and `b` are declared with one element type and shape.
+fn same_type(d: &Def, a: &str, b: &str, err: &mut dyn FnMut(String)) {
+    match (d.tensor(a), d.tensor(b)) {
+        (Some(x), Some(y)) if x.dtype != y.dtype || x.shape != y.shape => err(format!(
+            "`{a}` is {}{:?} but `{b}` is {}{:?}",
+            x.dtype, x.shape, y.dtype, y.shape
+        )),
+        (Some(_), Some(_)) => {}
+        (None, _) => err(format!("`{a}` has no declaration")),
+        (_, None) => err(format!("`{b}` has no declaration")),
+    }
+}
+
+/// Checks a region's scalar expression: of type `want`, reading only
+/// defined 0-d tensors.
+fn check_scalar_expr(
+    d: &Def,
+    scope: &Scope,
+    e: Option<&Expr>,
+    want: DType,
+    what: &str,
+    err: &mut dyn FnMut(String),
+) {
+    let Some(e) = e else { return };
+    let mut tc = TypeCheck {
+        d,
+        c: None,
+        indices: &scope.indices,
+        errs: Vec::new(),
+    };
+    let t = tc.check(e, &HashSet::new());
+    if t != want {
+        tc.errs
+            .push(format!("{what} has type {t}, expected {want}"));
+    }
+    for (r, ix) in e.reads() {
+        if !scope.defined.contains(r) {
+            tc.errs
+                .push(format!("{what} reads `{r}` before it is defined"));
         }
+        if !ix.is_empty() {
+            tc.errs.push(format!(
+                "{what} reads `{r}` with subscripts: only 0-d tensors are read here"
+            ));
+        }
+    }
+    for m in tc.errs {
+        err(m);
     }
 }
 
@@ -217,12 +455,8 @@ fn size_symbol_ok(d: &Def, sym: &str) -> bool {
     }
 }
 
-fn verify_comprehension(
-    d: &Def,
-    c: &Comprehension,
-    defined: &HashSet<&str>,
-    err: &mut dyn FnMut(String),
-) {
+fn verify_comprehension(d: &Def, c: &Comprehension, scope: &Scope, err: &mut dyn FnMut(String)) {
+    let defined = &scope.defined;
     let Some(lhs) = d.tensor(&c.tensor) else {
         err(format!("writes undeclared tensor `{}`", c.tensor));
         return;
@@ -258,8 +492,14 @@ fn verify_comprehension(
         if !rnames.insert(r.name.as_str()) {
             err(format!("iterator `{}` has two ranges", r.name));
         }
+        if scope.indices.contains(&r.name.as_str()) {
+            err(format!(
+                "iterator `{}` is named like an enclosing loop's index",
+                r.name
+            ));
+        }
         for s in r.lo.symbols().into_iter().chain(r.hi.symbols()) {
-            if !size_symbol_ok(d, &s) {
+            if !size_symbol_ok(d, &s) && !scope.indices.contains(&s.as_str()) {
                 err(format!(
                     "range of `{}` mentions `{s}`, which is no size symbol or integer scalar",
                     r.name
@@ -309,8 +549,15 @@ fn verify_comprehension(
     let mut tc = TypeCheck {
         d,
         c: Some(c),
+        indices: &scope.indices,
         errs: Vec::new(),
     };
+    for (n, _) in &c.lets {
+        if scope.indices.contains(&n.as_str()) {
+            tc.errs
+                .push(format!("let `{n}` is named like an enclosing loop's index"));
+        }
+    }
     let mut bound = HashSet::new();
     for (n, v) in &c.lets {
         tc.check(v, &bound);
@@ -338,6 +585,8 @@ fn verify_comprehension(
 struct TypeCheck<'a> {
     d: &'a Def,
     c: Option<&'a Comprehension>,
+    /// The indices of the loops around the expression (`int64` scalars).
+    indices: &'a [&'a str],
     errs: Vec<String>,
 }
 
@@ -357,7 +606,10 @@ impl TypeCheck<'_> {
             }
             Expr::Iter(_) => {}
             Expr::Sym(s) => {
-                if self.d.scalar(s).is_none() && !self.d.size_symbols().contains(s) {
+                if self.d.scalar(s).is_none()
+                    && !self.d.size_symbols().contains(s)
+                    && !self.indices.contains(&s.as_str())
+                {
                     self.errs.push(format!("unknown symbol `{s}`"));
                 }
             }

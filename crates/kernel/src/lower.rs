@@ -97,6 +97,14 @@ impl std::fmt::Display for LowerError {
 
 impl std::error::Error for LowerError {}
 
+/// Loop and branch regions run as a sequence of lowered bodies, which
+/// lowering into one kernel block does not express.
+fn regions_not_lowered(def: &str) -> LowerError {
+    LowerError::not_lowered_yet(format!(
+        "def `{def}` has loop or branch regions, which are not lowered into kernels yet"
+    ))
+}
+
 fn err<T>(m: impl Into<String>) -> Result<T, LowerError> {
     Err(LowerError::invalid(m))
 }
@@ -136,6 +144,7 @@ pub fn lower_def(
                     read_back.insert(&c.tensor);
                 }
             }
+            Stmt::Loop(_) | Stmt::If(_) => return Err(regions_not_lowered(&def.name)),
             Stmt::Call(call) => {
                 read_back.extend(call.results.iter().map(String::as_str));
                 read_back.extend(call.args.iter().filter_map(|a| match a {
@@ -179,6 +188,7 @@ pub fn lower_def(
                 )?));
                 continue;
             }
+            Stmt::Loop(_) | Stmt::If(_) => return Err(regions_not_lowered(&def.name)),
         };
         let cx = Cx {
             def,
@@ -1102,9 +1112,13 @@ impl Builder<'_> {
             let dims = self.cx.shapes.get(*t).cloned().unwrap_or_default();
             subs.iter().zip(&dims).all(|(s, &size)| {
                 let last = i64::try_from(size).unwrap_or(i64::MAX) - 1;
-                self.affine(s)
-                    .and_then(|a| a.bounds(&self.ranges))
-                    .is_some_and(|(lo, hi)| lo >= 0 && hi <= last)
+                // An affine subscript's exact range, else the interval
+                // analysis's (floor divisions, `min`/`max` clamps).
+                let range = match self.affine(s) {
+                    Some(a) => a.bounds(&self.ranges),
+                    None => self.bounds().interval(s).ok(),
+                };
+                range.is_some_and(|(lo, hi)| lo >= 0 && hi <= last)
             })
         })
     }

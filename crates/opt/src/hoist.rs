@@ -217,6 +217,24 @@ fn symbols(s: &Stmt) -> BTreeSet<String> {
                 from_expr(e, &mut out);
             }
         }
+        Stmt::Loop(_) | Stmt::If(_) => {
+            // A region's own loop indices are bound inside it; the symbols
+            // that matter are the ones it takes from outside.
+            let mut inner = Vec::new();
+            ir::walk_stmts(std::slice::from_ref(s), &mut |x| match x {
+                Stmt::Loop(l) => {
+                    inner.push(l.index.clone());
+                    for e in l.count.iter().chain(&l.cond) {
+                        from_expr(e, &mut out);
+                    }
+                }
+                Stmt::If(b) => from_expr(&b.cond, &mut out),
+                other => out.extend(symbols(other)),
+            });
+            for i in inner {
+                out.remove(&i);
+            }
+        }
         Stmt::Call(call) => {
             for a in &call.args {
                 if let CallArg::Scalar(e) = a {

@@ -101,6 +101,11 @@ fn stmt_info(p: &Program, d: &Def, s: &Stmt, depth: usize) -> StmtInfo {
                 polys: call_polys(p, call, depth),
             }
         }
+        Stmt::Loop(_) | Stmt::If(_) => StmtInfo {
+            reads: s.reads().into_iter().map(str::to_string).collect(),
+            writes: s.written().into_iter().map(str::to_string).collect(),
+            polys: Err("a loop or branch region is not a multi-linear statement".into()),
+        },
     }
 }
 
@@ -387,5 +392,7 @@ fn statement(d: &Def, s: &Stmt) -> String {
             };
             format!("{results} = {}({})", call.callee, args.join(", "))
         }
+        Stmt::Loop(l) => format!("({}) = for {} {{ … }}", l.results.join(", "), l.index),
+        Stmt::If(b) => format!("({}) = if … {{ … }} else {{ … }}", b.results.join(", ")),
     }
 }

@@ -74,6 +74,7 @@ fn optimize(
                     .join(", ")
             ),
             ir::Stmt::Comp(_) => "comprehension".to_string(),
+            ir::Stmt::Loop(_) | ir::Stmt::If(_) => "region".to_string(),
         })
         .collect()
 }

@@ -131,6 +131,11 @@ impl Points {
                     let inner = call_sizes(callee, &args)?;
                     total += self.points(program, &call.callee, &inner)?;
                 }
+                Stmt::Loop(_) | Stmt::If(_) => {
+                    return Err(format!(
+                        "`{def}` has regions, which this model does not cost"
+                    ))
+                }
             }
         }
         Ok(total)

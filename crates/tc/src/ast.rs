@@ -57,6 +57,76 @@ pub struct ReturnAst {
 pub enum StmtAst {
     Comp(CompAst),
     Call(CallAst),
+    Loop(LoopAst),
+    If(IfAst),
+}
+
+impl StmtAst {
+    /// The whole statement, a region from its left side to its last `}`.
+    pub fn span(&self) -> Span {
+        match self {
+            StmtAst::Comp(c) => c.span,
+            StmtAst::Call(c) => c.span,
+            StmtAst::Loop(l) => l.span,
+            StmtAst::If(b) => b.span,
+        }
+    }
+
+    /// The names the statement writes in its own block: a comprehension's
+    /// left side, a call's or a region's results.
+    pub fn written(&self) -> Vec<&Ident> {
+        match self {
+            StmtAst::Comp(c) => vec![&c.lhs],
+            StmtAst::Call(c) => c.results.iter().collect(),
+            StmtAst::Loop(l) => l.results.iter().collect(),
+            StmtAst::If(b) => b.results.iter().collect(),
+        }
+    }
+}
+
+/// `(r, ..) = for k in 0:COUNT while COND carry (T(..) p = init, ..) {
+/// body; yield (y, ..) }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopAst {
+    pub results: Vec<Ident>,
+    /// The `for` keyword, where messages about the loop as a whole point.
+    pub keyword: Span,
+    pub index: Ident,
+    pub count: Option<ExprAst>,
+    pub cond: Option<ExprAst>,
+    pub carried: Vec<CarriedAst>,
+    pub body: BlockAst,
+    pub span: Span,
+}
+
+/// One carried tensor of a loop: `float(N) p = init`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CarriedAst {
+    pub ty: TypeAst,
+    pub param: Ident,
+    pub init: Ident,
+}
+
+/// `(r, ..) = if COND { ..; yield (a, ..) } else { ..; yield (b, ..) }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IfAst {
+    pub results: Vec<Ident>,
+    /// The `if` keyword.
+    pub keyword: Span,
+    pub cond: ExprAst,
+    pub then_body: BlockAst,
+    pub else_body: BlockAst,
+    pub span: Span,
+}
+
+/// A region's body: statements, then `yield` and the names it yields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockAst {
+    pub stmts: Vec<StmtAst>,
+    pub yields: Vec<Ident>,
+    /// The `yield` statement (the block's closing `}` when it has none,
+    /// which the parser reports).
+    pub yield_span: Span,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -9,6 +9,12 @@
 //! statements and writes outside a tensor are rejected, and the result goes
 //! through `ir::verify_program`; a failure there is reported as an internal
 //! error rather than returned.
+//!
+//! Loop and branch regions ([`region`]) are checked in the same two phases:
+//! their bodies are blocks of statements typed in order when the region is
+//! reached, and take part in the fixed point with everything else.
+
+mod region;
 
 use std::collections::{HashMap, HashSet};
 
@@ -90,7 +96,7 @@ pub fn check_file(file: &File) -> Result<CheckOutput, Vec<Diagnostic>> {
                     equivalences.push(e);
                 }
                 for (i, s) in d.stmts.iter().enumerate() {
-                    stmt_spans.insert((def.name.clone(), i), stmt_span(s));
+                    stmt_spans.insert((def.name.clone(), i), s.span());
                 }
                 checked.insert(def.name.clone(), def);
             }
@@ -147,38 +153,52 @@ fn rank0_statements(file: &File) -> File {
             .filter(|p| p.ty.dims.is_some())
             .map(|p| p.name.name.clone())
             .collect();
-        for s in &mut d.stmts {
-            if let StmtAst::Call(c) = s {
-                let f = &c.callee.name;
-                let value = reserved(f).is_some() || tensors.contains(f);
-                if c.results.len() == 1 && !defs.contains(f.as_str()) && value {
-                    let lhs = c.results[0].clone();
-                    let body = ExprAst {
-                        kind: ExprKind::Apply(c.callee.clone(), c.args.clone()),
-                        span: Span::new(c.callee.span.start, c.span.end),
-                    };
-                    *s = StmtAst::Comp(CompAst {
-                        lhs,
-                        indices: Vec::new(),
-                        op: Reduction::Assign,
-                        init: false,
-                        op_span: c.callee.span,
-                        body,
-                        wheres: Vec::new(),
-                        equiv: None,
-                        span: c.span,
-                    });
-                }
-            }
-            match s {
-                StmtAst::Comp(c) => {
-                    tensors.insert(c.lhs.name.clone());
-                }
-                StmtAst::Call(c) => tensors.extend(c.results.iter().map(|r| r.name.clone())),
-            }
-        }
+        rank0_block(&mut d.stmts, &defs, &mut tensors);
     }
     out
+}
+
+/// [`rank0_statements`] on one block; `tensors` holds the tensors defined
+/// before it, and gains what it defines. A region's body sees what its
+/// carried tensors and it define, which are gone after it.
+fn rank0_block(stmts: &mut [StmtAst], defs: &HashSet<&str>, tensors: &mut HashSet<String>) {
+    for s in stmts {
+        if let StmtAst::Call(c) = s {
+            let f = &c.callee.name;
+            let value = reserved(f).is_some() || tensors.contains(f);
+            if c.results.len() == 1 && !defs.contains(f.as_str()) && value {
+                let lhs = c.results[0].clone();
+                let body = ExprAst {
+                    kind: ExprKind::Apply(c.callee.clone(), c.args.clone()),
+                    span: Span::new(c.callee.span.start, c.span.end),
+                };
+                *s = StmtAst::Comp(CompAst {
+                    lhs,
+                    indices: Vec::new(),
+                    op: Reduction::Assign,
+                    init: false,
+                    op_span: c.callee.span,
+                    body,
+                    wheres: Vec::new(),
+                    equiv: None,
+                    span: c.span,
+                });
+            }
+        }
+        match s {
+            StmtAst::Loop(l) => {
+                let mut inner = tensors.clone();
+                inner.extend(l.carried.iter().map(|c| c.param.name.clone()));
+                rank0_block(&mut l.body.stmts, defs, &mut inner);
+            }
+            StmtAst::If(b) => {
+                rank0_block(&mut b.then_body.stmts, defs, &mut tensors.clone());
+                rank0_block(&mut b.else_body.stmts, defs, &mut tensors.clone());
+            }
+            StmtAst::Comp(_) | StmtAst::Call(_) => {}
+        }
+        tensors.extend(s.written().into_iter().map(|n| n.name.clone()));
+    }
 }
 
 /// What a name the language reserves for itself is, if it is one.
@@ -187,15 +207,27 @@ fn reserved(name: &str) -> Option<&'static str> {
         Some("a builtin function")
     } else if DType::from_name(name).is_some() {
         Some("a type name")
+    } else if name == "for" || name == "if" {
+        // `x = for ...` and `x = if ...` start regions, so a def of either
+        // name could never be called.
+        Some("a keyword")
     } else {
         None
     }
 }
 
-fn stmt_span(s: &StmtAst) -> Span {
-    match s {
-        StmtAst::Comp(c) => c.span,
-        StmtAst::Call(c) => c.span,
+/// Every call statement of a block and of the regions inside it.
+fn calls_in<'a>(stmts: &'a [StmtAst], out: &mut Vec<&'a CallAst>) {
+    for s in stmts {
+        match s {
+            StmtAst::Call(c) => out.push(c),
+            StmtAst::Loop(l) => calls_in(&l.body.stmts, out),
+            StmtAst::If(b) => {
+                calls_in(&b.then_body.stmts, out);
+                calls_in(&b.else_body.stmts, out);
+            }
+            StmtAst::Comp(_) => {}
+        }
     }
 }
 
@@ -238,36 +270,34 @@ fn call_order<'a>(
         state.insert(d.name.name.clone(), State::Visiting);
         // The deepest callee, at its call.
         let mut deepest: Option<(usize, &CallAst)> = None;
-        for s in &d.stmts {
-            if let StmtAst::Call(c) = s {
-                if let Some(callee) = by_name.get(c.callee.name.as_str()) {
-                    if !state.contains_key(&callee.name.name) {
-                        if depth >= ir::MAX_CALL_DEPTH {
-                            if !std::mem::replace(reported, true) {
-                                errs.push(too_deep(d, c));
-                            }
-                            continue;
+        let mut calls = Vec::new();
+        calls_in(&d.stmts, &mut calls);
+        for c in calls {
+            if let Some(callee) = by_name.get(c.callee.name.as_str()) {
+                if !state.contains_key(&callee.name.name) {
+                    if depth >= ir::MAX_CALL_DEPTH {
+                        if !std::mem::replace(reported, true) {
+                            errs.push(too_deep(d, c));
                         }
-                        visit(callee, depth + 1, by_name, state, out, errs, reported);
+                        continue;
                     }
-                    match state.get(&callee.name.name) {
-                        Some(State::Visiting) => errs.push(
-                            Diagnostic::error(
-                                format!(
-                                    "recursive call: `{}` calls `{}`, which is still being defined",
-                                    d.name.name, c.callee.name
-                                ),
-                                c.callee.span,
-                            )
-                            .with_help(
-                                "defs cannot call themselves, directly or through other defs",
+                    visit(callee, depth + 1, by_name, state, out, errs, reported);
+                }
+                match state.get(&callee.name.name) {
+                    Some(State::Visiting) => errs.push(
+                        Diagnostic::error(
+                            format!(
+                                "recursive call: `{}` calls `{}`, which is still being defined",
+                                d.name.name, c.callee.name
                             ),
-                        ),
-                        Some(State::Done(level)) if deepest.is_none_or(|(l, _)| *level > l) => {
-                            deepest = Some((*level, c));
-                        }
-                        _ => {}
+                            c.callee.span,
+                        )
+                        .with_help("defs cannot call themselves, directly or through other defs"),
+                    ),
+                    Some(State::Done(level)) if deepest.is_none_or(|(l, _)| *level > l) => {
+                        deepest = Some((*level, c));
                     }
+                    _ => {}
                 }
             }
         }
@@ -301,14 +331,18 @@ fn call_order<'a>(
 /// consequences of an error already reported, and are dropped.
 const POISONED: &str = "is defined by a statement that has errors";
 
+/// The note of a tensor read outside the region body that defines it.
+const HIDDEN: &str = "is defined inside the body of a region and is not visible outside it";
+
 /// A statement after phase 1.
-enum Pending {
-    Comp(PendingComp),
+enum Pending<'s> {
+    Comp(PendingComp<'s>),
     Call(PendingCall),
+    Region(region::PendingRegion<'s>),
 }
 
-struct PendingComp {
-    ast: usize,
+struct PendingComp<'s> {
+    ast: &'s CompAst,
     tensor: String,
     indices: Vec<String>,
     op: Reduction,
@@ -326,6 +360,23 @@ struct PendingCall {
     args: Vec<CallArg>,
     results: Vec<String>,
     done: bool,
+    span: Span,
+}
+
+/// A block being checked: the def's own statements, or a region's body.
+struct Block {
+    /// Blocks are numbered in order of appearance, the def's own 0.
+    id: usize,
+    /// The tensors the block has defined so far.
+    defined: Vec<String>,
+    /// How messages refer to a statement of the block: `statement 2` at
+    /// the top, `statement 2 of this block` in a region.
+    suffix: &'static str,
+    /// The index of the statement of the block that first writes each
+    /// tensor, and of the statement being checked: a region's body reads
+    /// what its enclosing blocks define later with these.
+    later: HashMap<String, usize>,
+    at: usize,
 }
 
 struct DefCx<'a> {
@@ -342,6 +393,20 @@ struct DefCx<'a> {
     poisoned: HashSet<String>,
     /// The statements' `<=>` annotations.
     equivalences: Vec<Equivalence>,
+    /// The open blocks, innermost last.
+    blocks: Vec<Block>,
+    /// How many blocks have been opened.
+    opened: usize,
+    /// The block that writes each tensor, and its first definition. The IR
+    /// has every tensor written in one block only.
+    owner: HashMap<String, (usize, Span)>,
+    /// Tensors defined in region bodies that have closed: `tensors` keeps
+    /// them (the fixed point may still need their shapes) but they cannot
+    /// be read or written any more.
+    hidden: HashSet<String>,
+    /// The indices of the loops around the block being checked, innermost
+    /// last; each is also in `scalars`, as an `int64`, while its body is.
+    indices: Vec<String>,
     errs: Vec<Diagnostic>,
 }
 
@@ -358,6 +423,17 @@ impl<'a> DefCx<'a> {
             typed_returns: HashMap::new(),
             poisoned: HashSet::new(),
             equivalences: Vec::new(),
+            blocks: vec![Block {
+                id: 0,
+                defined: Vec::new(),
+                suffix: "",
+                later: HashMap::new(),
+                at: 0,
+            }],
+            opened: 1,
+            owner: HashMap::new(),
+            hidden: HashSet::new(),
+            indices: Vec::new(),
             errs: Vec::new(),
         }
     }
@@ -384,40 +460,7 @@ impl<'a> DefCx<'a> {
         if !self.errs.is_empty() {
             return None;
         }
-        let mut pending = Vec::new();
-        let defined_later = first_definitions(d);
-        for (i, s) in d.stmts.iter().enumerate() {
-            let p = match s {
-                StmtAst::Comp(c) => self
-                    .type_comp(&d.stmts, i, c, &defined_later)
-                    .map(Pending::Comp),
-                StmtAst::Call(c) => self.type_call(c).map(Pending::Call),
-            };
-            match p {
-                Some(p) => {
-                    pending.push(p);
-                    // Shapes known so far serve later statements (`T.d` of
-                    // a temporary in a `where` bound).
-                    if self.errs.is_empty() {
-                        self.progress(d, &mut pending);
-                    }
-                }
-                None => {
-                    // Keep checking the other statements so one run reports
-                    // every independent error; what this statement would have
-                    // defined is poisoned, so reading it reports nothing more.
-                    let names: Vec<&Ident> = match s {
-                        StmtAst::Comp(c) => vec![&c.lhs],
-                        StmtAst::Call(c) => c.results.iter().collect(),
-                    };
-                    for n in names {
-                        if !self.tensors.contains_key(&n.name) {
-                            self.poisoned.insert(n.name.clone());
-                        }
-                    }
-                }
-            }
-        }
+        let mut pending = self.type_block(d, &d.stmts);
         if !self.errs.is_empty() {
             return None;
         }
@@ -456,6 +499,110 @@ impl<'a> DefCx<'a> {
         self.errs
             .extend(bounds_diagnostics(d, &def, &HashMap::new()));
         Some(def)
+    }
+
+    /// Phase 1 on the statements of one block, in order.
+    fn type_block<'s>(&mut self, d: &'s DefAst, stmts: &'s [StmtAst]) -> Vec<Pending<'s>> {
+        let mut pending = Vec::new();
+        let defined_later = first_definitions(stmts);
+        if let Some(b) = self.blocks.last_mut() {
+            b.later = defined_later.clone();
+        }
+        for (i, s) in stmts.iter().enumerate() {
+            if let Some(b) = self.blocks.last_mut() {
+                b.at = i;
+            }
+            let p = match s {
+                StmtAst::Comp(c) => self
+                    .type_comp(stmts, i, c, &defined_later)
+                    .map(Pending::Comp),
+                StmtAst::Call(c) => self.type_call(c).map(Pending::Call),
+                StmtAst::Loop(l) => self.type_loop(d, l).map(Pending::Region),
+                StmtAst::If(b) => self.type_if(d, b).map(Pending::Region),
+            };
+            match p {
+                Some(p) => {
+                    pending.push(p);
+                    // Shapes known so far serve later statements (`T.d` of
+                    // a temporary in a `where` bound).
+                    if self.errs.is_empty() {
+                        self.progress(d, &mut pending);
+                    }
+                }
+                None => {
+                    // Keep checking the other statements so one run reports
+                    // every independent error; what this statement would have
+                    // defined is poisoned, so reading it reports nothing more.
+                    // (A name this block could not define because another
+                    // block did is poisoned too: its uses here are
+                    // consequences of that error.)
+                    for n in s.written() {
+                        if !self.visible(&n.name) {
+                            self.poisoned.insert(n.name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        pending
+    }
+
+    /// Whether tensor `name` can be read here: defined, and not inside a
+    /// region body that has closed.
+    fn visible(&self, name: &str) -> bool {
+        self.tensors.contains_key(name) && !self.hidden.contains(name)
+    }
+
+    /// The number of the block being checked.
+    fn block(&self) -> usize {
+        self.blocks.last().map_or(0, |b| b.id)
+    }
+
+    /// Whether the block being checked may write tensor `name`, reporting
+    /// why not: every tensor is written in the one block that defines it, so
+    /// a region's body writes only its own tensors, the def's results are
+    /// defined outside regions, and no name is defined in two blocks.
+    fn may_write(&mut self, name: &Ident) -> bool {
+        let here = self.block();
+        let n = &name.name;
+        if self.hidden.contains(n) {
+            let mut diag = Diagnostic::error(
+                format!("`{n}` is already defined in another block; tensor names are unique within a def"),
+                name.span,
+            )
+            .with_help("rename one of them");
+            if let Some((_, first)) = self.owner.get(n) {
+                diag = diag.with_extra(*first, "first defined here, inside a region");
+            }
+            self.err(diag);
+            return false;
+        }
+        match self.owner.get(n) {
+            Some(&(b, first)) if b != here => {
+                self.err(
+                    Diagnostic::error(
+                        format!("`{n}` is defined outside this region; a region's body writes only tensors it defines"),
+                        name.span,
+                    )
+                    .with_extra(first, "defined here")
+                    .with_help("write a new tensor and `yield` it; a loop updates a tensor by carrying it (`carry (...)`)"),
+                );
+                false
+            }
+            None if here != 0 && self.returns.contains(n) => {
+                self.err(
+                    Diagnostic::error(
+                        format!("`{n}` is a result of the def, which a region's body cannot define"),
+                        name.span,
+                    )
+                    .with_help(format!(
+                        "define `{n}` outside the region, e.g. as the region's result: `{n} = for ...` or `{n} = if ...`"
+                    )),
+                );
+                false
+            }
+            _ => true,
+        }
     }
 
     fn signature(&mut self, d: &DefAst) {
@@ -521,6 +668,7 @@ impl<'a> DefCx<'a> {
                     shape: Some(shape),
                 },
             );
+            self.owner.insert(p.name.name.clone(), (0, p.name.span));
         }
         let mut rseen: HashMap<&str, Span> = HashMap::new();
         for r in &d.returns {
@@ -641,12 +789,15 @@ impl<'a> DefCx<'a> {
         defined_later: &HashMap<String, usize>,
         names: &HashSet<String>,
     ) -> HashMap<String, String> {
-        let mut out: HashMap<String, String> = self
-            .poisoned
+        let mut out: HashMap<String, String> = names
             .iter()
-            .filter(|n| names.contains(*n))
-            .map(|n| (n.clone(), POISONED.to_string()))
+            .filter(|n| self.hidden.contains(*n))
+            .map(|n| (n.clone(), HIDDEN.to_string()))
             .collect();
+        for n in self.poisoned.iter().filter(|n| names.contains(*n)) {
+            out.insert(n.clone(), POISONED.to_string());
+        }
+        let suffix = self.blocks.last().map_or("", |b| b.suffix);
         for name in names {
             let Some(at) = defined_later.get(name) else {
                 continue;
@@ -658,14 +809,36 @@ impl<'a> DefCx<'a> {
                 "is read in its own first definition, before it has any value".to_string()
             } else if self.returns.contains(name) {
                 format!(
-                    "is a result that is read before any statement defines it (statement {} does)",
+                    "is a result that is read before any statement defines it (statement {}{suffix} does)",
                     at + 1
                 )
             } else {
                 format!(
-                    "is read before it is defined (statement {} defines it)",
+                    "is read before it is defined (statement {}{suffix} defines it)",
                     at + 1
                 )
+            };
+            out.insert(name.clone(), why);
+        }
+        let enclosing = &self.blocks[..self.blocks.len().saturating_sub(1)];
+        for name in names {
+            if out.contains_key(name) || self.tensors.contains_key(name) {
+                continue;
+            }
+            let later = enclosing
+                .iter()
+                .rev()
+                .find_map(|b| b.later.get(name).map(|at| (b, *at)));
+            let why = match later {
+                Some((b, at)) if at == b.at => {
+                    "is a result of the region that reads it, which defines it only when the region ends".to_string()
+                }
+                Some((b, at)) if at > b.at => format!(
+                    "is read before it is defined (statement {}{} defines it)",
+                    at + 1,
+                    if b.id == 0 { "" } else { " of an enclosing block" }
+                ),
+                _ => continue,
             };
             out.insert(name.clone(), why);
         }
@@ -683,7 +856,9 @@ impl<'a> DefCx<'a> {
     fn check_lhs_names(&mut self, c: &CompAst) -> bool {
         let mut ok = true;
         let what = |n: &str| -> Option<&'static str> {
-            if self.scalars.contains_key(n) {
+            if self.indices.iter().any(|x| x == n) {
+                Some("a loop index")
+            } else if self.scalars.contains_key(n) {
                 Some("a scalar parameter")
             } else if self.sizes.contains(n) {
                 Some("a size symbol")
@@ -766,14 +941,14 @@ impl<'a> DefCx<'a> {
         !input
     }
 
-    fn type_comp(
+    fn type_comp<'s>(
         &mut self,
         d_stmts: &[StmtAst],
         i: usize,
-        c: &CompAst,
+        c: &'s CompAst,
         defined_later: &HashMap<String, usize>,
-    ) -> Option<PendingComp> {
-        if !self.check_lhs_names(c) || !self.writable(&c.lhs) {
+    ) -> Option<PendingComp<'s>> {
+        if !self.check_lhs_names(c) || !self.writable(&c.lhs) || !self.may_write(&c.lhs) {
             return None;
         }
         let existing = self.tensors.get(&c.lhs.name).cloned();
@@ -973,6 +1148,18 @@ impl<'a> DefCx<'a> {
             }
         }
         if let Some(eq) = &c.equiv {
+            if self.block() != 0 {
+                // An annotation names its statement by its index in the
+                // def, which a statement inside a region does not have.
+                self.err(
+                    Diagnostic::error(
+                        "`<=>` annotations are not supported inside regions",
+                        eq.span,
+                    )
+                    .with_help("annotate a statement of the def itself"),
+                );
+                return None;
+            }
             let args = self.equivalence_args(eq)?;
             self.equivalences.push(Equivalence {
                 def: String::new(),
@@ -983,9 +1170,9 @@ impl<'a> DefCx<'a> {
             });
         }
         let shape = declared.and_then(|d| d.shape);
-        self.define(&c.lhs.name, dtype, c.indices.len(), shape);
+        self.define(&c.lhs, dtype, c.indices.len(), shape);
         Some(PendingComp {
-            ast: i,
+            ast: c,
             tensor: c.lhs.name.clone(),
             indices: c.indices.iter().map(|x| x.name.clone()).collect(),
             op: c.op,
@@ -1017,7 +1204,7 @@ impl<'a> DefCx<'a> {
                     return None;
                 }
             };
-            let Some(info) = self.tensors.get(t) else {
+            let Some(info) = self.tensors.get(t).filter(|_| self.visible(t)) else {
                 self.err(Diagnostic::error(
                     format!("`{t}` is not a tensor defined before this statement"),
                     a.span,
@@ -1067,19 +1254,25 @@ impl<'a> DefCx<'a> {
         (!body.weak).then_some(body.t)
     }
 
-    /// Makes `name` readable from now on (first definition only).
-    fn define(&mut self, name: &str, dtype: DType, rank: usize, shape: Option<Vec<SizeExpr>>) {
-        if self.tensors.contains_key(name) {
+    /// Makes `name` readable from now on, in the block being checked
+    /// (first definition only).
+    fn define(&mut self, name: &Ident, dtype: DType, rank: usize, shape: Option<Vec<SizeExpr>>) {
+        let n = &name.name;
+        if self.tensors.contains_key(n) {
             return;
         }
         self.tensors
-            .insert(name.to_string(), TensorInfo { dtype, rank, shape });
-        let role = if self.returns.iter().any(|r| r == name) {
+            .insert(n.clone(), TensorInfo { dtype, rank, shape });
+        let role = if self.returns.contains(n) {
             TensorRole::Output
         } else {
             TensorRole::Temp
         };
-        self.order.push((name.to_string(), role));
+        self.order.push((n.clone(), role));
+        self.owner.insert(n.clone(), (self.block(), name.span));
+        if let Some(b) = self.blocks.last_mut() {
+            b.defined.push(n.clone());
+        }
     }
 
     fn type_call(&mut self, c: &CallAst) -> Option<PendingCall> {
@@ -1131,9 +1324,7 @@ impl<'a> DefCx<'a> {
         for (p, a) in callee.params.iter().zip(&c.args) {
             match p {
                 Param::Tensor(pname) => match &a.kind {
-                    ExprKind::Name(n) if self.tensors.contains_key(n) => {
-                        args.push(CallArg::Tensor(n.clone()))
-                    }
+                    ExprKind::Name(n) if self.visible(n) => args.push(CallArg::Tensor(n.clone())),
                     ExprKind::Name(n) if unreadable.contains_key(n) => errs.push(
                         Diagnostic::error(format!("`{n}` {}", unreadable[n]), a.span),
                     ),
@@ -1164,7 +1355,7 @@ impl<'a> DefCx<'a> {
         }
         let mut seen = HashSet::new();
         for (r, o) in c.results.iter().zip(&callee.outputs) {
-            if !self.writable(r) {
+            if !self.writable(r) || !self.may_write(r) {
                 return None;
             }
             if !seen.insert(r.name.as_str()) {
@@ -1207,13 +1398,14 @@ impl<'a> DefCx<'a> {
                 .typed_returns
                 .get(&r.name)
                 .and_then(|t| t.shape.clone());
-            self.define(&r.name, out.dtype, out.shape.len(), shape);
+            self.define(r, out.dtype, out.shape.len(), shape);
         }
         Some(PendingCall {
             callee: callee.name.clone(),
             args,
             results: c.results.iter().map(|r| r.name.clone()).collect(),
             done: false,
+            span: c.span,
         })
     }
 
@@ -1226,41 +1418,62 @@ impl<'a> DefCx<'a> {
             return;
         }
         self.report_stuck(d, pending);
+        if self.errs.is_empty() {
+            self.report_unfilled(pending);
+        }
     }
 
-    /// Infers ranges and call shapes until nothing more can be inferred;
-    /// false if that produced errors.
+    /// Infers ranges, call shapes and region result shapes until nothing
+    /// more can be inferred; false if that produced errors.
     fn progress(&mut self, d: &DefAst, pending: &mut [Pending]) -> bool {
         let before = self.errs.len();
         loop {
             let mut progress = false;
-            for p in pending.iter_mut() {
-                match p {
-                    Pending::Comp(pc) if pc.ranges.is_none() => {
-                        if let Some(r) = self.try_infer(d, pc, false) {
-                            pc.ranges = Some(r);
-                            progress = true;
-                        }
-                        if self.errs.len() > before {
-                            return false;
-                        }
-                    }
-                    Pending::Call(pc) if !pc.done => {
-                        if self.try_call(d, pc) {
-                            pc.done = true;
-                            progress = true;
-                        }
-                        if self.errs.len() > before {
-                            return false;
-                        }
-                    }
-                    _ => {}
-                }
+            if !self.progress_pass(d, pending, before, &mut progress) {
+                return false;
             }
             if !progress {
                 return true;
             }
         }
+    }
+
+    /// One round of [`Self::progress`] over `pending` and the bodies of its
+    /// regions; false as soon as there are errors beyond the first `before`.
+    fn progress_pass(
+        &mut self,
+        d: &DefAst,
+        pending: &mut [Pending],
+        before: usize,
+        progress: &mut bool,
+    ) -> bool {
+        for p in pending.iter_mut() {
+            match p {
+                Pending::Comp(pc) if pc.ranges.is_none() => {
+                    if let Some(r) = self.try_infer(d, pc, false) {
+                        pc.ranges = Some(r);
+                        *progress = true;
+                    }
+                }
+                Pending::Call(pc) if !pc.done && self.try_call(pc) => {
+                    pc.done = true;
+                    *progress = true;
+                }
+                Pending::Region(r) => {
+                    for body in r.bodies.iter_mut() {
+                        if !self.progress_pass(d, body, before, progress) {
+                            return false;
+                        }
+                    }
+                    *progress |= self.settle_region(r);
+                }
+                _ => {}
+            }
+            if self.errs.len() > before {
+                return false;
+            }
+        }
+        true
     }
 
     /// Reports what inference could not resolve.
@@ -1271,21 +1484,18 @@ impl<'a> DefCx<'a> {
                     self.try_infer(d, pc, true);
                 }
                 Pending::Call(pc) if !pc.done => {
-                    let span = d.stmts.iter().find_map(|s| match s {
-                        StmtAst::Call(c)
-                            if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) =>
-                        {
-                            Some(c.span)
-                        }
-                        _ => None,
-                    });
                     self.err(Diagnostic::error(
                         format!(
                             "the shapes of the arguments of `{}` cannot be inferred",
                             pc.callee
                         ),
-                        span.unwrap_or(d.name.span),
+                        pc.span,
                     ));
+                }
+                Pending::Region(r) => {
+                    for body in r.bodies.iter_mut() {
+                        self.report_stuck(d, body);
+                    }
                 }
                 _ => {}
             }
@@ -1334,9 +1544,7 @@ impl<'a> DefCx<'a> {
     }
 
     fn try_infer(&mut self, d: &DefAst, pc: &PendingComp, report: bool) -> Option<Vec<IterRange>> {
-        let StmtAst::Comp(c) = &d.stmts[pc.ast] else {
-            return None;
-        };
+        let c = pc.ast;
         let (accesses, unknown) = self.accesses(pc);
         let ranges = match infer::infer(&pc.iters, &pc.fixed, &accesses) {
             Ok(r) => r,
@@ -1447,20 +1655,11 @@ impl<'a> DefCx<'a> {
         Some(out)
     }
 
-    fn try_call(&mut self, d: &DefAst, pc: &PendingCall) -> bool {
+    fn try_call(&mut self, pc: &PendingCall) -> bool {
         let Some(callee) = self.callees.get(&pc.callee) else {
             return false;
         };
-        let span = d
-            .stmts
-            .iter()
-            .find_map(|s| match s {
-                StmtAst::Call(c) if c.results.iter().map(|r| &r.name).eq(pc.results.iter()) => {
-                    Some(c.span)
-                }
-                _ => None,
-            })
-            .unwrap_or(d.name.span);
+        let span = pc.span;
         let mut map: HashMap<String, SizeExpr> = HashMap::new();
         for (p, a) in callee.params.iter().zip(&pc.args) {
             match (p, a) {
@@ -1525,22 +1724,24 @@ impl<'a> DefCx<'a> {
             .filter_map(|(k, v)| v.as_const().map(|c| (k.clone(), c)))
             .collect();
         if !fixed.is_empty() {
-            for st in &callee.stmts {
-                if let Stmt::Comp(c) = st {
-                    if let Some(v) = bounds::check_comprehension(callee, c, &fixed) {
-                        let mut sizes: Vec<String> =
-                            fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-                        sizes.sort();
-                        self.err(
-                            Diagnostic::error(
-                                format!("in this call of `{}`: {}", callee.name, v.message),
-                                span,
-                            )
-                            .with_help(format!("the call fixes {}", sizes.join(", "))),
-                        );
-                        return false;
-                    }
+            let mut violation = None;
+            ir::walk_stmts(&callee.stmts, &mut |st| {
+                if let (Stmt::Comp(c), None) = (st, &violation) {
+                    violation = bounds::check_comprehension(callee, c, &fixed);
                 }
+            });
+            if let Some(v) = violation {
+                let mut sizes: Vec<String> =
+                    fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                sizes.sort();
+                self.err(
+                    Diagnostic::error(
+                        format!("in this call of `{}`: {}", callee.name, v.message),
+                        span,
+                    )
+                    .with_help(format!("the call fixes {}", sizes.join(", "))),
+                );
+                return false;
             }
         }
         for (r, o) in pc.results.iter().zip(&callee.outputs) {
@@ -1605,47 +1806,72 @@ impl<'a> DefCx<'a> {
                 }
             })
             .collect();
-        let stmts = pending
-            .into_iter()
-            .map(|p| match p {
-                Pending::Comp(pc) => Stmt::Comp(Comprehension {
-                    tensor: pc.tensor,
-                    indices: pc.indices,
-                    op: pc.op,
-                    init: pc.init,
-                    body: pc.body,
-                    ranges: pc.ranges.unwrap_or_default(),
-                    lets: pc.lets,
-                    exists: pc.exists,
-                }),
-                Pending::Call(pc) => Stmt::Call(CallStmt {
-                    callee: pc.callee,
-                    args: pc.args,
-                    results: pc.results,
-                }),
-            })
-            .collect();
         Def {
             name: d.name.name.clone(),
             params,
             outputs: self.returns.clone(),
             tensors,
-            stmts,
+            stmts: build_stmts(pending),
         }
     }
+}
+
+/// The IR statements of a block after phase 2.
+fn build_stmts(pending: Vec<Pending>) -> Vec<Stmt> {
+    pending
+        .into_iter()
+        .map(|p| match p {
+            Pending::Comp(pc) => Stmt::Comp(Comprehension {
+                tensor: pc.tensor,
+                indices: pc.indices,
+                op: pc.op,
+                init: pc.init,
+                body: pc.body,
+                ranges: pc.ranges.unwrap_or_default(),
+                lets: pc.lets,
+                exists: pc.exists,
+            }),
+            Pending::Call(pc) => Stmt::Call(CallStmt {
+                callee: pc.callee,
+                args: pc.args,
+                results: pc.results,
+            }),
+            Pending::Region(r) => r.build(),
+        })
+        .collect()
 }
 
 /// Runs the static bounds checks on every comprehension of a checked def.
 pub fn bounds_diagnostics(d: &DefAst, def: &Def, sizes: &HashMap<String, i64>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for (s, ast) in def.stmts.iter().zip(&d.stmts) {
-        if let (Stmt::Comp(c), StmtAst::Comp(a)) = (s, ast) {
-            if let Some(v) = bounds::check_comprehension(def, c, sizes) {
-                out.push(Diagnostic::error(v.message, name_span(a, &v.name)).with_help(v.help));
+    bounds_in(def, &def.stmts, &d.stmts, sizes, &mut out);
+    out
+}
+
+/// [`bounds_diagnostics`] on one block: its IR statements beside the
+/// syntax they came from.
+fn bounds_in(
+    def: &Def,
+    stmts: &[Stmt],
+    asts: &[StmtAst],
+    sizes: &HashMap<String, i64>,
+    out: &mut Vec<Diagnostic>,
+) {
+    for (s, ast) in stmts.iter().zip(asts) {
+        match (s, ast) {
+            (Stmt::Comp(c), StmtAst::Comp(a)) => {
+                if let Some(v) = bounds::check_comprehension(def, c, sizes) {
+                    out.push(Diagnostic::error(v.message, name_span(a, &v.name)).with_help(v.help));
+                }
             }
+            (Stmt::Loop(l), StmtAst::Loop(a)) => bounds_in(def, &l.body, &a.body.stmts, sizes, out),
+            (Stmt::If(b), StmtAst::If(a)) => {
+                bounds_in(def, &b.then_body, &a.then_body.stmts, sizes, out);
+                bounds_in(def, &b.else_body, &a.else_body.stmts, sizes, out);
+            }
+            _ => {}
         }
     }
-    out
 }
 
 /// A bound to suggest in a `where` range: the def's first size symbol (or
@@ -1730,19 +1956,12 @@ fn names_in(e: &ExprAst, out: &mut HashSet<String>) {
     }
 }
 
-/// The statement index that first writes each tensor.
-fn first_definitions(d: &DefAst) -> HashMap<String, usize> {
+/// The index of the statement of a block that first writes each tensor.
+fn first_definitions(stmts: &[StmtAst]) -> HashMap<String, usize> {
     let mut out = HashMap::new();
-    for (i, s) in d.stmts.iter().enumerate() {
-        match s {
-            StmtAst::Comp(c) => {
-                out.entry(c.lhs.name.clone()).or_insert(i);
-            }
-            StmtAst::Call(c) => {
-                for r in &c.results {
-                    out.entry(r.name.clone()).or_insert(i);
-                }
-            }
+    for (i, s) in stmts.iter().enumerate() {
+        for n in s.written() {
+            out.entry(n.name.clone()).or_insert(i);
         }
     }
     out

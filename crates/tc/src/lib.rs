@@ -2,10 +2,13 @@
 //!
 //! [`check_source`] turns TC text into a verified [`ir::Program`]: lex,
 //! parse, resolve names, type-check and infer ranges (TC §3.1 and DESIGN.md
-//! semantics 1-2; the language is documented in `docs/LANGUAGE.md`). Lexing
-//! and parsing never panic and never overflow the stack: every problem
-//! becomes a [`Diagnostic`] with a span, and the parser recovers at
-//! statement and def boundaries so one file reports several errors.
+//! semantics 1-2; the language is documented in `docs/LANGUAGE.md`). Beside
+//! comprehensions and calls, a def's statements may be loop and branch
+//! regions (`ir::LoopStmt`, `ir::IfStmt`) in the syntax `ir::print` writes
+//! for them (`parser.rs` has the grammar). Lexing and parsing never panic
+//! and never overflow the stack: every problem becomes a [`Diagnostic`] with
+//! a span, and the parser recovers at statement, block and def boundaries
+//! so one file reports several errors.
 
 mod ast;
 mod bounds;
@@ -25,7 +28,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub struct Checked {
     pub program: ir::Program,
-    /// Source span of each statement, by (def name, statement index).
+    /// Source span of each statement of a def (not of region bodies), by
+    /// (def name, statement index); a region's spans its whole text.
     pub stmt_spans: HashMap<(String, usize), Span>,
     /// Source span of each def's name.
     pub def_spans: HashMap<String, Span>,

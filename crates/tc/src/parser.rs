@@ -3,8 +3,28 @@
 //! Recursive descent with precedence climbing for expressions. Never panics:
 //! every problem is a diagnostic. Nesting is limited to [`MAX_DEPTH`] so
 //! hostile input cannot overflow the stack here or in later recursive
-//! passes. After an error the parser skips to the next statement (a token
-//! that starts a line) or the next `def`, so one file reports several errors.
+//! passes; a region (a `for` or `if` block) counts as a level, so regions
+//! and the expressions inside them share the limit. After an error the
+//! parser skips to the next statement (a token that starts a line), the end
+//! of the enclosing block or the next `def`, so one file reports several
+//! errors.
+//!
+//! Regions are written as `ir::print` prints them:
+//!
+//! ```text
+//! stmt    := ... | results '=' region
+//! results := NAME | '(' [NAME {',' NAME}] ')'
+//! region  := 'for' NAME ['in' '0' ':' expr] ['while' expr]
+//!            'carry' '(' [TYPE NAME '=' NAME {',' ...}] ')' block
+//!          | 'if' expr block 'else' block
+//! block   := '{' {stmt} 'yield' results '}'
+//! ```
+//!
+//! `for`, `if`, `in`, `while`, `carry`, `else` and `yield` are keywords
+//! only where this grammar expects them: `for` and `if` right after the
+//! `=` of a statement (so the checker reserves them as def names), and
+//! `yield` at the start of a statement in a block unless the statement
+//! writes a tensor of that name (`yield(i) = ...`).
 
 use crate::ast::*;
 use crate::diag::{Diagnostic, Span};
@@ -22,6 +42,7 @@ pub fn parse(tokens: Vec<Token>) -> (File, Vec<Diagnostic>) {
         pos: 0,
         errs: Vec::new(),
         depth: 0,
+        nesting: 0,
     };
     let file = p.file();
     (file, p.errs)
@@ -32,6 +53,8 @@ struct Parser {
     pos: usize,
     errs: Vec<Diagnostic>,
     depth: usize,
+    /// How many region blocks enclose the statement being parsed.
+    nesting: usize,
 }
 
 fn describe(t: &Tok) -> String {
@@ -206,6 +229,15 @@ impl Parser {
                 .with_help("add `}` after its last statement"));
             }
             let before = self.pos;
+            if self.at_yield() {
+                self.errs.push(
+                    Diagnostic::error("`yield` outside a region", self.peek().span)
+                        .with_label("a def's statements end without `yield`")
+                        .with_help("`yield` ends the block of a `for` or an `if`; a def returns the results listed after `->`"),
+                );
+                self.skip_stmt(before);
+                continue;
+            }
             match self.stmt() {
                 Ok(s) => stmts.push(s),
                 Err(e) => {
@@ -303,20 +335,31 @@ impl Parser {
     }
 
     fn stmt(&mut self) -> PResult<StmtAst> {
-        self.depth = 0;
+        // The regions around the statement count as levels of nesting.
+        self.depth = self.nesting;
         let start = self.peek().span;
-        // `(A, B) = f(...)`
+        // `(A, B) = f(...)`, `(A, B) = for ...`, `() = if ...`; a def may
+        // return nothing, so a call may bind `()` too.
         if self.is("(") {
             self.bump();
-            let mut results = vec![self.ident("a result name")?];
-            while self.eat(",") {
-                results.push(self.ident("a result name")?);
-            }
+            let mut results = Vec::new();
+            self.comma_list(|p| {
+                results.push(p.ident("a result name")?);
+                Ok(())
+            })?;
             self.expect(")")?;
             self.expect("=")?;
+            if self.at_region() {
+                return self.region(results, start);
+            }
             return self.call_rest(results, start);
         }
         let lhs = self.ident("a statement")?;
+        if self.is("=") && matches!(&self.peek_at(1).tok, Tok::Ident(k) if k == "for" || k == "if")
+        {
+            self.bump();
+            return self.region(vec![lhs], start);
+        }
         // `X = f(...)` is a call (the checker turns it into a rank-0
         // statement when `f` is no def: `b = exp(a)`); `b = a`, `C +=!
         // A(k)` and `v min=! X(i)` write a rank-0 tensor, as TC writes them.
@@ -437,12 +480,288 @@ impl Parser {
 
     /// Whether the next tokens are `=` or a reduction operator.
     fn at_reduction(&self) -> bool {
-        match &self.peek().tok {
+        self.reduction_at(0)
+    }
+
+    /// Whether the tokens `k` ahead are `=` or a reduction operator.
+    fn reduction_at(&self, k: usize) -> bool {
+        match &self.peek_at(k).tok {
             Tok::Punct(p) => ["=", "+=", "*=", "+=!", "*=!"].contains(p),
             Tok::Ident(s) => {
-                (s == "min" || s == "max") && matches!(self.peek_at(1).tok, Tok::Punct("="))
+                (s == "min" || s == "max") && matches!(self.peek_at(k + 1).tok, Tok::Punct("="))
             }
             _ => false,
+        }
+    }
+
+    /// Whether the statement starting here is a `yield`: the keyword, unless
+    /// the statement writes a tensor named `yield` (`yield(i) = ...`, `yield
+    /// = f(x)`).
+    fn at_yield(&self) -> bool {
+        if !self.is_ident("yield") {
+            return false;
+        }
+        if self.reduction_at(1) {
+            return false;
+        }
+        if !matches!(self.peek_at(1).tok, Tok::Punct("(")) {
+            return true;
+        }
+        // `yield (a, b)` or a left side `yield(i, j) op ...`: both are a
+        // flat list of names, so the first `)` closes it.
+        let mut k = 2;
+        loop {
+            match &self.peek_at(k).tok {
+                Tok::Punct(")") => return !self.reduction_at(k + 1),
+                Tok::Ident(_) | Tok::Punct(",") => k += 1,
+                _ => return true,
+            }
+        }
+    }
+
+    /// Whether a region starts here (right after a statement's `=`).
+    fn at_region(&self) -> bool {
+        self.is_ident("for") || self.is_ident("if")
+    }
+
+    /// Parses a region after `results =`. On an error, skips the rest of
+    /// the region (its blocks whole) so that the enclosing block goes on at
+    /// the statement after it.
+    fn region(&mut self, results: Vec<Ident>, start: Span) -> PResult<StmtAst> {
+        // A region's body is one level deeper than the region, and its
+        // statements' expressions deeper still: leave them a level at least.
+        let r = if self.nesting + 1 >= MAX_DEPTH {
+            Err(Diagnostic::error(
+                format!("regions nested more than {} levels deep", MAX_DEPTH - 1),
+                self.peek().span,
+            )
+            .with_help(format!(
+                "regions and the expressions inside them share a limit of {MAX_DEPTH} levels; move inner regions into a def of their own and call it"
+            )))
+        } else if self.is_ident("for") {
+            self.loop_rest(results, start)
+        } else {
+            self.if_rest(results, start)
+        };
+        if r.is_err() {
+            self.skip_region();
+        }
+        r
+    }
+
+    /// `for k [in 0:COUNT] [while COND] carry (...) { ... }`, at `for`.
+    fn loop_rest(&mut self, results: Vec<Ident>, start: Span) -> PResult<StmtAst> {
+        let keyword = self.bump().span;
+        let index = self.ident("the loop's index name")?;
+        let mut count = None;
+        if self.is_ident("in") {
+            self.bump();
+            let lo = self.binary(1)?;
+            if lo.kind != ExprKind::Int(0) {
+                return Err(Diagnostic::error("a loop counts from 0", lo.span)
+                    .with_label("expected `0` here")
+                    .with_help("write `in 0:COUNT` and shift the index where the body uses it"));
+            }
+            self.expect(":")
+                .map_err(|e| e.with_help("a counted loop is written `for k in 0:COUNT`"))?;
+            count = Some(self.expr()?);
+        }
+        let mut cond = None;
+        if self.is_ident("while") {
+            self.bump();
+            cond = Some(self.expr()?);
+        }
+        if count.is_none() && cond.is_none() {
+            return Err(self.unexpected("`in 0:COUNT` or `while COND`").with_help(
+                "a loop runs a number of times (`for k in 0:N`), while a condition holds (`for k while c()`), or both",
+            ));
+        }
+        if !self.is_ident("carry") {
+            return Err(self.unexpected("`carry`").with_help(
+                "a loop lists the tensors it carries, `carry (float(N) x = x0)`, or `carry ()`",
+            ));
+        }
+        self.bump();
+        self.expect("(")?;
+        let mut carried = Vec::new();
+        self.comma_list(|p| {
+            let ty = p.type_ast()?;
+            let param = p.ident("the carried tensor's name")?;
+            p.expect("=").map_err(|e| {
+                e.with_help("a carried tensor starts from a tensor defined before the loop: `float(N) x = x0`")
+            })?;
+            let init = p.ident("the carried tensor's initial value")?;
+            carried.push(CarriedAst { ty, param, init });
+            Ok(())
+        })?;
+        self.expect(")")?;
+        let body = self.block(keyword, "the body of this `for`")?;
+        Ok(StmtAst::Loop(LoopAst {
+            results,
+            keyword,
+            index,
+            count,
+            cond,
+            carried,
+            body,
+            span: start.to(Span::new(self.prev_end(), self.prev_end())),
+        }))
+    }
+
+    /// `if COND { ... } else { ... }`, at `if`.
+    fn if_rest(&mut self, results: Vec<Ident>, start: Span) -> PResult<StmtAst> {
+        let keyword = self.bump().span;
+        let cond = self.expr()?;
+        let then_body = self.block(keyword, "the `then` block of this `if`")?;
+        if !self.is_ident("else") {
+            return Err(self.unexpected("`else`").with_help(
+                "an `if` has both blocks: `if c { ...; yield a } else { ...; yield b }`",
+            ));
+        }
+        self.bump();
+        let else_body = self.block(keyword, "the `else` block of this `if`")?;
+        Ok(StmtAst::If(IfAst {
+            results,
+            keyword,
+            cond,
+            then_body,
+            else_body,
+            span: start.to(Span::new(self.prev_end(), self.prev_end())),
+        }))
+    }
+
+    /// A region's block, at its `{`: statements, then `yield` and `}`.
+    /// `opener` is the region's keyword and `what` names the block, for
+    /// messages. Problems inside the block are reported and recovered from
+    /// here, so that the block is always consumed up to its `}`; only an
+    /// unclosed block is an error of the region.
+    fn block(&mut self, opener: Span, what: &str) -> PResult<BlockAst> {
+        self.expect("{")?;
+        let depth = self.depth;
+        self.nesting += 1;
+        let r = self.block_rest(opener, what);
+        self.nesting -= 1;
+        self.depth = depth;
+        r
+    }
+
+    fn block_rest(&mut self, opener: Span, what: &str) -> PResult<BlockAst> {
+        let mut stmts = Vec::new();
+        loop {
+            if self.is("}") {
+                let close = self.bump().span;
+                self.errs.push(
+                    Diagnostic::error(format!("{what} does not end with `yield`"), close)
+                        .with_label("expected `yield` before this `}`")
+                        .with_help("a region's block ends with the tensors it gives: `yield x`, `yield (x, y)` or `yield ()`"),
+                );
+                return Ok(BlockAst {
+                    stmts,
+                    yields: Vec::new(),
+                    yield_span: close,
+                });
+            }
+            if self.peek().tok == Tok::Eof {
+                return Err(Diagnostic::error(format!("{what} is not closed"), opener)
+                    .with_label("this region")
+                    .with_help("end the block with `yield` and `}`"));
+            }
+            if self.is_ident("def") && self.peek().line_start {
+                return Err(Diagnostic::error(format!("{what} is not closed"), opener)
+                    .with_label("this region")
+                    .with_extra(self.peek().span, "the next def starts here")
+                    .with_help("end the block with `yield` and `}`"));
+            }
+            if self.at_yield() {
+                let start = self.bump().span;
+                let yields = match self.names("a yielded tensor") {
+                    Ok(y) => y,
+                    Err(e) => {
+                        self.errs.push(e);
+                        self.close_block();
+                        return Ok(BlockAst {
+                            stmts,
+                            yields: Vec::new(),
+                            yield_span: start,
+                        });
+                    }
+                };
+                let yield_span = start.to(Span::new(self.prev_end(), self.prev_end()));
+                self.eat(";");
+                if !self.is("}") {
+                    self.errs.push(
+                        self.unexpected("`}`")
+                            .with_help("`yield` is the last statement of a block"),
+                    );
+                }
+                self.close_block();
+                return Ok(BlockAst {
+                    stmts,
+                    yields,
+                    yield_span,
+                });
+            }
+            let before = self.pos;
+            match self.stmt() {
+                Ok(s) => stmts.push(s),
+                Err(e) => {
+                    self.errs.push(e);
+                    self.skip_stmt(before);
+                }
+            }
+        }
+    }
+
+    /// `NAME` or `(NAME, ...)`, possibly `()`: a region's results or yields.
+    fn names(&mut self, what: &str) -> PResult<Vec<Ident>> {
+        if !self.is("(") {
+            return Ok(vec![self.ident(what)?]);
+        }
+        self.bump();
+        let mut out = Vec::new();
+        self.comma_list(|p| {
+            out.push(p.ident(what)?);
+            Ok(())
+        })?;
+        self.expect(")")?;
+        Ok(out)
+    }
+
+    /// Skips to the `}` that closes the current block, over whole inner
+    /// blocks, and consumes it (or stops at the end of the file).
+    fn close_block(&mut self) {
+        let mut depth = 0usize;
+        while self.peek().tok != Tok::Eof {
+            if self.is("}") {
+                if depth == 0 {
+                    self.bump();
+                    return;
+                }
+                depth -= 1;
+            } else if self.is("{") {
+                depth += 1;
+            }
+            self.bump();
+        }
+    }
+
+    /// Skips what is left of a region that failed to parse: up to the next
+    /// statement or the end of the enclosing block, over whole blocks (the
+    /// region's own, and those of regions inside it).
+    fn skip_region(&mut self) {
+        let mut depth = 0usize;
+        while self.peek().tok != Tok::Eof {
+            let t = self.peek();
+            let next_stmt = t.line_start && matches!(t.tok, Tok::Ident(_) | Tok::Punct("("));
+            if depth == 0 && (self.is("}") || next_stmt) {
+                return;
+            }
+            if self.is("{") {
+                depth += 1;
+            } else if self.is("}") {
+                depth -= 1;
+            }
+            self.bump();
         }
     }
 

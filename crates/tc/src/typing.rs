@@ -30,7 +30,9 @@ pub struct Scope<'a> {
     pub sizes: &'a HashSet<String>,
     /// Tensors readable here.
     pub tensors: &'a HashMap<String, TensorInfo>,
-    /// Tensors of the def that cannot be read here, with a note why.
+    /// Tensors of the def that cannot be read here, with a note why. A
+    /// tensor defined inside a region's body is here after the region even
+    /// though `tensors` still knows it (for its shape): this map wins.
     pub unreadable: &'a HashMap<String, String>,
     pub defs: &'a HashSet<String>,
     pub lets: HashMap<String, DType>,
@@ -279,12 +281,15 @@ impl Scope<'_> {
         if self.sizes.contains(n) {
             return Ok(strong(Expr::Sym(n.to_string()), DType::I64));
         }
+        if let Some(why) = self.unreadable.get(n) {
+            return Err(Diagnostic::error(format!("`{n}` {why}"), span));
+        }
         if let Some(info) = self.tensors.get(n).filter(|i| i.rank == 0) {
             // A rank-0 tensor may be read without parentheses, as TC writes
             // it: `b = a` for a `float() a`.
             return Ok(strong(Expr::Read(n.to_string(), Vec::new()), info.dtype));
         }
-        if self.tensors.contains_key(n) || self.unreadable.contains_key(n) {
+        if self.tensors.contains_key(n) {
             return Err(Diagnostic::error(
                 format!("tensor `{n}` is used as a value without subscripts"),
                 span,
@@ -314,6 +319,9 @@ impl Scope<'_> {
 
     /// The size of dimension `d` of a tensor, as a size expression.
     pub fn dim(&self, t: &Ident, d: i64) -> Result<SizeExpr, Diagnostic> {
+        if let Some(why) = self.unreadable.get(&t.name) {
+            return Err(Diagnostic::error(format!("`{}` {why}", t.name), t.span));
+        }
         let Some(info) = self.tensors.get(&t.name) else {
             return Err(Diagnostic::error(
                 format!("unknown tensor `{}` in `{}.{d}`", t.name, t.name),
@@ -344,6 +352,9 @@ impl Scope<'_> {
     }
 
     fn apply(&mut self, f: &Ident, args: &[ExprAst], span: Span) -> TResult {
+        if let Some(why) = self.unreadable.get(&f.name) {
+            return Err(Diagnostic::error(format!("`{}` {why}", f.name), f.span));
+        }
         if let Some(info) = self.tensors.get(&f.name).cloned() {
             if args.len() != info.rank {
                 return Err(Diagnostic::error(
@@ -369,9 +380,6 @@ impl Scope<'_> {
                 subs.push(if x.weak { retype(x.e, DType::I64) } else { x.e });
             }
             return Ok(strong(Expr::Read(f.name.clone(), subs), info.dtype));
-        }
-        if let Some(why) = self.unreadable.get(&f.name) {
-            return Err(Diagnostic::error(format!("`{}` {why}", f.name), f.span));
         }
         if let Some(t) = DType::from_name(&f.name) {
             if args.len() != 1 {

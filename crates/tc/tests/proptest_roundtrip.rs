@@ -23,6 +23,15 @@
 //!   map the callee's size symbols to size symbols only (a constant could
 //!   make a callee range such as `0:N-1` empty, which is an error).
 //! - `/` and `%` have a divisor that is not a literal (so never a literal 0).
+//! - Loops and branches (up to three deep) carry and yield tensors whose
+//!   element types and shapes the generator knows: parameters, tensors it
+//!   defines for the purpose with a conversion and `where` ranges, and
+//!   region results; what a body yields is such a tensor or one defined
+//!   the same way from it. A body reads the tensors defined before its
+//!   region and writes only its own (it updates none defined outside), and
+//!   its loop's index is an integer scalar in it. Region results and the
+//!   tensors defined for regions are never typed results of the def, whose
+//!   random types would disagree with the regions'.
 
 use std::sync::LazyLock;
 
@@ -181,9 +190,13 @@ struct DefState {
     tensors: Vec<Tensor>,
     /// Parameters updated by a statement (returned, so updated functionally).
     inout: Vec<String>,
-    /// Tensors defined by a call (their results are not given types).
+    /// Tensors defined by a call or for a region (results not given
+    /// types).
     from_calls: Vec<String>,
     fresh: usize,
+    /// Tensors before this index are defined outside the region body being
+    /// generated, which may read but not update them.
+    frozen: usize,
 }
 
 impl DefState {
@@ -802,7 +815,11 @@ impl Gen<'_> {
     /// An update of a tensor already defined (or of a parameter, which then
     /// becomes a result).
     fn update(&mut self, d: &mut DefState) -> Option<String> {
-        let targets = d.numeric();
+        let targets: Vec<Tensor> = d.tensors[d.frozen.min(d.tensors.len())..]
+            .iter()
+            .filter(|t| !t.boolean)
+            .cloned()
+            .collect();
         if targets.is_empty() {
             return None;
         }
@@ -1063,19 +1080,265 @@ impl Gen<'_> {
         (texts, sig, scalar_dims)
     }
 
+    /// One line (or a few) of a block `depth` regions deep.
+    fn line(&mut self, d: &mut DefState, depth: usize) -> String {
+        let line = match self.c.below(7) {
+            1 => Some(self.new_comp(d, true)),
+            2 => self.update(d),
+            3 => self.two_step(d),
+            4 => self.call(d),
+            5 if depth < 3 => Some(self.region(d, depth)),
+            _ => None,
+        };
+        line.unwrap_or_else(|| self.new_comp(d, false))
+    }
+
+    /// A tensor of an element type and shape the generator knows, to carry
+    /// or yield: one at hand, or a new one defined by a line added to `pre`.
+    fn typed_tensor(&mut self, d: &mut DefState, pre: &mut Vec<String>) -> Tensor {
+        let known: Vec<Tensor> = d
+            .tensors
+            .iter()
+            .filter(|t| t.dtype.is_some() && !t.boolean && t.dims.iter().all(|e| e.text.is_some()))
+            .cloned()
+            .collect();
+        if !known.is_empty() && self.c.chance(50) {
+            return self.c.pick(&known).clone();
+        }
+        let name = d.fresh("Z");
+        let dtype = canonical(TYPES[self.c.below(TYPES.len())]);
+        // Sizes written as the extent they are, so the shape is known.
+        let exts: Vec<Ext> = d
+            .extents()
+            .into_iter()
+            .filter(|(text, e)| e.text.as_ref() == Some(text))
+            .map(|(_, e)| e)
+            .collect();
+        let dims: Vec<Ext> = (0..self.c.below(3))
+            .map(|_| self.c.pick(&exts).clone())
+            .collect();
+        let value = format!("{dtype}({})", self.int_literal());
+        pre.push(Self::defined_like(&name, &dims, &value));
+        let t = Tensor {
+            name,
+            dtype: Some(dtype),
+            boolean: false,
+            dims,
+            param: false,
+        };
+        d.from_calls.push(t.name.clone());
+        d.tensors.push(t.clone());
+        t
+    }
+
+    /// `name(i0, ..) = value where i0 in 0:D0, ..` for a tensor of shape
+    /// `dims` (all known).
+    fn defined_like(name: &str, dims: &[Ext], value: &str) -> String {
+        let idx: Vec<String> = (0..dims.len()).map(|r| format!("i{r}")).collect();
+        let ranges: Vec<String> = dims
+            .iter()
+            .enumerate()
+            .map(|(r, e)| format!("i{r} in 0:{}", e.text.as_deref().unwrap_or("1")))
+            .collect();
+        if dims.is_empty() {
+            format!("{name}() = {value}")
+        } else {
+            format!(
+                "{name}({}) = {value} where {}",
+                idx.join(", "),
+                ranges.join(", ")
+            )
+        }
+    }
+
+    /// What a block yields for a slot of `t`'s type: `t` itself, or a new
+    /// tensor of its type computed from it (a line added to `lines`).
+    fn yielded(&mut self, d: &mut DefState, t: &Tensor, lines: &mut Vec<String>) -> String {
+        if self.c.chance(30) {
+            return t.name.clone();
+        }
+        let name = d.fresh("Y");
+        let idx: Vec<String> = (0..t.dims.len()).map(|r| format!("i{r}")).collect();
+        let mut extra: Vec<String> = d.ints.clone();
+        extra.push(self.int_literal());
+        let value = format!(
+            "{}({}({}) * 2 + {})",
+            t.dtype.unwrap_or("float32"),
+            t.name,
+            idx.join(", "),
+            self.c.pick(&extra)
+        );
+        lines.push(Self::defined_like(&name, &t.dims, &value));
+        name
+    }
+
+    /// The lines of a region body: what `body` adds, then `yield`.
+    fn block(
+        &mut self,
+        d: &mut DefState,
+        depth: usize,
+        slots: &[Tensor],
+        mut lines: Vec<String>,
+    ) -> String {
+        for _ in 0..self.c.below(3) {
+            lines.push(self.line(d, depth + 1));
+        }
+        let yields: Vec<String> = slots
+            .iter()
+            .map(|t| self.yielded(d, t, &mut lines))
+            .collect();
+        lines.push(format!("yield {}", tuple(&yields)));
+        lines.join("\n")
+    }
+
+    /// A loop or a branch, after the lines that define what it needs.
+    fn region(&mut self, d: &mut DefState, depth: usize) -> String {
+        let mut pre = Vec::new();
+        let slots: Vec<Tensor> = (0..self.c.below(3))
+            .map(|_| self.typed_tensor(d, &mut pre))
+            .collect();
+        let outer = d.tensors.len();
+        let frozen = std::mem::replace(&mut d.frozen, outer);
+        let mut slots = slots;
+        let text = if self.c.chance(50) {
+            let (text, counter) = self.loop_region(d, depth, &slots, &mut pre);
+            slots.extend(counter);
+            text
+        } else {
+            self.if_region(d, depth, &slots)
+        };
+        d.frozen = frozen;
+        let results: Vec<String> = slots
+            .iter()
+            .map(|t| {
+                let name = d.fresh("R");
+                d.from_calls.push(name.clone());
+                d.tensors.push(Tensor {
+                    name: name.clone(),
+                    param: false,
+                    ..t.clone()
+                });
+                name
+            })
+            .collect();
+        pre.push(format!("{} = {text}", tuple(&results)));
+        pre.join("\n")
+    }
+
+    /// `for ix in 0:N while c() < 3 carry (...) { ... }` without its left
+    /// side; a counter for the condition is defined by a line added to `pre`
+    /// and carried last, its type returned.
+    fn loop_region(
+        &mut self,
+        d: &mut DefState,
+        depth: usize,
+        slots: &[Tensor],
+        pre: &mut Vec<String>,
+    ) -> (String, Option<Tensor>) {
+        let outer = d.tensors.len();
+        let index = d.fresh("ix");
+        let counted = self.c.chance(70);
+        let mut header = format!("for {index}");
+        if counted {
+            let mut counts: Vec<String> = d.symbols.iter().chain(&d.ints).cloned().collect();
+            counts.push(self.c.below(4).to_string());
+            let n = self.c.pick(&counts).clone();
+            header.push_str(&format!(" in 0:{n}"));
+        }
+        let mut carried = Vec::new();
+        let mut params = Vec::new();
+        for t in slots {
+            let p = Tensor {
+                name: d.fresh("P"),
+                param: false,
+                ..t.clone()
+            };
+            let dims: Vec<&str> = p.dims.iter().filter_map(|e| e.text.as_deref()).collect();
+            carried.push(format!(
+                "{}({}) {} = {}",
+                p.dtype.unwrap_or("float32"),
+                dims.join(", "),
+                p.name,
+                t.name
+            ));
+            params.push(p);
+        }
+        d.tensors.extend(params.iter().cloned());
+        let mut lines = Vec::new();
+        let counter = (!counted || self.c.chance(30)).then(|| {
+            let (init, c, next) = (d.fresh("c"), d.fresh("c"), d.fresh("c"));
+            pre.push(format!("{init} = int64(0)"));
+            carried.push(format!("int64() {c} = {init}"));
+            header.push_str(&format!(" while {c}() < {}", 1 + self.c.below(4)));
+            lines.push(format!("{next} = {c}() + 1"));
+            next
+        });
+        d.ints.push(index);
+        let mut body = self.block(d, depth, &params, lines);
+        d.ints.pop();
+        d.tensors.truncate(outer);
+        if let Some(next) = &counter {
+            // The counter is yielded last, after the slots' yields.
+            body = match body.rsplit_once("yield ") {
+                Some((head, yields)) => {
+                    let mut names: Vec<String> = yields
+                        .trim_start_matches('(')
+                        .trim_end_matches(')')
+                        .split(", ")
+                        .filter(|y| !y.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    names.push(next.clone());
+                    format!("{head}yield {}", tuple(&names))
+                }
+                None => body,
+            };
+        }
+        let counter = counter.map(|_| Tensor {
+            name: String::new(),
+            dtype: Some("int64"),
+            boolean: false,
+            dims: Vec::new(),
+            param: false,
+        });
+        let text = format!("{header} carry ({}) {{\n{body}\n}}", carried.join(", "));
+        (text, counter)
+    }
+
+    /// `if COND { ... } else { ... }`, yielding tensors of the slots' types.
+    fn if_region(&mut self, d: &mut DefState, depth: usize, slots: &[Tensor]) -> String {
+        let mut conds: Vec<String> = d
+            .symbols
+            .iter()
+            .chain(&d.ints)
+            .map(|s| format!("{s} > {}", self.c.below(4)))
+            .collect();
+        conds.push("true".to_string());
+        let scalars: Vec<String> = d
+            .tensors
+            .iter()
+            .filter(|t| t.dims.is_empty() && !t.boolean)
+            .map(|t| format!("{}() > 1", t.name))
+            .collect();
+        conds.extend(scalars);
+        let mut cond = self.c.pick(&conds).clone();
+        if self.c.chance(20) {
+            cond = format!("{cond} && !({})", self.c.pick(&conds));
+        }
+        let outer = d.tensors.len();
+        let then = self.block(d, depth, slots, Vec::new());
+        d.tensors.truncate(outer);
+        let other = self.block(d, depth, slots, Vec::new());
+        d.tensors.truncate(outer);
+        format!("if {cond} {{\n{then}\n}} else {{\n{other}\n}}")
+    }
+
     fn def(&mut self, index: usize) -> String {
         let mut d = DefState::default();
         let (params, sig_params, scalar_dims) = self.params(&mut d);
         let mut lines = Vec::new();
         for _ in 0..1 + self.c.below(4) {
-            let line = match self.c.below(6) {
-                1 => Some(self.new_comp(&mut d, true)),
-                2 => self.update(&mut d),
-                3 => self.two_step(&mut d),
-                4 => self.call(&mut d),
-                _ => None,
-            };
-            lines.push(line.unwrap_or_else(|| self.new_comp(&mut d, false)));
+            lines.push(self.line(&mut d, 0));
         }
         let defined: Vec<Tensor> = d.tensors.iter().filter(|t| !t.param).cloned().collect();
         let mut outputs: Vec<String> = Vec::new();
@@ -1122,6 +1385,16 @@ impl Gen<'_> {
             outputs.join(", "),
             lines.join("\n  ")
         )
+    }
+}
+
+/// `a` for one name, `(a, b)` otherwise (`()` for none), as a region's
+/// results and yields are written.
+fn tuple(names: &[String]) -> String {
+    if names.len() == 1 {
+        names[0].clone()
+    } else {
+        format!("({})", names.join(", "))
     }
 }
 
@@ -1268,9 +1541,33 @@ fn the_generator_covers_the_language() {
         .collect();
     let all = programs.join("\n");
     for construct in [
-        "+=!", "*=!", "min=!", "max=!", " += ", " = 0\n", " where ", " exists ", " ? ", " / ",
-        " % ", "float64(", "int32(", "exp(", "fma(", "() ", " = f0(", "1:", "&&", "bool(",
-        "uint8(", ".1",
+        "+=!",
+        "*=!",
+        "min=!",
+        "max=!",
+        " += ",
+        " = 0\n",
+        " where ",
+        " exists ",
+        " ? ",
+        " / ",
+        " % ",
+        "float64(",
+        "int32(",
+        "exp(",
+        "fma(",
+        "() ",
+        " = f0(",
+        "1:",
+        "&&",
+        "bool(",
+        "uint8(",
+        ".1",
+        " = for ix",
+        " = if ",
+        " while c",
+        "yield (",
+        "} else {",
     ] {
         assert!(
             all.contains(construct),

@@ -9,7 +9,7 @@ fn body(src: &str) -> Expr {
         .unwrap_or_else(|d| panic!("{}", tc::render_diagnostics(&d, "t.tc", src)));
     match &checked.program.defs[0].stmts[0] {
         Stmt::Comp(c) => c.body.clone(),
-        Stmt::Call(_) => panic!("expected a comprehension"),
+        _ => panic!("expected a comprehension"),
     }
 }
 

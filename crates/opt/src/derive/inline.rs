@@ -161,6 +161,12 @@ fn inline_one(
                 }
                 Stmt::Call(inner)
             }
+            Stmt::Loop(_) | Stmt::If(_) => {
+                return Err(format!(
+                    "`{}` has loop or branch regions, which derivation does not inline",
+                    callee.name
+                ))
+            }
         });
     }
     Ok(body)

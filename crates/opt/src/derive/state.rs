@@ -118,14 +118,14 @@ impl State {
     pub fn comp(&self, k: usize) -> &Comprehension {
         match &self.def.stmts[k] {
             Stmt::Comp(c) => c,
-            Stmt::Call(_) => unreachable!("a derivation state holds comprehensions only"),
+            _ => unreachable!("a derivation state holds comprehensions only"),
         }
     }
 
     pub fn comp_mut(&mut self, k: usize) -> &mut Comprehension {
         match &mut self.def.stmts[k] {
             Stmt::Comp(c) => c,
-            Stmt::Call(_) => unreachable!("a derivation state holds comprehensions only"),
+            _ => unreachable!("a derivation state holds comprehensions only"),
         }
     }
 

@@ -134,6 +134,11 @@ impl Search {
         for (k, s) in def.stmts.iter().enumerate() {
             let at = |what: String| format!("statement {} of `{name}`: {what}", k + 1);
             let (node, result, op) = match s {
+                Stmt::Loop(_) | Stmt::If(_) => {
+                    return Err(at(
+                        "a loop or branch region; the e-graph takes straight-line defs".into(),
+                    ))
+                }
                 Stmt::Call(call) => {
                     let [result] = call.results.as_slice() else {
                         return Err(at(format!(

@@ -551,6 +551,8 @@ fn reading_canonical(s: &Stmt, alias: &HashMap<String, String>) -> Stmt {
             c.rename_reads(&|t| alias.get(t).cloned());
             Stmt::Comp(c)
         }
+        // The optimizer's candidates are built from defs without regions.
+        region => region.clone(),
     }
 }
 

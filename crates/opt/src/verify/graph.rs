@@ -248,6 +248,11 @@ impl Graph {
                         env.insert(r.clone(), n);
                     }
                 }
+                Stmt::Loop(_) | Stmt::If(_) => {
+                    return Err(format!(
+                        "{at}: a loop or branch region, which the exact test does not take"
+                    ))
+                }
             }
         }
         def.outputs

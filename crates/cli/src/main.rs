@@ -10,6 +10,7 @@ mod check;
 mod compiled;
 mod derive;
 mod equiv;
+mod functionalize;
 mod info;
 mod load;
 mod lower;
@@ -76,6 +77,10 @@ enum Command {
     /// derivation rules, match parts to predefined operators, generate
     /// the rest; print the fastest program found, proved equal.
     Derive(derive::DeriveArgs),
+    /// Convert a def of an imperative Python file (PyTorch style, with
+    /// views, in-place updates, loops and branches) into a functional TC
+    /// program (TensorSSA), print it and the mutations it removed.
+    Functionalize(functionalize::FunctionalizeArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +96,7 @@ fn main() -> ExitCode {
         Command::Info(a) => info::run(&a),
         Command::Optimize(a) => optimize::run(&a),
         Command::Derive(a) => derive::run(&a),
+        Command::Functionalize(a) => functionalize::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),
             Ok((out, false)) => {

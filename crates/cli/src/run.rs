@@ -117,7 +117,12 @@ pub fn load_and_bind(
     seed: u64,
 ) -> Result<(Source, engine::bind::Bound, Vec<String>), Error> {
     let onnx = file.extension().is_some_and(|e| e == "onnx");
-    let (mut source, items) = if onnx {
+    let python = file.extension().is_some_and(|e| e == "py");
+    let (mut source, items) = if python {
+        let given = engine::bind::parse_sizes(sizes)?;
+        let loaded = engine::python::load_python(file, def, &given, inputs)?;
+        (loaded.source, loaded.items)
+    } else if onnx {
         let given = engine::bind::parse_sizes(sizes)?;
         let shapes = engine::bind::item_shapes(inputs)?;
         let source = Source::load_onnx(file, def, &given, &shapes)?;
@@ -130,10 +135,12 @@ pub fn load_and_bind(
     let weights = source.take_weights();
     let mut names: Vec<String> = weights.keys().cloned().collect();
     names.sort();
-    let d = source.pick_def(def)?;
+    // A Python def is converted for the one def it names, at the sizes
+    // its inputs have: the program has that def, with no size symbols.
+    let d = source.pick_def(if python { None } else { def })?;
     // An ONNX model's sizes went into its import: its def has no size
     // symbols.
-    let given = engine::bind::parse_sizes(if onnx { &[] } else { sizes })?;
+    let given = engine::bind::parse_sizes(if onnx || python { &[] } else { sizes })?;
     let mut args = engine::bind::read_items(d, &items)?;
     args.extend(weights);
     let bound = engine::bind::bind(d, args, given, seed)?;

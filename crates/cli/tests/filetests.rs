@@ -1,4 +1,4 @@
-//! File tests: the `tessera` binary is run on every `*.tc` under
+//! File tests: the `tessera` binary is run on every `*.tc` and `*.py` under
 //! `tests/files/` (workspace root) and its exit code, standard output and
 //! standard error are compared with the expectation written in the file.
 //!
@@ -15,6 +15,8 @@
 //! # test: reject                    `tessera check FILE` must fail
 //! # test: reject run --def f        `tessera run FILE --def f` must fail
 //! # test: reject bench --runs 1      `tessera bench FILE --runs 1` must fail
+//! # test: functionalize --input n=3  a Python file (`*.py`): `tessera functionalize FILE ...`
+//! # test: reject --size N=4          a Python file that `tessera functionalize` must refuse
 //! ```
 //!
 //! `bench` appears only in rejection tests: its output is timings. For
@@ -52,8 +54,16 @@ use std::process::Command;
 use testkit::filetest;
 
 /// The subcommands a test may run (`bench` only to be rejected).
-const KINDS: [&str; 8] = [
-    "check", "run", "lower", "split", "verify", "optimize", "derive", "bench",
+const KINDS: [&str; 9] = [
+    "check",
+    "run",
+    "lower",
+    "split",
+    "verify",
+    "optimize",
+    "derive",
+    "bench",
+    "functionalize",
 ];
 
 fn root() -> PathBuf {
@@ -121,7 +131,9 @@ struct Header {
     args: Vec<String>,
 }
 
-fn parse_header(text: &str) -> Result<Header, String> {
+/// `default` is the subcommand a bare `reject` runs: `check` for TC files,
+/// `functionalize` for Python ones.
+fn parse_header(text: &str, default: &str) -> Result<Header, String> {
     let first = text.lines().next().unwrap_or("");
     let spec = first
         .strip_prefix("# test:")
@@ -131,7 +143,7 @@ fn parse_header(text: &str) -> Result<Header, String> {
     if reject {
         words.remove(0);
         if words.first().is_none_or(|w| w.starts_with("--")) {
-            words.insert(0, "check".to_string());
+            words.insert(0, default.to_string());
         }
     }
     if words.is_empty() {
@@ -216,6 +228,14 @@ fn check_rejection(text: &str, shown: &str, out: &Outcome) -> Result<(), String>
     ))
 }
 
+fn default_kind(path: &Path) -> &'static str {
+    if path.extension().is_some_and(|e| e == "py") {
+        "functionalize"
+    } else {
+        "check"
+    }
+}
+
 /// Runs the file test at `path`: a rejection test, or a full-output test
 /// whose expectation is rewritten instead of compared under `BLESS=1`.
 fn check(path: &Path) -> Result<(), String> {
@@ -223,7 +243,7 @@ fn check(path: &Path) -> Result<(), String> {
     let shown = filetest::shown(path);
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     let text = String::from_utf8_lossy(&bytes);
-    let header = parse_header(&text)?;
+    let header = parse_header(&text, default_kind(path))?;
     let mut args = vec![header.subcommand.clone(), shown.clone()];
     args.extend(header.args.iter().cloned());
     if header.args.iter().any(|a| a == "--optimize") {
@@ -246,6 +266,7 @@ fn every_file_test_passes() {
     // `tests/files/layout/` holds TC programs for `opt`'s layout harness
     // (crates/opt/tests/layout.rs), not for the binary.
     let mut files = filetest::files(&dir, "tc");
+    files.extend(filetest::files(&dir, "py"));
     files.retain(|f| !f.starts_with(dir.join("layout")));
     let mut failures = Vec::new();
     let (mut rejects, mut full) = (0, 0);
@@ -253,7 +274,7 @@ fn every_file_test_passes() {
         let text = std::fs::read(f)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        if parse_header(&text).is_ok_and(|h| h.reject) {
+        if parse_header(&text, default_kind(f)).is_ok_and(|h| h.reject) {
             rejects += 1;
         } else {
             full += 1;

@@ -29,6 +29,8 @@ pub mod model;
 pub mod note;
 pub mod optimize;
 pub mod optimize_cache;
+pub mod python;
+pub mod regions;
 pub mod session;
 pub mod source;
 pub mod specialized;

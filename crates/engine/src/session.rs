@@ -110,6 +110,21 @@ fn run_compiled(
     options: &RunOptions,
     notes: &mut Vec<Note>,
 ) -> Result<Outputs, Error> {
+    if def.has_regions() {
+        // Regions run around their compiled straight-line stages; code
+        // and per-step profiles are the stages' own, not one program's.
+        if options.emit_c.is_some() || options.profile {
+            return Err(Error::Usage(format!(
+                "`{}` has loop or branch regions: `--emit` and `--profile` take defs without them",
+                def.name
+            )));
+        }
+        let staged = crate::regions::compile(source.program(), def, &bound.sizes, compile_options)?;
+        return Ok(Outputs {
+            tensors: staged.run(&bound.args)?,
+            profile: None,
+        });
+    }
     let compiled = compile::compile(source.program(), def, &bound.sizes, compile_options)?;
     if let Some(dir) = &options.emit_c {
         std::fs::create_dir_all(dir)

@@ -146,6 +146,24 @@ impl Source {
         })
     }
 
+    /// A program another frontend produced (the imperative one's), with
+    /// its printed text standing for the source.
+    pub fn converted(name: String, text: String, program: Program) -> Source {
+        Source {
+            name,
+            text,
+            checked: tc::Checked {
+                program,
+                stmt_spans: HashMap::new(),
+                def_spans: HashMap::new(),
+                equivalences: Vec::new(),
+            },
+            model: None,
+            weights: HashMap::new(),
+            prelude_defs: 0,
+        }
+    }
+
     /// The file's own defs (for a model, its def).
     pub fn own_defs(&self) -> &[Def] {
         &self.program().defs[self.prelude_defs..]

@@ -34,6 +34,39 @@ fn dims(shape: &[u64], path: &Path) -> Result<Vec<usize>, String> {
         .collect()
 }
 
+/// The element type and shape a `.npy` file declares, from its header
+/// alone.
+pub fn header(path: &Path) -> Result<(DType, Vec<usize>), String> {
+    let (file, _) = open(path)?;
+    let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
+    let descr = match file.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => return Err(npy_err(path, format!("unsupported element type {other:?}"))),
+    };
+    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    let dtype = element_type(kind)
+        .ok_or_else(|| npy_err(path, format!("unsupported element type `{kind}`")))?;
+    Ok((dtype, dims(file.shape(), path)?))
+}
+
+/// The element type of numpy's type code (`f4`, `i8`, `b1`, ...).
+fn element_type(kind: &str) -> Option<DType> {
+    Some(match kind {
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        "i1" => DType::I8,
+        "i2" => DType::I16,
+        "i4" => DType::I32,
+        "i8" => DType::I64,
+        "u1" => DType::U8,
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
+        "b1" => DType::Bool,
+        _ => return None,
+    })
+}
+
 /// Reads a `.npy` file into a tensor of the element type the file declares.
 pub fn read(path: &Path) -> Result<Tensor, String> {
     let (file, len) = open(path)?;
@@ -86,19 +119,21 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
             Tensor::from_slice($dtype, &stored, &v)
         }};
     }
-    let kind = descr.trim_start_matches(['<', '>', '|', '=']).to_string();
-    let t = match kind.as_str() {
-        "f4" => typed!(f32, DType::F32),
-        "f8" => typed!(f64, DType::F64),
-        "i1" => typed!(i8, DType::I8),
-        "i2" => typed!(i16, DType::I16),
-        "i4" => typed!(i32, DType::I32),
-        "i8" => typed!(i64, DType::I64),
-        "u1" => typed!(u8, DType::U8),
-        "u2" => typed!(u16, DType::U16),
-        "u4" => typed!(u32, DType::U32),
-        "u8" => typed!(u64, DType::U64),
-        "b1" => {
+    let kind = descr.trim_start_matches(['<', '>', '|', '=']);
+    let dtype = element_type(kind)
+        .ok_or_else(|| npy_err(path, format!("unsupported element type `{kind}`")))?;
+    let t = match dtype {
+        DType::F32 => typed!(f32, dtype),
+        DType::F64 => typed!(f64, dtype),
+        DType::I8 => typed!(i8, dtype),
+        DType::I16 => typed!(i16, dtype),
+        DType::I32 => typed!(i32, dtype),
+        DType::I64 => typed!(i64, dtype),
+        DType::U8 => typed!(u8, dtype),
+        DType::U16 => typed!(u16, dtype),
+        DType::U32 => typed!(u32, dtype),
+        DType::U64 => typed!(u64, dtype),
+        _ => {
             let v = file.into_vec::<bool>().map_err(short)?;
             if v.len() != count {
                 return Err(npy_err(
@@ -108,7 +143,6 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
             }
             Tensor::from_i64(DType::Bool, &stored, v.into_iter().map(i64::from).collect())
         }
-        other => return Err(npy_err(path, format!("unsupported element type `{other}`"))),
     };
     if fortran && shape.len() > 1 {
         let reversed: Vec<usize> = (0..shape.len()).rev().collect();

@@ -1,0 +1,41 @@
+//! `tessera functionalize`: a def of a Python file, traced at its inputs'
+//! shapes and converted by TensorSSA's algorithm, printed as TC with loop
+//! and branch regions, with the mutations the conversion removed.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct FunctionalizeArgs {
+    /// The Python file.
+    pub file: PathBuf,
+    /// The def to convert (may be left out when the file has one def).
+    #[arg(long)]
+    pub def: Option<String>,
+    /// `NAME=FILE.npy` for a tensor (its shape and type are what the def
+    /// is traced at), `NAME=NUMBER` for a number (repeatable).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// Bind a size symbol of the annotations: `--size N=128` (repeatable);
+    /// tensors not given as inputs take their annotated shapes.
+    #[arg(long = "size", value_name = "SYM=N")]
+    pub sizes: Vec<String>,
+}
+
+pub fn run(a: &FunctionalizeArgs) -> Result<String, String> {
+    let sizes = engine::bind::parse_sizes(&a.sizes).map_err(|e| e.to_string())?;
+    let loaded = engine::python::load_python(&a.file, a.def.as_deref(), &sizes, &a.inputs)
+        .map_err(|e| e.to_string())?;
+    let mut out = loaded.source.text.clone();
+    let n = loaded.removed.len();
+    let _ = writeln!(
+        out,
+        "\n# {n} mutation{} removed{}",
+        if n == 1 { "" } else { "s" },
+        if n == 0 { "" } else { ":" }
+    );
+    for r in &loaded.removed {
+        let _ = writeln!(out, "#   {r}");
+    }
+    Ok(out)
+}

@@ -1,0 +1,123 @@
+//! The imperative workloads (`tests/imperative/`): each fixture's def is
+//! functionalized at the fixture's inputs, printed and checked back to
+//! the same program, run on the reference interpreter and compiled (its
+//! regions around compiled stages), and both compared with PyTorch
+//! eager's outputs (committed `.npy` files) within 1e-4 relative.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/imperative")
+}
+
+/// The `--input` items of a fixture (`tensors` as files, `scalars` as
+/// numbers), in the def's parameter names.
+fn items(dir: &Path, case: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in case["tensors"].as_object().expect("tensors") {
+        out.push(format!(
+            "{k}={}",
+            dir.join(v.as_str().expect("a path")).display()
+        ));
+    }
+    for (k, v) in case["scalars"].as_object().expect("scalars") {
+        out.push(format!("{k}={v}"));
+    }
+    out
+}
+
+fn check(name: &str) {
+    let dir = fixtures().join("fixtures").join(name);
+    let case: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).expect("case.json"))
+            .expect("json");
+    let file = fixtures().join(case["file"].as_str().expect("file"));
+    let items = items(&dir, &case);
+    let loaded = engine::python::load_python(&file, case["def"].as_str(), &HashMap::new(), &items)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let program = loaded.source.program().clone();
+    // The converted program's text is TC that checks back to it.
+    let checked = tc::check_source(&loaded.source.text).unwrap_or_else(|d| {
+        panic!(
+            "{name}: the printed program does not check: {d:?}\n{}",
+            loaded.source.text
+        )
+    });
+    let names = |p: &ir::Program| -> Vec<String> {
+        p.defs[0].tensors.iter().map(|t| t.name.clone()).collect()
+    };
+    assert_eq!(
+        names(&checked.program),
+        names(&program),
+        "{name}: the printed program declares tensors in another order"
+    );
+    assert!(
+        checked.program == program,
+        "{name}: the printed program checks to another program"
+    );
+    let def = &program.defs[0];
+    let args =
+        engine::bind::read_items(def, &loaded.items).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let args: HashMap<String, interp::Arg> = args.into_iter().collect();
+    let outs = interp::run(
+        &program,
+        &def.name,
+        &args,
+        &HashMap::new(),
+        interp::Mode::Real,
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}\n{}", loaded.source.text));
+    compare(name, &dir, &case, &outs, &loaded.source.text);
+    // The compiled path (regions around compiled stages) gives the same.
+    let bound = engine::bind::bind(def, args, HashMap::new(), 0).expect("bound");
+    let options = engine::RunOptions {
+        compiled: Some(engine::Options::default()),
+        profile: false,
+        emit_c: None,
+        progress: Default::default(),
+    };
+    let mut notes = Vec::new();
+    let compiled = engine::session::run(&loaded.source, def, &bound, &options, &mut notes)
+        .unwrap_or_else(|e| panic!("{name}: compiled: {e}"));
+    assert!(notes.is_empty(), "{name}: {notes:?}");
+    compare(name, &dir, &case, &compiled.tensors, &loaded.source.text);
+}
+
+/// Compares a run's outputs with PyTorch's, within 1e-4 relative.
+fn compare(
+    name: &str,
+    dir: &Path,
+    case: &serde_json::Value,
+    outs: &[(String, interp::Tensor)],
+    text: &str,
+) {
+    let expected = case["outputs"].as_array().expect("outputs");
+    assert_eq!(outs.len(), expected.len(), "{name}: number of outputs");
+    for ((out, got), want) in outs.iter().zip(expected) {
+        let want = npy::read(&dir.join(want.as_str().expect("a path"))).expect("an output");
+        assert_eq!(got.shape(), want.shape(), "{name}: shape of `{out}`");
+        assert_eq!(got.dtype(), want.dtype(), "{name}: type of `{out}`");
+        let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+        for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+            let tol = 1e-4 * b.abs().max(1.0);
+            assert!(
+                (a - b).abs() <= tol,
+                "{name}: `{out}`[{k}] is {a}, PyTorch gives {b}\n{text}"
+            );
+        }
+    }
+}
+
+macro_rules! workloads {
+    ($($name:ident)*) => {$(
+        #[test]
+        fn $name() {
+            check(stringify!($name));
+        }
+    )*};
+}
+
+workloads! {
+    yolov3 ssd fcos yolact lstm nasrnn seq2seq seq2seq_maxlen attention normalize offset2bbox
+}

@@ -105,6 +105,15 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
         crate::optimize::apply(&mut source, a.def.as_deref(), &bound, o)?;
     }
     let def = engine::source::pick_def(source.program(), Some(&def_name), &source.name)?;
+    if def.has_regions() {
+        if !constants.is_empty() || a.profile {
+            return Err(engine::Error::Usage(format!(
+                "`{}` has loop or branch regions: `--constant` and `--profile` take defs without them",
+                def.name
+            )));
+        }
+        return bench_staged(a, source.program(), def, &bound, &options, &args);
+    }
     let started = Instant::now();
     let built = engine::constants::compile_constants(
         source.program(),
@@ -132,7 +141,7 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
         let num = |x: Option<f64>| x.map_or_else(|| "null".to_string(), |v| format!("{v}"));
         let _ = writeln!(
             out,
-            "{{\"def\": \"{}\", \"median_ms\": {}, \"min_ms\": {}, \"gflops\": {}, \"runs\": {}, \"peak_fraction\": {}, \"peak_gflops\": {}, \"build_s\": {}}}",
+            "{{\"def\": \"{}\", \"median_ms\": {}, \"min_ms\": {}, \"gflops\": {}, \"runs\": {}, \"peak_fraction\": {}, \"peak_gflops\": {}, \"kernels\": {}, \"build_s\": {}}}",
             def.name.replace('\\', "\\\\").replace('"', "\\\""),
             median * 1e3,
             min * 1e3,
@@ -140,6 +149,7 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             a.runs,
             num(fraction),
             num(peak),
+            compiled.steps(),
             build_secs
         );
     } else {
@@ -187,6 +197,73 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
                 &timing.profiles,
             )));
         }
+    }
+    Ok(out)
+}
+
+/// Times a def with regions: its stages compiled, the regions run around
+/// them; reports the compiled steps (kernels and library calls) one run
+/// executes.
+fn bench_staged(
+    a: &BenchArgs,
+    program: &ir::Program,
+    def: &ir::Def,
+    bound: &engine::Bound,
+    options: &engine::Options,
+    args: &std::collections::HashMap<String, interp::Arg>,
+) -> Result<String, engine::Error> {
+    if a.runs == 0 {
+        return Err(engine::Error::Usage(
+            "at least one timed run is needed".to_string(),
+        ));
+    }
+    let started = Instant::now();
+    let staged = engine::regions::compile(program, def, &bound.sizes, options)?;
+    let build_secs = started.elapsed().as_secs_f64();
+    let (_, steps) = staged.run_counting(args)?;
+    for _ in 0..a.warmup {
+        staged.run(args)?;
+    }
+    let mut seconds = Vec::with_capacity(a.runs as usize);
+    for _ in 0..a.runs {
+        let t = Instant::now();
+        staged.run(args)?;
+        seconds.push(t.elapsed().as_secs_f64());
+    }
+    seconds.sort_by(f64::total_cmp);
+    let (median, min) = (seconds[seconds.len() / 2], seconds[0]);
+    let mut out = String::new();
+    if a.json {
+        let _ = writeln!(
+            out,
+            "{{\"def\": \"{}\", \"median_ms\": {}, \"min_ms\": {}, \"runs\": {}, \"kernels\": {steps}, \"build_s\": {build_secs}}}",
+            def.name.replace('\\', "\\\\").replace('"', "\\\""),
+            median * 1e3,
+            min * 1e3,
+            a.runs
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{}: {} runs after {} warm-up runs",
+            def.name,
+            a.runs,
+            a.warmup + 1
+        );
+        let _ = writeln!(
+            out,
+            "  median {:.4} ms, min {:.4} ms",
+            median * 1e3,
+            min * 1e3
+        );
+        let _ = writeln!(
+            out,
+            "  {steps} compiled steps per run (stages run around the loops and branches)"
+        );
+        let _ = writeln!(
+            out,
+            "  build (lower, passes, compile or cache) {build_secs:.3} s"
+        );
     }
     Ok(out)
 }

@@ -157,6 +157,11 @@ impl Compiled {
         kernel::print_block(&self.exe.block)
     }
 
+    /// The steps (kernels and library calls) one run executes.
+    pub fn steps(&self) -> usize {
+        self.exe.step_flops.len()
+    }
+
     /// The floating-point operations of one run.
     pub fn flops(&self) -> u64 {
         self.exe.flops()

@@ -419,14 +419,27 @@ fn stmt_exprs(s: &Stmt) -> Vec<Expr> {
 struct Env {
     tensors: HashMap<String, Tensor>,
     scalars: HashMap<String, Value>,
+    /// The compiled steps run so far.
+    steps: usize,
 }
 
 impl Staged {
     /// Runs the stages on `args` (every parameter of the def).
     pub fn run(&self, args: &HashMap<String, Arg>) -> Result<Vec<(String, Tensor)>, Error> {
+        self.run_counting(args).map(|(outputs, _)| outputs)
+    }
+
+    /// [`Staged::run`], also giving how many compiled steps (kernels and
+    /// library calls) the run executed: the stages' steps times how often
+    /// each ran.
+    pub fn run_counting(
+        &self,
+        args: &HashMap<String, Arg>,
+    ) -> Result<(Vec<(String, Tensor)>, usize), Error> {
         let mut env = Env {
             tensors: HashMap::new(),
             scalars: HashMap::new(),
+            steps: 0,
         };
         for (k, a) in args {
             match a {
@@ -439,7 +452,8 @@ impl Staged {
             }
         }
         self.stages(&self.stages, &mut env)?;
-        self.def
+        let outputs = self
+            .def
             .outputs
             .iter()
             .map(|o| {
@@ -450,7 +464,8 @@ impl Staged {
                         Error::Internal(format!("internal error: output `{o}` was not computed"))
                     })
             })
-            .collect()
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok((outputs, env.steps))
     }
 
     fn stages(&self, stages: &[Stage], env: &mut Env) -> Result<(), Error> {
@@ -470,6 +485,7 @@ impl Staged {
                     compiled
                         .run_state(&mut state, None)
                         .map_err(Error::Compiled)?;
+                    env.steps += compiled.steps();
                     for (name, t) in compiled.outputs(&state)? {
                         env.tensors.insert(name, t);
                     }
@@ -495,8 +511,10 @@ impl Staged {
                     let mut inner = Env {
                         tensors: env.tensors.clone(),
                         scalars: env.scalars.clone(),
+                        steps: 0,
                     };
                     self.stages(body, &mut inner)?;
+                    env.steps += inner.steps;
                     for (r, y) in region.results.iter().zip(yields) {
                         let t = inner.tensors.get(y).ok_or_else(|| missing(y))?.clone();
                         env.tensors.insert(r.clone(), t);
@@ -544,6 +562,7 @@ impl Staged {
             let mut inner = Env {
                 tensors: env.tensors.clone(),
                 scalars: env.scalars.clone(),
+                steps: 0,
             };
             for (c, t) in l.carried.iter().zip(&carried) {
                 inner.tensors.insert(c.param.clone(), t.clone());
@@ -555,6 +574,7 @@ impl Staged {
                 }
             }
             self.stages(body, &mut inner)?;
+            env.steps += inner.steps;
             carried = l
                 .yields
                 .iter()

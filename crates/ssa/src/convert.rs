@@ -197,29 +197,22 @@ fn block_propagation(g: &mut Graph) {
         .into_iter()
         .filter(|&n| g.nodes[n].op == Op::Update)
         .collect();
-    // Which output of a region node already carries a value out.
-    let mut carried: HashMap<(NodeId, ValueId), usize> = HashMap::new();
+    // The values a region node already carries out.
+    let mut carried: HashSet<(NodeId, ValueId)> = HashSet::new();
     for u in updates {
         let x = g.nodes[u].inputs[1];
         let end = g.block_of(x);
         let mut b = g.nodes[u].block;
         while b != end {
             let Some(node) = g.blocks[b].owner else { break };
-            if carried.contains_key(&(node, x)) {
+            if carried.contains(&(node, x)) {
                 b = g.nodes[node].block;
                 continue;
             }
             let ty = g.ty(x).clone();
             let name = g.values[x].name.clone();
-            let k = g.nodes[node].outputs.len();
-            g.values.push(crate::graph::Value {
-                name: name.clone(),
-                ty: ty.clone(),
-                origin: Origin::Node(node, k),
-            });
-            let x0 = g.values.len() - 1;
-            g.nodes[node].outputs.push(x0);
-            carried.insert((node, x), k);
+            let x0 = g.add_output(node, &name, ty.clone());
+            carried.insert((node, x));
             let parent = g.nodes[node].block;
             let after = g.make_node(parent, Op::Update, vec![x0, x], &[], g.nodes[node].span);
             let pos = g.blocks[parent]

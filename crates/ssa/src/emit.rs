@@ -62,15 +62,7 @@ pub fn emit(g: &Graph) -> Result<Def> {
             let (dtype, shape) = e.tensor_ty(r);
             e.declare(&copy, dtype, &shape, TensorRole::Temp);
             let idx = iters(shape.len());
-            stmts.push(comp(
-                &copy,
-                &idx,
-                &shape,
-                Reduction::Assign,
-                false,
-                read(&name, &idx),
-                vec![],
-            ));
+            stmts.push(pointwise(&copy, &idx, &shape, read(&name, &idx)));
             name = copy;
         }
         if let Some(t) = e.tensors.iter_mut().find(|t| t.name == name) {
@@ -306,49 +298,22 @@ impl Emitter<'_> {
                     .map(|&i| Ok((self.broadcast_read(i, &idx)?, self.tensor_ty(i).0)))
                     .collect::<Result<Vec<_>>>()?;
                 let body = elementwise(elem, args, in_t, dtype);
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, body));
             }
             Op::Full => {
                 let fill = cast(self.scalar(inputs[0])?, self.tensor_ty(inputs[0]).0, dtype);
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    fill,
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, fill));
             }
             Op::Clone => {
                 let body = self.broadcast_read(inputs[0], &idx)?;
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, body));
             }
             Op::Arange => {
-                out.push(comp(
+                out.push(pointwise(
                     &name,
                     &idx,
                     &shape,
-                    Reduction::Assign,
-                    false,
                     cast(Expr::Iter(idx[0].clone()), DType::I64, dtype),
-                    vec![],
                 ));
             }
             Op::Access(view) => {
@@ -359,14 +324,11 @@ impl Emitter<'_> {
                     None => None,
                 };
                 let sub = access_map(view, &idx, &base_shape, &shape, index);
-                out.push(comp(
+                out.push(pointwise(
                     &name,
                     &idx,
                     &shape,
-                    Reduction::Assign,
-                    false,
                     Expr::Read(base.clone(), sub),
-                    vec![],
                 ));
             }
             Op::Assign(view) => {
@@ -389,30 +351,14 @@ impl Emitter<'_> {
                     Some(c) => Expr::Select(Box::new(c), Box::new(src_read), Box::new(keep)),
                     None => src_read,
                 };
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, body));
             }
             Op::IndexSelect { dim } => {
                 let x = self.names[&inputs[0]].clone();
                 let ix = self.names[&inputs[1]].clone();
                 let mut sub = idx_exprs(&idx);
                 sub[*dim] = Expr::Read(ix, vec![Expr::Iter(idx[*dim].clone())]);
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    Expr::Read(x, sub),
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, Expr::Read(x, sub)));
             }
             Op::Matmul => self.matmul(&name, inputs[0], inputs[1], &shape, dtype, out),
             Op::Reduce { op, dims, keepdim } => {
@@ -460,15 +406,7 @@ impl Emitter<'_> {
                     });
                 }
                 let body = body.ok_or_else(|| Error::new(at, "`cat` of no tensors"))?;
-                out.push(comp(
-                    &name,
-                    &idx,
-                    &shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(&name, &idx, &shape, body));
             }
             other => {
                 return Err(Error::new(
@@ -628,15 +566,7 @@ impl Emitter<'_> {
                     Expr::Read(s, idx_exprs(&idx)),
                     Expr::Lit(Value::Float(count as f64), dtype),
                 );
-                out.push(comp(
-                    name,
-                    &idx,
-                    shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(name, &idx, shape, body));
             }
             Reduce::Any | Reduce::All => {
                 let s = self.fresh(&format!("{name}_count"));
@@ -654,15 +584,7 @@ impl Emitter<'_> {
                 } else {
                     Expr::binary(BinOp::Eq, c, Expr::int(count))
                 };
-                out.push(comp(
-                    name,
-                    &idx,
-                    shape,
-                    Reduction::Assign,
-                    false,
-                    body,
-                    vec![],
-                ));
+                out.push(pointwise(name, &idx, shape, body));
             }
         }
     }
@@ -733,17 +655,14 @@ impl Emitter<'_> {
         let shifted = |x: Expr| Expr::binary(BinOp::Sub, x, Expr::Read(mx.clone(), at_max.clone()));
         let e = self.fresh(&format!("{name}_exp"));
         self.declare(&e, dtype, shape, TensorRole::Temp);
-        out.push(comp(
+        out.push(pointwise(
             &e,
             &idx,
             shape,
-            Reduction::Assign,
-            false,
             Expr::Call(
                 Builtin::Exp,
                 vec![shifted(Expr::Read(x_name.clone(), idx_exprs(&idx)))],
             ),
-            vec![],
         ));
         let s = self.fresh(&format!("{name}_sum"));
         self.declare(&s, dtype, &rshape, TensorRole::Temp);
@@ -769,15 +688,7 @@ impl Emitter<'_> {
                 Expr::Read(s, at_max),
             )
         };
-        out.push(comp(
-            name,
-            &idx,
-            shape,
-            Reduction::Assign,
-            false,
-            body,
-            vec![],
-        ));
+        out.push(pointwise(name, &idx, shape, body));
     }
 
     fn loop_stmt(
@@ -904,6 +815,19 @@ fn idx_exprs(idx: &[String]) -> Vec<Expr> {
 
 fn read(t: &str, idx: &[String]) -> Expr {
     Expr::Read(t.to_string(), idx_exprs(idx))
+}
+
+/// `tensor(idx) = body` over `shape`: a statement without reduction.
+fn pointwise(tensor: &str, idx: &[String], shape: &[i64], body: Expr) -> Stmt {
+    comp(
+        tensor,
+        idx,
+        shape,
+        Reduction::Assign,
+        false,
+        body,
+        Vec::new(),
+    )
 }
 
 fn comp(

@@ -323,6 +323,20 @@ impl Graph {
         n
     }
 
+    /// A new output of node `n` (a region's, as conversion carries a value
+    /// out of it).
+    pub fn add_output(&mut self, n: NodeId, name: &str, ty: Ty) -> ValueId {
+        let k = self.nodes[n].outputs.len();
+        self.values.push(Value {
+            name: name.to_string(),
+            ty,
+            origin: Origin::Node(n, k),
+        });
+        let v = self.values.len() - 1;
+        self.nodes[n].outputs.push(v);
+        v
+    }
+
     /// The block a value is defined in.
     pub fn block_of(&self, v: ValueId) -> BlockId {
         match self.values[v].origin {

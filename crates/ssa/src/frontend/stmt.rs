@@ -595,14 +595,7 @@ impl Tracer<'_> {
         let mut bound = Vec::new();
         for (n, a, _) in &outs {
             let ty = self.g.ty(*a).clone();
-            let v = self.g.values.len();
-            let k = self.g.nodes[node].outputs.len();
-            self.g.values.push(crate::graph::Value {
-                name: n.clone(),
-                ty,
-                origin: Origin::Node(node, k),
-            });
-            self.g.nodes[node].outputs.push(v);
+            let v = self.g.add_output(node, n, ty);
             bound.push((n.clone(), v));
         }
         self.g.blocks[parent].nodes.push(node);

@@ -9,7 +9,7 @@ over tessera's own buffers.
 """
 
 import os
-from typing import Any, Mapping, Optional, Sequence, Union, overload
+from typing import Any, Callable, Mapping, Optional, Sequence, Union, overload
 
 import numpy as np
 
@@ -299,3 +299,28 @@ def optimize(
     ``InputError`` for a ``budget`` or ``top_k`` of 0 or a def the source
     lacks, ``ShapeError`` for a size without a value, ``ParseError`` for
     source with errors."""
+
+
+class ImperativeFunction:
+    """A PyTorch-style Python function (views, in-place updates, loops,
+    branches) converted by TensorSSA's algorithm and compiled, once per set
+    of argument shapes, element types and int/bool values. Call it like the
+    function: tensors as NumPy arrays or PyTorch CPU tensors (results are
+    then PyTorch tensors), ints and bools (specialized on), floats."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def python(self) -> Callable[..., Any]:
+        """The function as written, run by Python and PyTorch."""
+    @property
+    def specializations(self) -> int:
+        """How many specializations are compiled."""
+    def functionalize(self, *args: Any) -> str:
+        """The converted program (TC with loop and branch regions) for
+        these arguments, and the mutations the conversion removed."""
+
+def function(f: Callable[..., Any], threads: Optional[int] = None) -> ImperativeFunction:
+    """Decorates a PyTorch-style function (the subset of the README's
+    "Imperative programs"): its source and that of the module-level
+    functions it calls are read; a construct outside the subset raises
+    ParseError, located, at the first call."""

@@ -140,12 +140,31 @@ pub fn load_python(
             "`{extra}` is not a parameter of `{def}`"
         )));
     }
-    let f = ssa::functionalize(&module, &def, &args).map_err(located)?;
+    let (source, removed) = convert(&name, &text, &module, &def, &args)?;
+    Ok(Loaded {
+        source,
+        items: kept,
+        removed,
+    })
+}
+
+/// Converts def `def` of `module` (read from `text`, named `name` in
+/// messages) for `args`: the program as a source, and a line per removed
+/// mutation (where, and what replaced it).
+pub fn convert(
+    name: &str,
+    text: &str,
+    module: &ssa::Module,
+    def: &str,
+    args: &[ssa::Arg],
+) -> Result<(Source, Vec<String>), Error> {
+    let f =
+        ssa::functionalize(module, def, args).map_err(|e| Error::Source(e.render(name, text)))?;
     let removed = f
         .removed
         .iter()
         .map(|r| {
-            let (line, col) = ssa::Error::new(r.span, "").line_col(&text);
+            let (line, col) = ssa::Error::new(r.span, "").line_col(text);
             format!(
                 "{name}:{line}:{col}: {} replaced by {} Assign{} and {} Access{}",
                 text[r.span.start as usize..r.span.end as usize]
@@ -160,12 +179,10 @@ pub fn load_python(
         })
         .collect();
     let printed = ir::print_program(&f.program);
-    let source = Source::converted(name, printed, f.program);
-    Ok(Loaded {
-        source,
-        items: kept,
+    Ok((
+        Source::converted(name.to_string(), printed, f.program),
         removed,
-    })
+    ))
 }
 
 fn bind_dims(

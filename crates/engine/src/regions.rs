@@ -624,3 +624,39 @@ fn missing(name: &str) -> Error {
         "internal error: `{name}` is not computed when a stage needs it"
     ))
 }
+
+/// A def compiled whole, or stage by stage when it has regions: what a
+/// caller that runs a def many times keeps.
+#[derive(Debug)]
+pub enum Runnable {
+    Whole(Box<Compiled>),
+    Staged(Staged),
+}
+
+impl Runnable {
+    /// Compiles `def` of `program` for `sizes`.
+    pub fn compile(
+        program: &Program,
+        def: &Def,
+        sizes: &Sizes,
+        options: &Options,
+    ) -> Result<Runnable, Error> {
+        if def.has_regions() {
+            compile(program, def, sizes, options).map(Runnable::Staged)
+        } else {
+            compile::compile(program, def, sizes, options).map(|c| Runnable::Whole(Box::new(c)))
+        }
+    }
+
+    /// Runs on `args` (every parameter of the def); the outputs in order.
+    pub fn run(&self, args: &HashMap<String, Arg>) -> Result<Vec<(String, Tensor)>, Error> {
+        match self {
+            Runnable::Whole(c) => {
+                let mut state = c.prepare(args)?;
+                c.run_state(&mut state, None).map_err(Error::Compiled)?;
+                c.outputs(&state)
+            }
+            Runnable::Staged(s) => s.run(args),
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `import tessera`: the Python package, a thin layer over the engine.
 //! Each entry point is one module here (`session.rs`: ONNX models as
 //! inference sessions; `function.rs`: TC defs compiled as functions;
-//! `verify.rs`: the equivalence verifier; `optimize.rs`: the optimizer)
+//! `imperative.rs`: PyTorch-style Python functions, functionalized and
+//! compiled; `verify.rs`: the equivalence verifier; `optimize.rs`: the optimizer)
 //! that converts arrays
 //! (`arrays.rs`) and errors (`errors.rs`) and releases the GIL while the
 //! engine works; adding an entry point is adding a module and a line to
@@ -10,6 +11,7 @@
 mod arrays;
 mod errors;
 mod function;
+mod imperative;
 mod optimize;
 mod session;
 mod verify;
@@ -31,6 +33,7 @@ fn tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     session::register(m)?;
     function::register(m)?;
+    imperative::register(m)?;
     verify::register(m)?;
     optimize::register(m)?;
     m.add_function(wrap_pyfunction!(input_copies, m)?)?;

@@ -82,6 +82,11 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     // An optimized def has the def's parameters: they are checked here.
     let written = source.pick_def(a.def.as_deref())?;
     let def_name = written.name.clone();
+    if written.has_regions() && (!a.constants.is_empty() || a.profile) {
+        return Err(engine::Error::Usage(format!(
+            "`{def_name}` has loop or branch regions: `--constant` and `--profile` take defs without them"
+        )));
+    }
     for name in &a.constants {
         engine::bind::param(written, name)?;
         let arg = args.remove(name).ok_or_else(|| engine::Error::Input {
@@ -106,12 +111,6 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     }
     let def = engine::source::pick_def(source.program(), Some(&def_name), &source.name)?;
     if def.has_regions() {
-        if !constants.is_empty() || a.profile {
-            return Err(engine::Error::Usage(format!(
-                "`{}` has loop or branch regions: `--constant` and `--profile` take defs without them",
-                def.name
-            )));
-        }
         return bench_staged(a, source.program(), def, &bound, &options, &args);
     }
     let started = Instant::now();

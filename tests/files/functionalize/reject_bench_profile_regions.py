@@ -1,0 +1,12 @@
+# test: reject bench --profile --size N=4
+# A def with a loop runs its regions around compiled stages: there is no
+# one program whose steps a profile could list.
+import torch
+
+
+def f(x: "float32[N]"):
+    y = x.clone()
+    for i in range(3):
+        y[i] = y[i] * 2.0
+    return y
+# error: has loop or branch regions: `--constant` and `--profile` take defs without them

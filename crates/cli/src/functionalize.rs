@@ -20,11 +20,16 @@ pub struct FunctionalizeArgs {
     /// tensors not given as inputs take their annotated shapes.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
+    /// Print the program after vertical fusion (what `run` compiles):
+    /// views and single-use elementwise results substituted into the
+    /// statements that read them.
+    #[arg(long)]
+    pub fuse: bool,
 }
 
 pub fn run(a: &FunctionalizeArgs) -> Result<String, String> {
     let sizes = engine::bind::parse_sizes(&a.sizes).map_err(|e| e.to_string())?;
-    let loaded = engine::python::load_python(&a.file, a.def.as_deref(), &sizes, &a.inputs)
+    let loaded = engine::python::load_python(&a.file, a.def.as_deref(), &sizes, &a.inputs, a.fuse)
         .map_err(|e| e.to_string())?;
     let mut out = loaded.source.text.clone();
     let n = loaded.removed.len();

@@ -120,7 +120,7 @@ pub fn load_and_bind(
     let python = file.extension().is_some_and(|e| e == "py");
     let (mut source, items) = if python {
         let given = engine::bind::parse_sizes(sizes)?;
-        let loaded = engine::python::load_python(file, def, &given, inputs)?;
+        let loaded = engine::python::load_python(file, def, &given, inputs, true)?;
         (loaded.source, loaded.items)
     } else if onnx {
         let given = engine::bind::parse_sizes(sizes)?;

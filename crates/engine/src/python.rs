@@ -32,6 +32,7 @@ pub fn load_python(
     def: Option<&str>,
     sizes: &Sizes,
     items: &[String],
+    fuse: bool,
 ) -> Result<Loaded, Error> {
     let (name, text) = read_text(path)?;
     let located = |e: ssa::Error| Error::Source(e.render(&name, &text));
@@ -140,7 +141,7 @@ pub fn load_python(
             "`{extra}` is not a parameter of `{def}`"
         )));
     }
-    let (source, removed) = convert(&name, &text, &module, &def, &args)?;
+    let (source, removed) = convert(&name, &text, &module, &def, &args, fuse)?;
     Ok(Loaded {
         source,
         items: kept,
@@ -149,17 +150,23 @@ pub fn load_python(
 }
 
 /// Converts def `def` of `module` (read from `text`, named `name` in
-/// messages) for `args`: the program as a source, and a line per removed
-/// mutation (where, and what replaced it).
+/// messages) for `args` (fused, with `fuse`: what runs): the program as a
+/// source, and a line per removed mutation (where, and what replaced it).
 pub fn convert(
     name: &str,
     text: &str,
     module: &ssa::Module,
     def: &str,
     args: &[ssa::Arg],
+    fuse: bool,
 ) -> Result<(Source, Vec<String>), Error> {
-    let f =
+    let mut f =
         ssa::functionalize(module, def, args).map_err(|e| Error::Source(e.render(name, text)))?;
+    if fuse {
+        for d in &mut f.program.defs {
+            ssa::fuse::fuse(d);
+        }
+    }
     let removed = f
         .removed
         .iter()

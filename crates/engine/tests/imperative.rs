@@ -1,8 +1,9 @@
 //! The imperative workloads (`tests/imperative/`): each fixture's def is
-//! functionalized at the fixture's inputs, printed and checked back to
-//! the same program, run on the reference interpreter and compiled (its
-//! regions around compiled stages), and both compared with PyTorch
-//! eager's outputs (committed `.npy` files) within 1e-4 relative.
+//! functionalized at the fixture's inputs (as converted, and fused),
+//! printed and checked back to the same program, run on the reference
+//! interpreter and (fused) compiled, its regions around compiled stages,
+//! and every run compared with PyTorch eager's outputs (committed `.npy`
+//! files) within 1e-4 relative.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,14 +29,22 @@ fn items(dir: &Path, case: &serde_json::Value) -> Vec<String> {
 }
 
 fn check(name: &str) {
+    // The converted program on the interpreter, then the fused one (what
+    // runs) on the interpreter and compiled.
+    check_form(name, false);
+    check_form(name, true);
+}
+
+fn check_form(name: &str, fused: bool) {
     let dir = fixtures().join("fixtures").join(name);
     let case: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).expect("case.json"))
             .expect("json");
     let file = fixtures().join(case["file"].as_str().expect("file"));
     let items = items(&dir, &case);
-    let loaded = engine::python::load_python(&file, case["def"].as_str(), &HashMap::new(), &items)
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let loaded =
+        engine::python::load_python(&file, case["def"].as_str(), &HashMap::new(), &items, fused)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
     let program = loaded.source.program().clone();
     // The converted program's text is TC that checks back to it.
     let checked = tc::check_source(&loaded.source.text).unwrap_or_else(|d| {
@@ -52,10 +61,26 @@ fn check(name: &str) {
         names(&program),
         "{name}: the printed program declares tensors in another order"
     );
-    assert!(
-        checked.program == program,
-        "{name}: the printed program checks to another program"
-    );
+    if checked.program != program {
+        let (a, b) = (&checked.program.defs[0], &program.defs[0]);
+        let first = a
+            .stmts
+            .iter()
+            .zip(&b.stmts)
+            .position(|(x, y)| x != y)
+            .map(|k| {
+                format!(
+                    "statement {}:\n{:?}\nbecomes\n{:?}",
+                    k + 1,
+                    b.stmts[k],
+                    a.stmts[k]
+                )
+            });
+        panic!(
+            "{name}: the printed program checks to another program: {}",
+            first.unwrap_or_else(|| "the declarations differ".into())
+        );
+    }
     let def = &program.defs[0];
     let args =
         engine::bind::read_items(def, &loaded.items).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -69,6 +94,9 @@ fn check(name: &str) {
     )
     .unwrap_or_else(|e| panic!("{name}: {e}\n{}", loaded.source.text));
     compare(name, &dir, &case, &outs, &loaded.source.text);
+    if !fused {
+        return;
+    }
     // The compiled path (regions around compiled stages) gives the same.
     let bound = engine::bind::bind(def, args, HashMap::new(), 0).expect("bound");
     let options = engine::RunOptions {

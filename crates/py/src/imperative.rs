@@ -155,9 +155,15 @@ impl ImperativeFunction {
         }
         let module = ssa::Module::parse(&self.text)
             .map_err(|e| errors::to_py(engine::Error::Source(e.render(&self.file, &self.text))))?;
-        let (source, removed) =
-            engine::python::convert(&self.file, &self.text, &module, &self.name, &frontend_args)
-                .map_err(errors::to_py)?;
+        let (source, removed) = engine::python::convert(
+            &self.file,
+            &self.text,
+            &module,
+            &self.name,
+            &frontend_args,
+            false,
+        )
+        .map_err(errors::to_py)?;
         let mut out = source.text.clone();
         out.push_str(&format!("\n# {} mutations removed\n", removed.len()));
         for r in removed {
@@ -193,7 +199,7 @@ impl ImperativeFunction {
         let built = py.detach(|| -> Result<Entry, engine::Error> {
             let module = ssa::Module::parse(text)
                 .map_err(|e| engine::Error::Source(e.render(file, text)))?;
-            let (source, _) = engine::python::convert(file, text, &module, name, args)?;
+            let (source, _) = engine::python::convert(file, text, &module, name, args, true)?;
             let def = source.program().defs[0].clone();
             let runnable = engine::regions::Runnable::compile(
                 source.program(),

@@ -12,6 +12,7 @@ pub mod convert;
 pub mod emit;
 pub mod error;
 pub mod frontend;
+pub mod fuse;
 pub mod graph;
 
 pub use convert::Removed;

@@ -70,6 +70,31 @@ def tessera_bench(exe, name, inputs, params, runs):
     return json.loads(r.stdout), None
 
 
+def conversion_seconds(exe, name, inputs, params, repeats=5):
+    """The fastest of `repeats` runs of `tessera functionalize` on the case:
+    reading the file, tracing, converting, emitting and printing, process
+    start included (an upper bound of the conversion's time)."""
+    out = os.path.join(ROOT, "target", "bench-imperative", name)
+    items = []
+    for p in params:
+        v = inputs[p]
+        if isinstance(v, np.ndarray):
+            items += ["--input", f"{p}={os.path.join(out, p + '.npy')}"]
+        else:
+            items += ["--input", f"{p}={str(v).lower() if isinstance(v, bool) else v}"]
+    workload = cases.CASES[name][0]
+    cmd = [exe, "functionalize", cases.workload_path(workload), "--def", workload, "--fuse"] + items
+    best = None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        dt = time.perf_counter() - t
+        if r.returncode != 0:
+            return None
+        best = dt if best is None else min(best, dt)
+    return best
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -96,6 +121,7 @@ def main():
             if t:
                 ours.append(t["median_ms"] / 1e3)
                 ours_kernels = t.get("kernels")
+        convert = conversion_seconds(a.tessera, name, inputs, params)
         med = lambda xs: statistics.median(xs) * 1e3 if xs else None
         row = {
             "workload": name,
@@ -104,6 +130,7 @@ def main():
             "compile_kernels": kernels,
             "tessera_ms": med(ours),
             "tessera_kernels": ours_kernels,
+            "conversion_ms": convert * 1e3 if convert else None,
             "error": err,
         }
         rows.append(row)
@@ -111,11 +138,14 @@ def main():
         ratio = (row["compile_ms"] / row["tessera_ms"]) if row["tessera_ms"] else None
         print(
             f"{name:15s} eager {fmt(row['eager_ms'])} ms  torch.compile {fmt(row['compile_ms'])} ms ({kernels} kernels)  "
-            f"tessera {fmt(row['tessera_ms'])} ms ({ours_kernels} steps)  compile/tessera {fmt(ratio)}"
+            f"tessera {fmt(row['tessera_ms'])} ms ({ours_kernels} steps)  compile/tessera {fmt(ratio)}  "
+            f"conversion {fmt(row['conversion_ms'])} ms"
             + (f"  [{err}]" if err else ""),
             flush=True,
         )
     speedups = [r["compile_ms"] / r["tessera_ms"] for r in rows if r["tessera_ms"]]
+    slower = [r["workload"] for r in rows if r["tessera_ms"] and r["tessera_ms"] > r["eager_ms"]]
+    print(f"slower than eager: {', '.join(slower) if slower else 'none'}")
     if speedups:
         geo = float(np.exp(np.mean(np.log(speedups))))
         print(f"geomean torch.compile / tessera over {len(speedups)} workloads: {geo:.3f}")

@@ -113,19 +113,14 @@ impl Builder<'_> {
             }
             let after = live_after(&stmts[k..], live);
             self.segment(&stmts[start..k], &after, indices, &mut stages)?;
-            stages.push(self.region(s, &live_after(&stmts[k + 1..], live), indices)?);
+            stages.push(self.region(s, indices)?);
             start = k + 1;
         }
         self.segment(&stmts[start..], live, indices, &mut stages)?;
         Ok(stages)
     }
 
-    fn region(
-        &mut self,
-        s: &Stmt,
-        _after: &HashSet<String>,
-        indices: &[String],
-    ) -> Result<Stage, Error> {
+    fn region(&mut self, s: &Stmt, indices: &[String]) -> Result<Stage, Error> {
         match s {
             Stmt::Loop(l) => {
                 let mut inner: Vec<String> = indices.to_vec();

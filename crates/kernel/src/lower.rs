@@ -1038,11 +1038,20 @@ impl Builder<'_> {
                 self.block.constraints.push(below);
             }
         }
-        let name = if self.views.values().any(|v| v == t) || t == self.comp.tensor {
-            format!("{t}_{}", self.views.len())
-        } else {
-            t.to_string()
+        // A second view of a tensor, or a view of the tensor written, takes
+        // a name of its own that no other view and no tensor of the def
+        // has (`scores_1` may be the def's next tensor).
+        let taken = |n: &str| {
+            self.views.values().any(|v| v == n)
+                || n == self.comp.tensor
+                || self.block.refinement(n).is_some()
         };
+        let mut name = t.to_string();
+        let mut k = self.views.len();
+        while taken(&name) || (name != t && self.cx.def.tensor(&name).is_some()) {
+            name = format!("{t}_{k}");
+            k += 1;
+        }
         let dtype = self.cx.def.tensor(t).map(|d| d.dtype).unwrap_or(DType::F32);
         self.block.refs.push(Refinement {
             dir: RefDir::In,

@@ -70,6 +70,9 @@ pub fn emit(g: &Graph) -> Result<Def> {
         }
         outputs.push(name);
     }
+    // View chains compose through flat offsets; the ranges make most of
+    // their divisions exact.
+    crate::simplify::simplify_stmts(&mut stmts);
     Ok(Def {
         name: g.name.clone(),
         params,

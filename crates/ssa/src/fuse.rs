@@ -12,12 +12,24 @@
 //! output) and either its definition is a view (one read, perhaps
 //! converted: substituting it copies nothing, and a matmul reading a
 //! transposed operand stays a library matmul) or it is read once, by an
-//! elementwise statement (so nothing is computed twice). Guarantees the
-//! same results, and a def that passes the IR verifier.
+//! elementwise statement (so nothing is computed twice), at whole
+//! iterators or where the reads it brings are provably in bounds.
+//!
+//! Then the reads of Assign selects (an in-place update's result) are
+//! inlined one read at a time ([`inline_selects`]): a reader of a chain
+//! of slice updates reads through it to the update that wrote its slice,
+//! and a temporary nothing reads any more is removed. Every substituted
+//! expression is simplified over the reader's box (`crate::simplify`).
+//! Guarantees the same results, and a def that passes the IR verifier
+//! and that lowering takes wherever it took the unfused one: reduction
+//! subscripts stay affine, and every read is in bounds over the box or
+//! under branches lowering guards.
 
 use std::collections::HashMap;
 
-use ir::{walk_stmts, BinOp, Comprehension, Def, Expr, Reduction, Stmt, TensorRole, UnOp};
+use ir::{walk_stmts, BinOp, Builtin, Comprehension, Def, Expr, Reduction, Stmt, TensorRole, UnOp};
+
+use crate::simplify::{self, box_of, rewrite, simplify};
 
 /// Fuses `def` in place; returns how many statements it removed.
 pub fn fuse(def: &mut Def) -> usize {
@@ -35,33 +47,56 @@ pub fn fuse(def: &mut Def) -> usize {
         .collect();
     let mut removed = Vec::new();
     let mut stmts = std::mem::take(&mut def.stmts);
-    fuse_block(&mut stmts, &[], &temps, &mut removed);
+    let cx = Cx {
+        def: def.clone(),
+        temps,
+        shapes: def
+            .tensors
+            .iter()
+            .filter_map(|t| {
+                let dims: Option<Vec<i64>> = t.shape.iter().map(|d| d.as_const()).collect();
+                Some((t.name.clone(), dims?))
+            })
+            .collect(),
+    };
+    fuse_block(&mut stmts, &[], &cx, &mut removed);
     def.stmts = stmts;
     def.tensors.retain(|t| !removed.contains(&t.name));
     removed.len()
 }
 
+/// What the rules need to know of the def being fused.
+struct Cx {
+    /// The def as it was before fusion (its declarations and parameters:
+    /// the interval analysis's types).
+    def: Def,
+    /// The temporaries one statement writes.
+    temps: Vec<String>,
+    /// Every tensor's constant shape.
+    shapes: HashMap<String, Vec<i64>>,
+}
+
 /// Fuses one block (and the blocks of its regions); `kept` are the names
 /// the block's end needs (its yields).
-fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], temps: &[String], removed: &mut Vec<String>) {
+fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec<String>) {
     for s in stmts.iter_mut() {
         match s {
-            Stmt::Loop(l) => fuse_block(&mut l.body, &l.yields.clone(), temps, removed),
+            Stmt::Loop(l) => fuse_block(&mut l.body, &l.yields.clone(), cx, removed),
             Stmt::If(b) => {
-                fuse_block(&mut b.then_body, &b.then_yields.clone(), temps, removed);
-                fuse_block(&mut b.else_body, &b.else_yields.clone(), temps, removed);
+                fuse_block(&mut b.then_body, &b.then_yields.clone(), cx, removed);
+                fuse_block(&mut b.else_body, &b.else_yields.clone(), cx, removed);
             }
             Stmt::Comp(_) | Stmt::Call(_) => {}
         }
     }
     let mut k = 0;
     while k < stmts.len() {
-        match substitutable(&stmts[k], &stmts[k + 1..], kept, temps) {
+        match substitutable(&stmts[k], &stmts[k + 1..], kept, cx) {
             Some(def) => {
                 for s in &mut stmts[k + 1..] {
                     if let Stmt::Comp(c) = s {
                         let body = std::mem::replace(&mut c.body, Expr::int(0));
-                        c.body = substitute(body, &def);
+                        c.body = simplify(substitute(body, &def), &box_of(c));
                     }
                 }
                 removed.push(def.tensor.clone());
@@ -70,20 +105,252 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], temps: &[String], removed:
             None => k += 1,
         }
     }
+    inline_selects(stmts, cx);
+    remove_dead(stmts, kept, cx, removed);
+    for s in stmts.iter_mut() {
+        if let Stmt::Comp(c) = s {
+            clamp_branch_reads(c, cx);
+        }
+    }
+}
+
+/// Clamps each subscript of an elementwise statement that leaves its
+/// tensor somewhere in the box but not where the `?:` branches around it
+/// are taken (an update's shifted slice, `p(i - 2)` under `i >= 2`) into
+/// the tensor's range: the same value wherever the read is evaluated, and
+/// a read lowering proves in bounds everywhere, so it computes the branch
+/// inline instead of in a guard block per point.
+fn clamp_branch_reads(c: &mut Comprehension, cx: &Cx) {
+    if c.op != Reduction::Assign || !c.lets.is_empty() || c.ranges.len() != c.indices.len() {
+        return;
+    }
+    let b = box_of(c);
+    let sizes = HashMap::new();
+    let range = |s: &Expr, at: &simplify::Ranges| {
+        let bounds = ir::Bounds {
+            def: &cx.def,
+            lets: &[],
+            iters: at,
+            sizes: &sizes,
+        };
+        bounds.interval(s).ok()
+    };
+    let body = std::mem::replace(&mut c.body, Expr::int(0));
+    c.body = rewrite(body, &b, &mut |x, at| match x {
+        Expr::Read(t, subs) => {
+            let dims = cx.shapes.get(&t).cloned().unwrap_or_default();
+            let subs = subs
+                .into_iter()
+                .zip(dims.iter().copied().chain(std::iter::repeat(0)))
+                .map(|(s, n)| match (range(&s, &b), range(&s, at)) {
+                    (Some((lo, hi)), Some((nlo, nhi)))
+                        if (lo < 0 || hi >= n) && nlo >= 0 && nhi < n =>
+                    {
+                        let s = if lo < 0 {
+                            Expr::Call(Builtin::Max, vec![s, Expr::int(0)])
+                        } else {
+                            s
+                        };
+                        if hi >= n {
+                            Expr::Call(Builtin::Min, vec![s, Expr::int(n - 1)])
+                        } else {
+                            s
+                        }
+                    }
+                    _ => s,
+                })
+                .collect();
+            Expr::Read(t, subs)
+        }
+        x => x,
+    });
+}
+
+/// The largest instance of an Assign's select, and the largest body, that
+/// [`inline_selects`] makes: enough for a chain of slice updates read where
+/// the box decides most of its conditions, small enough that an undecided
+/// chain stays one tensor rather than being recomputed in full.
+const INSTANCE_NODES: usize = 64;
+const BODY_NODES: usize = 256;
+
+/// Inlines the reads of Assign results (temporaries whose body is a `?:` on
+/// a condition of indices alone, the select an in-place update emits) into
+/// the elementwise statements that read them, one read at a time: each read
+/// becomes the select at its subscripts, simplified over the reader's box,
+/// when that instance is small and every read in it is provably in bounds.
+/// A reader that reads a chain of updates at a slice the updates do not all
+/// touch (YOLO's `p[..., 5:]` after updates to `p[..., :4]`) reads through
+/// the chain to the one update that wrote the slice. Readers are visited
+/// last first, so a chain whose readers all inline it is never inlined
+/// into its own later links.
+fn inline_selects(stmts: &mut [Stmt], cx: &Cx) {
+    let selects: HashMap<String, Comprehension> = stmts
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Comp(c) if plain(c) && cx.temps.contains(&c.tensor) && is_update(&c.body) => {
+                Some((c.tensor.clone(), c.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if selects.is_empty() {
+        return;
+    }
+    let mut reads: HashMap<String, usize> = selects.keys().map(|t| (t.clone(), 0)).collect();
+    walk_stmts(stmts, &mut |s| {
+        for t in s.reads() {
+            if let Some(n) = reads.get_mut(t) {
+                *n += 1;
+            }
+        }
+    });
+    for s in stmts.iter_mut().rev() {
+        let Stmt::Comp(u) = s else { continue };
+        if u.op != Reduction::Assign || !u.lets.is_empty() || u.ranges.len() != u.indices.len() {
+            continue;
+        }
+        let b = box_of(u);
+        loop {
+            let mut changed = false;
+            let body = rewrite(u.body.clone(), &b, &mut |x, at| match x {
+                Expr::Read(t, subs) if selects.contains_key(&t) && t != u.tensor => {
+                    let d = &selects[&t];
+                    let read = Expr::Read(t, subs);
+                    let raw = substitute(read.clone(), d);
+                    let instance = simplify(raw.clone(), at);
+                    // Inlining recomputes the select for every reader: it
+                    // must fold, be the select's only read, or be read on
+                    // so few points that recomputing costs less than
+                    // writing the select's whole tensor.
+                    let cheap = nodes(&instance) < nodes(&raw)
+                        || reads[&d.tensor] == 1
+                        || points(u) * reads[&d.tensor] as i64 <= points(d);
+                    if cheap && nodes(&instance) <= INSTANCE_NODES && provable(&instance, u, at, cx)
+                    {
+                        changed = true;
+                        instance
+                    } else {
+                        read
+                    }
+                }
+                x => x,
+            });
+            if !changed || nodes(&body) > BODY_NODES {
+                break;
+            }
+            u.body = body;
+        }
+    }
+}
+
+/// Removes the statements of temporaries nothing reads any more.
+fn remove_dead(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec<String>) {
+    let mut k = stmts.len();
+    while k > 0 {
+        k -= 1;
+        let Stmt::Comp(c) = &stmts[k] else { continue };
+        let t = &c.tensor;
+        let dead = cx.temps.contains(t)
+            && !kept.contains(t)
+            && stmts[k + 1..]
+                .iter()
+                .all(|r| !r.reads().contains(&t.as_str()));
+        if dead {
+            removed.push(t.clone());
+            stmts.remove(k);
+        }
+    }
+}
+
+/// Whether `c` is an `=` over its own indices with no lets or existentials.
+fn plain(c: &Comprehension) -> bool {
+    c.op == Reduction::Assign
+        && !c.init
+        && c.lets.is_empty()
+        && c.exists.is_empty()
+        && c.ranges.len() == c.indices.len()
+}
+
+/// Whether `e` is the select of an update: a `?:` whose condition reads no
+/// tensor.
+fn is_update(e: &Expr) -> bool {
+    matches!(e, Expr::Select(c, ..) if !c.any(&|x| matches!(x, Expr::Read(..) | Expr::Sym(_))))
+}
+
+/// How many nodes `e` has.
+fn nodes(e: &Expr) -> usize {
+    let mut n = 0;
+    e.walk(&mut |_| n += 1);
+    n
+}
+
+/// How many points `c`'s box has (0 when a range is not constant).
+fn points(c: &Comprehension) -> i64 {
+    box_of(c)
+        .values()
+        .map(|(lo, hi)| hi - lo + 1)
+        .product::<i64>()
+        * i64::from(box_of(c).len() == c.ranges.len())
+}
+
+/// A check of one read (its subscripts, tensor, box where it is evaluated,
+/// and whether lowering can guard the branches around it).
+type ReadCheck<'a> = dyn FnMut(&[Expr], &str, &simplify::Ranges, bool) -> bool + 'a;
+
+/// Whether every read in `e`, which `u` computes over box `b`, is provably
+/// inside its tensor wherever it is evaluated, by the interval analysis
+/// lowering uses: over the whole box, or over the part of it the `?:`
+/// branches around the read narrow it to, when lowering can guard each of
+/// those branches.
+fn provable(e: &Expr, u: &Comprehension, b: &simplify::Ranges, cx: &Cx) -> bool {
+    let inside = |subs: &[Expr], t: &str, at: &simplify::Ranges| {
+        let sizes = HashMap::new();
+        let bounds = ir::Bounds {
+            def: &cx.def,
+            lets: &u.lets,
+            iters: at,
+            sizes: &sizes,
+        };
+        cx.shapes.get(t).is_some_and(|dims| {
+            subs.len() == dims.len()
+                && subs
+                    .iter()
+                    .zip(dims)
+                    .all(|(s, &n)| bounds.interval(s).is_ok_and(|(lo, hi)| lo >= 0 && hi < n))
+        })
+    };
+    fn walk(
+        e: &Expr,
+        at: &simplify::Ranges,
+        guarded: bool,
+        ok: &mut ReadCheck,
+    ) -> bool {
+        match e {
+            Expr::Select(c, then, other) => {
+                let sides = [(then, true), (other, false)];
+                walk(c, at, guarded, ok)
+                    && sides.iter().all(|(x, taken)| {
+                        let g = guarded && simplify::guardable(c, *taken);
+                        walk(x, &simplify::narrow(c, at, *taken), g, ok)
+                    })
+            }
+            Expr::Read(t, subs) => {
+                ok(subs, t, at, guarded) && subs.iter().all(|s| walk(s, at, guarded, ok))
+            }
+            _ => e.children().into_iter().all(|x| walk(x, at, guarded, ok)),
+        }
+    }
+    walk(e, b, true, &mut |subs, t, at, guarded| {
+        inside(subs, t, b) || guarded && inside(subs, t, at)
+    })
 }
 
 /// The definition of `s`'s tensor when the rules of the module doc let it
 /// be substituted into `rest`.
-fn substitutable(
-    s: &Stmt,
-    rest: &[Stmt],
-    kept: &[String],
-    temps: &[String],
-) -> Option<Comprehension> {
+fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Comprehension> {
     let Stmt::Comp(c) = s else { return None };
     let t = &c.tensor;
-    let plain = c.op == Reduction::Assign && !c.init && c.lets.is_empty() && c.exists.is_empty();
-    if !plain || !temps.contains(t) || kept.contains(t) || c.ranges.len() != c.indices.len() {
+    if !plain(c) || !cx.temps.contains(t) || kept.contains(t) {
         return None;
     }
     let view = is_view(&c.body);
@@ -109,9 +376,16 @@ fn substitutable(
         // reduction only when affine; anything else only where it is read
         // at whole iterators over its own shape (its reads keep their
         // ranges).
+        // Elsewhere (a reshape's gather, an update's shifted slice) the
+        // substituted reads must be provably in bounds over the reader's box.
         let fits = here.iter().all(|subs| {
             if pointwise {
-                (view && affine_view) || whole(subs, u, &c.ranges)
+                (view && affine_view)
+                    || whole(subs, u, &c.ranges)
+                    || u.lets.is_empty() && subs.iter().all(affine) && affine_body(&c.body) && {
+                        let b = box_of(u);
+                        provable(&simplify(substitute(u.body.clone(), c), &b), u, &b, cx)
+                    }
             } else {
                 affine_view
             }
@@ -120,12 +394,39 @@ fn substitutable(
         // it is computed unconditionally, not under a `?:` branch, where
         // its bounds would need proving.
         let guarded = !affine_body(&c.body) && read_under_branch(&u.body, t);
-        if in_extras || !fits || guarded {
+        // A transposing view (`.permute(...).contiguous()`) stays a copy of
+        // its own before an elementwise statement other than a copy:
+        // computed through, its reads stride across the base's rows in the
+        // innermost loop, which costs far more than copying first. (A
+        // reduction reads it in place: a matmul takes a transposed
+        // operand as it is.)
+        let transposed =
+            view && pointwise && transposes(c) && !(here.is_empty() || is_view(&u.body));
+        if in_extras || !fits || guarded || transposed {
             return None;
         }
         uses += here.len();
     }
     (view || uses == 1).then(|| c.clone())
+}
+
+/// Whether view `c` moves its innermost index to another dimension of the
+/// tensor it reads (the innermost loop over it would not walk a row).
+fn transposes(c: &Comprehension) -> bool {
+    let Some(inner) = c.indices.last() else {
+        return false;
+    };
+    let mut found = false;
+    c.body.walk(&mut |x| {
+        if let Expr::Read(_, subs) = x {
+            if let Some((_, outer)) = subs.split_last() {
+                found |= outer
+                    .iter()
+                    .any(|s| s.any(&|y| matches!(y, Expr::Iter(i) if i == inner)));
+            }
+        }
+    });
+    found
 }
 
 /// Whether `e` only moves or converts one read (a view's gather).
@@ -139,17 +440,20 @@ fn is_view(e: &Expr) -> bool {
     }
 }
 
-/// Whether the read `e` (perhaps converted) has subscripts affine in
-/// iterators (no scalars, divisions or reads).
-fn affine_read(e: &Expr) -> bool {
-    fn affine(x: &Expr) -> bool {
-        match x {
-            Expr::Iter(_) | Expr::Lit(..) => true,
-            Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => affine(a) && affine(b),
-            Expr::Unary(UnOp::Neg, a) => affine(a),
-            _ => false,
-        }
+/// Whether subscript `x` is affine in iterators (no scalars, divisions or
+/// reads).
+fn affine(x: &Expr) -> bool {
+    match x {
+        Expr::Iter(_) | Expr::Lit(..) => true,
+        Expr::Binary(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => affine(a) && affine(b),
+        Expr::Unary(UnOp::Neg, a) => affine(a),
+        _ => false,
     }
+}
+
+/// Whether the read `e` (perhaps converted) has subscripts affine in
+/// iterators.
+fn affine_read(e: &Expr) -> bool {
     match e {
         Expr::Read(_, subs) => subs.iter().all(affine),
         Expr::Cast(_, a) => affine_read(a),

@@ -18,7 +18,7 @@ def branch(a: "float32[N]"):
 #   t() = r() > 0.0
 #   x_2 = if t() {
 #     v() = 0.0
-#     x_1(i0) = i0 == 0 ? v() : x(i0) where i0 in 0:4
+#     x_1(i0) = i0 <= 0 ? v() : x(i0) where i0 in 0:4
 #     yield x_1
 #   } else {
 #     yield x

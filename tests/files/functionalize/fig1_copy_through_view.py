@@ -15,7 +15,7 @@ def fig1(a: "float32[N, M]", c: "float32[M]"):
 # exit: 0
 # def fig1(float32(3, 4) a, float32(4) c) -> (float32(3, 4) a_2, float32(4) b) {
 #   a_1(i0, i1) = a(i0, i1) where i0 in 0:3, i1 in 0:4
-#   a_2(i0, i1) = i0 == 0 ? c(i1) : a_1(i0, i1) where i0 in 0:3, i1 in 0:4
+#   a_2(i0, i1) = i0 <= 0 ? c(i1) : a_1(i0, i1) where i0 in 0:3, i1 in 0:4
 #   b(i0) = a_2(0, i0) where i0 in 0:4
 # }
 #

@@ -319,12 +319,7 @@ fn provable(e: &Expr, u: &Comprehension, b: &simplify::Ranges, cx: &Cx) -> bool 
                     .all(|(s, &n)| bounds.interval(s).is_ok_and(|(lo, hi)| lo >= 0 && hi < n))
         })
     };
-    fn walk(
-        e: &Expr,
-        at: &simplify::Ranges,
-        guarded: bool,
-        ok: &mut ReadCheck,
-    ) -> bool {
+    fn walk(e: &Expr, at: &simplify::Ranges, guarded: bool, ok: &mut ReadCheck) -> bool {
         match e {
             Expr::Select(c, then, other) => {
                 let sides = [(then, true), (other, false)];
@@ -354,6 +349,7 @@ fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Co
         return None;
     }
     let view = is_view(&c.body);
+    let index_only = !c.body.any(&|x| matches!(x, Expr::Read(..)));
     let affine_view = view && affine_read(&c.body);
     let mut uses = 0;
     for r in rest {
@@ -379,7 +375,16 @@ fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Co
         // Elsewhere (a reshape's gather, an update's shifted slice) the
         // substituted reads must be provably in bounds over the reader's box.
         let fits = here.iter().all(|subs| {
-            if pointwise {
+            if index_only {
+                // A function of the indices alone reads nothing to keep in
+                // bounds, and costs next to nothing to recompute.
+                true
+            } else if pointwise && !view && strided(subs, u) {
+                // Computed through a transposing read, the work would walk
+                // the producer's rows across: it stays a tensor, and the
+                // reader copies it.
+                false
+            } else if pointwise {
                 (view && affine_view)
                     || whole(subs, u, &c.ranges)
                     || u.lets.is_empty() && subs.iter().all(affine) && affine_body(&c.body) && {
@@ -407,23 +412,30 @@ fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Co
         }
         uses += here.len();
     }
-    (view || uses == 1).then(|| c.clone())
+    (view || index_only || uses == 1).then(|| c.clone())
+}
+
+/// Whether a read at `subs` in `u` moves `u`'s innermost index to a
+/// dimension other than the last (its innermost loop strides across the
+/// tensor's rows).
+fn strided(subs: &[Expr], u: &Comprehension) -> bool {
+    let Some(inner) = u.indices.last() else {
+        return false;
+    };
+    subs.split_last().is_some_and(|(_, outer)| {
+        outer
+            .iter()
+            .any(|s| s.any(&|y| matches!(y, Expr::Iter(i) if i == inner)))
+    })
 }
 
 /// Whether view `c` moves its innermost index to another dimension of the
 /// tensor it reads (the innermost loop over it would not walk a row).
 fn transposes(c: &Comprehension) -> bool {
-    let Some(inner) = c.indices.last() else {
-        return false;
-    };
     let mut found = false;
     c.body.walk(&mut |x| {
         if let Expr::Read(_, subs) = x {
-            if let Some((_, outer)) = subs.split_last() {
-                found |= outer
-                    .iter()
-                    .any(|s| s.any(&|y| matches!(y, Expr::Iter(i) if i == inner)));
-            }
+            found |= strided(subs, c);
         }
     });
     found

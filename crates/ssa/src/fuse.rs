@@ -94,7 +94,10 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec
         match substitutable(&stmts[k], &stmts[k + 1..], kept, cx) {
             Some(def) => {
                 for s in &mut stmts[k + 1..] {
-                    if let Stmt::Comp(c) = s {
+                    // Only the readers change; simplifying the others
+                    // again would make fusion quadratic in the statements.
+                    let Stmt::Comp(c) = s else { continue };
+                    if !reads_of(&c.body, &def.tensor).is_empty() {
                         let body = std::mem::replace(&mut c.body, Expr::int(0));
                         c.body = simplify(substitute(body, &def), &box_of(c));
                     }

@@ -20,8 +20,10 @@ pub struct FunctionalizeArgs {
     /// tensors not given as inputs take their annotated shapes.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
-    /// Print the program after vertical fusion (what `run` compiles):
-    /// views and single-use elementwise results substituted into the
+    /// Print the program after horizontal parallelization and vertical
+    /// fusion (what `run` compiles): loops whose iterations update
+    /// disjoint slices become comprehensions over the loop index, and
+    /// views and single-use elementwise results are substituted into the
     /// statements that read them.
     #[arg(long)]
     pub fuse: bool,

@@ -164,6 +164,7 @@ pub fn convert(
         ssa::functionalize(module, def, args).map_err(|e| Error::Source(e.render(name, text)))?;
     if fuse {
         for d in &mut f.program.defs {
+            ssa::parallelize::parallelize(d);
             ssa::fuse::fuse(d);
         }
     }

@@ -90,11 +90,17 @@ impl Affine {
     /// The value with every index bound; `None` if one is missing or the
     /// value leaves `int64`.
     pub fn eval(&self, env: &HashMap<String, i64>) -> Option<i64> {
+        self.eval_by(|n| env.get(n).copied())
+    }
+
+    /// The value where `index` gives each index's value (`None` if it
+    /// lacks one, or on overflow).
+    pub fn eval_by(&self, index: impl Fn(&str) -> Option<i64>) -> Option<i64> {
         let exact = self
             .terms
             .iter()
             .try_fold(i128::from(self.constant), |acc, (n, c)| {
-                Some(acc + i128::from(*c) * i128::from(*env.get(n)?))
+                Some(acc + i128::from(*c) * i128::from(index(n)?))
             })?;
         i64::try_from(exact).ok()
     }

@@ -11,11 +11,12 @@
 //! block path, never undefined behaviour.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use ir::arith;
 use ir::{BinOp, Builtin, DType, Value};
 
-use crate::{Agg, Block, Dim, Op, StmtKind};
+use crate::{Affine, Agg, Block, Dim, Op, StmtKind};
 
 /// The root's buffers, by name: flat, row-major values.
 pub type Buffers = HashMap<String, Vec<Value>>;
@@ -35,7 +36,7 @@ pub fn zero(t: DType) -> Value {
 /// returns every root buffer after the run.
 pub fn run(root: &Block, mut inputs: Buffers) -> Result<Buffers, String> {
     let mut arena: Vec<Vec<Value>> = Vec::new();
-    let mut views = HashMap::new();
+    let mut views: Views = Map::default();
     for r in &root.refs {
         let len = r
             .shape
@@ -55,19 +56,19 @@ pub fn run(root: &Block, mut inputs: Buffers) -> Result<Buffers, String> {
         };
         arena.push(data);
         views.insert(
-            r.into.clone(),
+            &r.into,
             View {
                 buf: arena.len() - 1,
                 origin: 0,
-                dims: r.shape.clone(),
+                dims: &r.shape,
                 dtype: r.dtype,
                 agg: r.agg,
             },
         );
     }
     let mut vm = Vm { arena };
-    let mut scalars = HashMap::new();
-    vm.stmts(root, &root.name, &views, &HashMap::new(), &mut scalars)?;
+    let mut scalars = Map::default();
+    vm.stmts(root, &root.name, &views, &Map::default(), &mut scalars)?;
     Ok(root
         .refs
         .iter()
@@ -76,11 +77,42 @@ pub fn run(root: &Block, mut inputs: Buffers) -> Result<Buffers, String> {
         .collect())
 }
 
-#[derive(Clone, Debug)]
-struct View {
+// The maps below borrow their names from the block tree being run, so a
+// point costs no string or shape copies, and hash the short names with
+// FNV-1a: SipHash's resistance to chosen keys is not needed for names
+// from the kernel itself, and it was a third of the VM's time.
+type Map<'a, V> = HashMap<&'a str, V, BuildHasherDefault<Fnv>>;
+type Views<'a> = Map<'a, View<'a>>;
+type Env<'a> = Map<'a, i64>;
+type Scalars<'a> = Map<'a, Value>;
+
+/// The FNV-1a hash (64-bit).
+#[derive(Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct View<'a> {
     buf: usize,
     origin: i64,
-    dims: Vec<Dim>,
+    dims: &'a [Dim],
     dtype: DType,
     agg: Agg,
 }
@@ -90,21 +122,25 @@ struct Vm {
 }
 
 impl Vm {
-    fn block(
+    fn block<'a>(
         &mut self,
-        b: &Block,
+        b: &'a Block,
         path: &str,
-        parent: &HashMap<String, View>,
-        penv: &HashMap<String, i64>,
+        parent: &Views<'a>,
+        penv: &Env<'a>,
     ) -> Result<(), String> {
         let path = format!("{path}/{}", b.name);
-        let mut env: HashMap<String, i64> = HashMap::new();
+        let mut env: Env<'a> = Map::default();
+        // Each point starts with empty maps; keeping their capacity across
+        // points saves rehashing them at every point.
+        let mut views: Views<'a> = Map::default();
+        let mut scalars: Scalars<'a> = Map::default();
         let mut lo = Vec::new();
         let mut hi = Vec::new();
         for ix in &b.idxs {
             match &ix.affine {
                 Some(a) => {
-                    let v = a.eval(penv).ok_or_else(|| {
+                    let v = at(a, penv).ok_or_else(|| {
                         format!(
                             "{path}: passed index `{}` uses an unknown parent index",
                             ix.name
@@ -128,14 +164,14 @@ impl Vm {
         let mut point = lo.clone();
         loop {
             for (ix, v) in b.idxs.iter().zip(&point) {
-                env.insert(ix.name.clone(), *v);
+                env.insert(&ix.name, *v);
             }
             let ok = b
                 .constraints
                 .iter()
-                .all(|c| c.eval(&env).is_some_and(|v| v >= 0));
+                .all(|c| at(c, &env).is_some_and(|v| v >= 0));
             if ok {
-                self.point(b, &path, parent, &env)?;
+                self.point(b, &path, parent, &env, &mut views, &mut scalars)?;
             }
             // Advance the odometer, the last index fastest.
             let mut k = point.len();
@@ -153,27 +189,30 @@ impl Vm {
         }
     }
 
-    fn point(
+    fn point<'a>(
         &mut self,
-        b: &Block,
+        b: &'a Block,
         path: &str,
-        parent: &HashMap<String, View>,
-        env: &HashMap<String, i64>,
+        parent: &Views<'a>,
+        env: &Env<'a>,
+        views: &mut Views<'a>,
+        scalars: &mut Scalars<'a>,
     ) -> Result<(), String> {
         let mark = self.arena.len();
-        let mut views = HashMap::new();
+        views.clear();
+        scalars.clear();
         for r in &b.refs {
             let view = match &r.from {
                 Some(p) => {
                     let pv = parent
-                        .get(p)
+                        .get(p.as_str())
                         .ok_or_else(|| format!("{path}: `{}` refines unknown `{p}`", r.into))?;
                     if r.access.len() != pv.dims.len() || r.shape.len() != pv.dims.len() {
                         return Err(format!("{path}: `{}` has the wrong rank for `{p}`", r.into));
                     }
                     let mut origin = pv.origin;
-                    for (d, (a, pd)) in r.access.iter().zip(&pv.dims).enumerate() {
-                        let at = a.eval(env).ok_or_else(|| {
+                    for (d, (a, pd)) in r.access.iter().zip(pv.dims).enumerate() {
+                        let at = at(a, env).ok_or_else(|| {
                             format!("{path}: the access of `{}` uses an unknown index", r.into)
                         })?;
                         let size = i64::try_from(r.shape[d].size).unwrap_or(i64::MAX);
@@ -195,7 +234,7 @@ impl Vm {
                     View {
                         buf: pv.buf,
                         origin,
-                        dims: r.shape.clone(),
+                        dims: &r.shape,
                         dtype: r.dtype,
                         agg: r.agg,
                     }
@@ -210,29 +249,28 @@ impl Vm {
                     View {
                         buf: self.arena.len() - 1,
                         origin: 0,
-                        dims: r.shape.clone(),
+                        dims: &r.shape,
                         dtype: r.dtype,
                         agg: r.agg,
                     }
                 }
             };
-            views.insert(r.into.clone(), view);
+            views.insert(&r.into, view);
         }
-        let mut scalars = HashMap::new();
-        let r = self.stmts(b, path, &views, env, &mut scalars);
+        let r = self.stmts(b, path, views, env, scalars);
         self.arena.truncate(mark);
         r
     }
 
-    fn stmts(
+    fn stmts<'a>(
         &mut self,
-        b: &Block,
+        b: &'a Block,
         path: &str,
-        views: &HashMap<String, View>,
-        env: &HashMap<String, i64>,
-        scalars: &mut HashMap<String, Value>,
+        views: &Views<'a>,
+        env: &Env<'a>,
+        scalars: &mut Scalars<'a>,
     ) -> Result<(), String> {
-        let get = |scalars: &HashMap<String, Value>, n: &str| {
+        let get = |scalars: &Scalars<'a>, n: &str| {
             scalars
                 .get(n)
                 .copied()
@@ -251,7 +289,7 @@ impl Vm {
                     }
                     let x = self.arena[v.buf][usize::try_from(v.origin)
                         .map_err(|_| format!("{path}: negative offset"))?];
-                    scalars.insert(into.clone(), x);
+                    scalars.insert(into, x);
                 }
                 StmtKind::Store { from, into } => {
                     let x = get(scalars, from)?;
@@ -262,16 +300,15 @@ impl Vm {
                     self.arena[v.buf][at] = combine(v.agg, v.dtype, old, x);
                 }
                 StmtKind::LoadIndex { from, into } => {
-                    let x = from
-                        .eval(env)
+                    let x = at(from, env)
                         .ok_or_else(|| format!("{path}: `index({from})` uses an unknown index"))?;
-                    scalars.insert(into.clone(), Value::Int(x));
+                    scalars.insert(into, Value::Int(x));
                 }
                 StmtKind::Constant { into, value, dtype } => {
                     if *dtype == DType::U64 {
                         unsigned64.insert(into);
                     }
-                    scalars.insert(into.clone(), arith::cast_value(*dtype, *value));
+                    scalars.insert(into, arith::cast_value(*dtype, *value));
                 }
                 StmtKind::Intrinsic {
                     op,
@@ -279,11 +316,22 @@ impl Vm {
                     into,
                     dtype,
                 } => {
-                    let args = inputs
-                        .iter()
-                        .map(|n| get(scalars, n))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let x = match (op, args.as_slice()) {
+                    // Operators take at most three operands: a buffer on
+                    // the stack instead of a vector per operation.
+                    let mut buf = [Value::Int(0); 3];
+                    let mut more = Vec::new();
+                    let args: &[Value] = if inputs.len() <= buf.len() {
+                        for (slot, n) in buf.iter_mut().zip(inputs) {
+                            *slot = get(scalars, n)?;
+                        }
+                        &buf[..inputs.len()]
+                    } else {
+                        for n in inputs {
+                            more.push(get(scalars, n)?);
+                        }
+                        &more
+                    };
+                    let x = match (op, args) {
                         (Op::Cast, [Value::Int(i)])
                             if dtype.is_float() && unsigned64.contains(inputs[0].as_str()) =>
                         {
@@ -295,7 +343,7 @@ impl Vm {
                     if *dtype == DType::U64 && !comparison {
                         unsigned64.insert(into);
                     }
-                    scalars.insert(into.clone(), x);
+                    scalars.insert(into, x);
                 }
                 StmtKind::Gather {
                     from,
@@ -304,7 +352,7 @@ impl Vm {
                 } => {
                     let v = self.view(views, from, path)?;
                     let mut at = v.origin;
-                    for (d, (n, dim)) in indices.iter().zip(&v.dims).enumerate() {
+                    for (d, (n, dim)) in indices.iter().zip(v.dims).enumerate() {
                         let i = match get(scalars, n)? {
                             Value::Int(i) => i,
                             other => {
@@ -328,7 +376,7 @@ impl Vm {
                     if v.dtype == DType::U64 {
                         unsigned64.insert(into);
                     }
-                    scalars.insert(into.clone(), x);
+                    scalars.insert(into, x);
                 }
                 StmtKind::Block(child) => self.block(child, path, views, env)?,
             }
@@ -336,10 +384,10 @@ impl Vm {
         Ok(())
     }
 
-    fn view(&self, views: &HashMap<String, View>, name: &str, path: &str) -> Result<View, String> {
+    fn view<'a>(&self, views: &Views<'a>, name: &str, path: &str) -> Result<View<'a>, String> {
         views
             .get(name)
-            .cloned()
+            .copied()
             .ok_or_else(|| format!("{path}: no view `{name}` in scope"))
     }
 }
@@ -407,4 +455,9 @@ pub fn eval(op: &Op, t: DType, args: &[Value]) -> Result<Value, String> {
             arith::builtin(*f, t, args).map_err(|e| e.to_string())?
         }
     })
+}
+
+/// `a` at the point `env`.
+fn at(a: &Affine, env: &Env) -> Option<i64> {
+    a.eval_by(|n| env.get(n).copied())
 }

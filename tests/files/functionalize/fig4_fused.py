@@ -1,9 +1,9 @@
 # test: functionalize --size N=3 --size M=4 --input n=3 --fuse
-# Vertical fusion after conversion (TensorSSA §4.2.1): Figure 4's Access
-# of row `i` is substituted into the addition (`t`), two statements in
-# the loop body instead of three. The addition stays apart from the
-# Assign: it reads row `i` at a run-time index, which lowering computes
-# unconditionally but does not prove in bounds under the select's branch.
+# Figure 4 optimized (TensorSSA §4.2): iteration `i` updates row `i` and
+# reads only row `i`, so the iterations are independent and horizontal
+# parallelization makes the loop statements over one more iterator; the
+# result reads iteration `i0`'s yield at row `i0`, where the select folds,
+# and vertical fusion leaves one statement.
 import torch
 
 
@@ -15,12 +15,7 @@ def fig4(b0: "float32[N, M]", n: int):
 # expect:
 # exit: 0
 # def fig4(float32(3, 4) b0) -> (float32(3, 4) b_3) {
-#   b(i0, i1) = b0(i0, i1) where i0 in 0:3, i1 in 0:4
-#   b_3 = for i in 0:3 carry (float32(3, 4) b_1 = b) {
-#     t(i0) = b_1(i, i0) + 1.0 where i0 in 0:4
-#     b_2(i0, i1) = i0 == i ? t(i1) : b_1(i0, i1) where i0 in 0:3, i1 in 0:4
-#     yield b_2
-#   }
+#   b_3(i0, i1) = b0(i0, i1) + 1.0 where i0 in 0:3, i1 in 0:4
 # }
 #
 # # 1 mutation removed:

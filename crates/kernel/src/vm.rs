@@ -337,7 +337,7 @@ impl Vm {
                         {
                             Value::Float(arith::int_to_float(DType::U64, *dtype, *i))
                         }
-                        _ => eval(op, *dtype, &args).map_err(|m| format!("{path}: {m}"))?,
+                        _ => eval(op, *dtype, args).map_err(|m| format!("{path}: {m}"))?,
                     };
                     let comparison = matches!(op, Op::Binary(b) if b.is_comparison());
                     if *dtype == DType::U64 && !comparison {

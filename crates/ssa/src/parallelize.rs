@@ -28,9 +28,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ir::{
-    BinOp, Comprehension, Def, Expr, IterRange, LoopStmt, Reduction, SizeExpr, Stmt, Value,
-};
+use ir::{BinOp, Comprehension, Def, Expr, IterRange, LoopStmt, Reduction, SizeExpr, Stmt, Value};
 
 /// Parallelizes every independent loop of `def` (innermost first);
 /// returns how many it replaced.

@@ -180,6 +180,22 @@ impl Compiled {
         Ok(state)
     }
 
+    /// Binds `args` in `state` (kept from an earlier run).
+    pub fn bind(&self, state: &mut State, args: &HashMap<String, Arg>) -> Result<(), Error> {
+        transfer::set_args(&self.exe, state, args)
+    }
+
+    /// Lets go of the tensor arguments `state` holds, so a state kept for
+    /// later runs does not keep them alive.
+    pub fn unbind(&self, state: &mut State, args: &HashMap<String, Arg>) -> Result<(), Error> {
+        for (name, a) in args {
+            if let Arg::Tensor(_) = a {
+                self.exe.unbind(state, name).map_err(Error::Internal)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs every step on `state`; with `profile`, records each step's
     /// time. The error is the failing step's message.
     pub fn run_state(

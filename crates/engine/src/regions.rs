@@ -16,12 +16,14 @@
 //! one-statement def (0-d reads and scalars only: microseconds).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
 
 use interp::{Arg, Tensor};
 use ir::{
     walk_stmts, Comprehension, DType, Def, Expr, IfStmt, IterRange, LoopStmt, Param, Program,
     Reduction, Stmt, TensorDecl, TensorRole, Value,
 };
+use runtime::State;
 
 use crate::bind::Sizes;
 use crate::compile::{self, Compiled, Options};
@@ -41,6 +43,11 @@ enum Stage {
         compiled: Box<Compiled>,
         /// Parameter names, and whether each is a scalar.
         params: Vec<(String, bool)>,
+        /// Memory of earlier runs, kept for later ones: a fresh state
+        /// zeroes every slot, and the page faults of fresh memory were a
+        /// quarter of a run of large stages. A run takes one (or makes one)
+        /// and returns it, so concurrent runs each have their own.
+        states: Mutex<Vec<State>>,
     },
     Loop {
         region: LoopStmt,
@@ -288,6 +295,7 @@ impl Builder<'_> {
                 .iter()
                 .map(|p| (p.name().to_string(), matches!(p, Param::Scalar { .. })))
                 .collect(),
+            states: Mutex::new(Vec::new()),
         });
         Ok(())
     }
@@ -466,7 +474,11 @@ impl Staged {
     fn stages(&self, stages: &[Stage], env: &mut Env) -> Result<(), Error> {
         for s in stages {
             match s {
-                Stage::Segment { compiled, params } => {
+                Stage::Segment {
+                    compiled,
+                    params,
+                    states,
+                } => {
                     let mut args = HashMap::new();
                     for (p, scalar) in params {
                         let a = if *scalar {
@@ -476,7 +488,14 @@ impl Staged {
                         };
                         args.insert(p.clone(), a);
                     }
-                    let mut state = compiled.prepare(&args)?;
+                    let kept = states.lock().unwrap_or_else(PoisonError::into_inner).pop();
+                    let mut state = match kept {
+                        Some(mut state) => {
+                            compiled.bind(&mut state, &args)?;
+                            state
+                        }
+                        None => compiled.prepare(&args)?,
+                    };
                     compiled
                         .run_state(&mut state, None)
                         .map_err(Error::Compiled)?;
@@ -484,6 +503,12 @@ impl Staged {
                     for (name, t) in compiled.outputs(&state)? {
                         env.tensors.insert(name, t);
                     }
+                    // The kept state must not keep the arguments alive.
+                    compiled.unbind(&mut state, &args)?;
+                    states
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(state);
                 }
                 Stage::Loop {
                     region,

@@ -156,11 +156,7 @@ impl Specialized {
             .and_then(|()| compiled.outputs(&state));
         // The caller's tensors are let go of before the state waits for
         // the next run; an unbound slot is bound again by that run.
-        let released = args
-            .iter()
-            .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
-            .try_for_each(|(name, _)| compiled.exe.unbind(&mut state, name));
-        if released.is_ok() {
+        if compiled.unbind(&mut state, args).is_ok() {
             states
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)

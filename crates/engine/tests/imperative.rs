@@ -110,6 +110,24 @@ fn check_form(name: &str, fused: bool) {
         .unwrap_or_else(|e| panic!("{name}: compiled: {e}"));
     assert!(notes.is_empty(), "{name}: {notes:?}");
     compare(name, &dir, &case, &compiled.tensors, &loaded.source.text);
+    // Compiled once and run twice, holding the first run's outputs: the
+    // second run reuses the stages' memory, and must neither see the first
+    // run's values nor overwrite the outputs handed out.
+    let runnable = engine::regions::Runnable::compile(
+        &program,
+        def,
+        &bound.sizes,
+        &engine::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{name}: compile: {e}"));
+    let first = runnable
+        .run(&bound.args)
+        .unwrap_or_else(|e| panic!("{name}: first run: {e}"));
+    let second = runnable
+        .run(&bound.args)
+        .unwrap_or_else(|e| panic!("{name}: second run: {e}"));
+    compare(name, &dir, &case, &first, &loaded.source.text);
+    compare(name, &dir, &case, &second, &loaded.source.text);
 }
 
 /// Compares a run's outputs with PyTorch's, within 1e-4 relative.

@@ -5,7 +5,8 @@
 //! are re-expressed against the grandparent's views, so the parent must
 //! itself refine views), and it has no constraints, no local buffers, no
 //! nested blocks and at most [`MAX_POINTS`] points (`#vector` blocks from
-//! `vectorize` are the usual case). A parent that received copies is tagged
+//! `vectorize` are the usual case, except those computing `exp`, `sigmoid`
+//! or `erf`, which gcc vectorizes only as a loop). A parent that received copies is tagged
 //! `#unrolled` and is not unrolled itself, so copies never multiply.
 //!
 //! For each point, in row-major order (the VM's), the block's own indices
@@ -36,7 +37,7 @@
 use std::collections::HashMap;
 
 use crate::pass::{replace_verified, rewrite_each_block};
-use crate::{Affine, Block, Pass, RefDir, Refinement, Statement, StmtKind, Target};
+use crate::{Affine, Block, Op, Pass, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
 pub const MAX_POINTS: u64 = 16;
@@ -81,10 +82,29 @@ fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, usize)>)
 /// Whether `c` may be unrolled into its parent.
 fn eligible(c: &Block) -> bool {
     !c.tags.contains("unrolled")
+        && !(c.tags.contains("vector") && calls_straight_line_helper(c))
         && c.constraints.is_empty()
         && c.points() <= MAX_POINTS
         && c.refs.iter().all(|r| r.from.is_some())
         && !c.stmts.iter().any(|s| matches!(s.kind, StmtKind::Block(_)))
+}
+
+/// Whether `c` computes `exp`, `sigmoid` or `erf`: the C prelude computes
+/// them with straight-line helpers of compares and selects, which gcc
+/// vectorizes in a lane loop but not across unrolled copies (its
+/// straight-line vectorizer gives up on their masks, and the copies run
+/// one lane at a time: FCOS's `sqrt(sigmoid(x) * sigmoid(c))` took 4x
+/// longer unrolled).
+fn calls_straight_line_helper(c: &Block) -> bool {
+    c.stmts.iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Intrinsic {
+                op: Op::Builtin(ir::Builtin::Exp | ir::Builtin::Sigmoid | ir::Builtin::Erf),
+                ..
+            }
+        )
+    })
 }
 
 /// The bindings of `c`'s indices at every point of its box, in row-major

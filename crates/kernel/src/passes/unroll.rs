@@ -81,8 +81,9 @@ fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, usize)>)
 
 /// Whether `c` may be unrolled into its parent.
 fn eligible(c: &Block) -> bool {
+    let lane_loop = c.tags.contains("vector") && calls_straight_line_helper(c);
     !c.tags.contains("unrolled")
-        && !(c.tags.contains("vector") && calls_straight_line_helper(c))
+        && !lane_loop
         && c.constraints.is_empty()
         && c.points() <= MAX_POINTS
         && c.refs.iter().all(|r| r.from.is_some())

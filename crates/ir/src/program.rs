@@ -429,6 +429,25 @@ pub struct Comprehension {
 }
 
 impl Comprehension {
+    /// `tensor(indices) = body where ranges`: a plain assignment.
+    pub fn assign(
+        tensor: &str,
+        indices: Vec<String>,
+        body: Expr,
+        ranges: Vec<IterRange>,
+    ) -> Comprehension {
+        Comprehension {
+            tensor: tensor.to_string(),
+            indices,
+            op: Reduction::Assign,
+            init: false,
+            body,
+            ranges,
+            lets: Vec::new(),
+            exists: Vec::new(),
+        }
+    }
+
     pub fn range(&self, name: &str) -> Option<&IterRange> {
         self.ranges.iter().find(|r| r.name == name)
     }

@@ -291,16 +291,7 @@ fn lift(l: &LoopStmt, plan: &Plan, def: &mut Def) -> Vec<Stmt> {
                 hi: hi.clone(),
             })
             .collect();
-        out.push(Stmt::Comp(Comprehension {
-            tensor: r.clone(),
-            indices,
-            op: Reduction::Assign,
-            init: false,
-            body,
-            ranges,
-            lets: Vec::new(),
-            exists: Vec::new(),
-        }));
+        out.push(Stmt::Comp(Comprehension::assign(r, indices, body, ranges)));
     }
     let params: HashSet<&str> = l.carried.iter().map(|c| c.param.as_str()).collect();
     def.tensors.retain(|t| !params.contains(t.name.as_str()));

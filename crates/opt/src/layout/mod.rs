@@ -370,16 +370,12 @@ fn range(name: &str, hi: &SizeExpr) -> IterRange {
 
 /// `T(indices) = body where ranges`.
 fn assign(tensor: &str, indices: &[String], body: Expr, ranges: Vec<IterRange>) -> Stmt {
-    Stmt::Comp(Comprehension {
-        tensor: tensor.to_string(),
-        indices: indices.to_vec(),
-        op: Reduction::Assign,
-        init: false,
+    Stmt::Comp(Comprehension::assign(
+        tensor,
+        indices.to_vec(),
         body,
         ranges,
-        lets: Vec::new(),
-        exists: Vec::new(),
-    })
+    ))
 }
 
 /// How many times iterator `name` occurs in `e`.

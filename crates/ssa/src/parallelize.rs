@@ -105,6 +105,7 @@ fn independent(l: &LoopStmt, def: &Def) -> Option<Plan> {
     for (carried, y) in l.carried.iter().zip(&l.yields) {
         let mut at = y.as_str();
         let mut dim = None;
+        let mut links = vec![carried.param.as_str()];
         while at != carried.param {
             let c = comps.get(at)?;
             let (d, prev) = chain_link(c, &l.index)?;
@@ -113,6 +114,7 @@ fn independent(l: &LoopStmt, def: &Def) -> Option<Plan> {
             }
             dim = Some(d);
             chain_links.insert(at);
+            links.push(at);
             at = prev;
         }
         if let Some(d) = dim {
@@ -120,14 +122,7 @@ fn independent(l: &LoopStmt, def: &Def) -> Option<Plan> {
             if size < count {
                 return None;
             }
-            sliced.insert(carried.param.clone(), d);
-            let mut at = y.as_str();
-            while at != carried.param {
-                sliced.insert(at.to_string(), d);
-                at = chain_link(comps[at], &l.index)?.1;
-            }
-        } else if y != &carried.param {
-            return None;
+            sliced.extend(links.into_iter().map(|t| (t.to_string(), d)));
         }
         dims.push(dim);
     }

@@ -68,12 +68,13 @@ fn parallelize_block(stmts: &mut Vec<Stmt>, def: &mut Def) -> usize {
     n
 }
 
-/// What lifting a loop needs: its iteration count, and for each carried
+/// What lifting a loop needs: its iteration count, for each carried
 /// tensor the dimension its iterations write by (`None`: yielded
-/// unchanged).
+/// unchanged), and each result's shape.
 struct Plan {
     count: i64,
     dims: Vec<Option<usize>>,
+    shapes: Vec<Vec<SizeExpr>>,
 }
 
 /// The plan for `l` when its iterations are independent.
@@ -159,7 +160,16 @@ fn independent(l: &LoopStmt, def: &Def) -> Option<Plan> {
             return None;
         }
     }
-    Some(Plan { count, dims })
+    let shapes = l
+        .results
+        .iter()
+        .map(|r| Some(def.tensor(r)?.shape.clone()))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Plan {
+        count,
+        dims,
+        shapes,
+    })
 }
 
 /// For a select `t(i..) = i_d == index ? e : prev(i..)` (or with the
@@ -246,18 +256,14 @@ fn lift(l: &LoopStmt, plan: &Plan, def: &mut Def) -> Vec<Stmt> {
             t.shape.insert(0, SizeExpr::constant(plan.count));
         }
     }
-    for (((carried, y), r), dim) in l
+    for ((((carried, y), r), dim), decl) in l
         .carried
         .iter()
         .zip(&l.yields)
         .zip(&l.results)
         .zip(&plan.dims)
+        .zip(&plan.shapes)
     {
-        let decl = def
-            .tensor(r)
-            .expect("a loop result is declared")
-            .shape
-            .clone();
         let indices: Vec<String> = (0..decl.len()).map(|k| format!("i{k}")).collect();
         let whole: Vec<Expr> = indices.iter().map(|i| Expr::Iter(i.clone())).collect();
         let initial = Expr::Read(carried.init.clone(), whole.clone());
@@ -279,7 +285,7 @@ fn lift(l: &LoopStmt, plan: &Plan, def: &mut Def) -> Vec<Stmt> {
         };
         let ranges = indices
             .iter()
-            .zip(&decl)
+            .zip(decl)
             .map(|(i, hi)| IterRange {
                 name: i.clone(),
                 lo: SizeExpr::zero(),

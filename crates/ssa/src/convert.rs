@@ -75,21 +75,29 @@ fn program_order(g: &Graph) -> Vec<NodeId> {
     out
 }
 
+/// Each node's position in its block.
+fn positions(g: &Graph) -> HashMap<NodeId, usize> {
+    g.blocks
+        .iter()
+        .flat_map(|b| b.nodes.iter().enumerate().map(|(i, &n)| (n, i)))
+        .collect()
+}
+
 /// Whether node `a` dominates node `b`: `a` is in a block enclosing `b`'s
 /// (or the same) and comes before the node of that block that holds `b`.
-fn dominates(g: &Graph, a: NodeId, b: NodeId) -> bool {
+/// `at` gives each node's position in its block; nodes inserted since
+/// keep the others' relative order, so positions computed once answer for
+/// the nodes that were there.
+fn dominates(g: &Graph, at: &HashMap<NodeId, usize>, a: NodeId, b: NodeId) -> bool {
     let ab = g.nodes[a].block;
-    let mut at = b;
+    let mut holder = b;
     loop {
-        let blk = g.nodes[at].block;
+        let blk = g.nodes[holder].block;
         if blk == ab {
-            let nodes = &g.blocks[blk].nodes;
-            let pa = nodes.iter().position(|&n| n == a);
-            let pb = nodes.iter().position(|&n| n == at);
-            return matches!((pa, pb), (Some(x), Some(y)) if x < y);
+            return matches!((at.get(&a), at.get(&holder)), (Some(x), Some(y)) if x < y);
         }
         match g.blocks[blk].owner {
-            Some(owner) => at = owner,
+            Some(owner) => holder = owner,
             None => return false,
         }
     }
@@ -106,6 +114,7 @@ fn rewrite_mutations(g: &mut Graph) -> Vec<Removed> {
                 .push((g.nodes[n].outputs[0], n));
         }
     }
+    let order = positions(g);
     let mut removed = Vec::new();
     for n in program_order(g) {
         let Op::Mutate(m) = g.nodes[n].op.clone() else {
@@ -158,7 +167,7 @@ fn rewrite_mutations(g: &mut Graph) -> Vec<Removed> {
             let u = g.make_node(block, Op::Update, vec![new, old], &[], span);
             inserted.push(u);
             for &(child, vnode) in children.get(&old).map(Vec::as_slice).unwrap_or(&[]) {
-                if !dominates(g, vnode, n) {
+                if !dominates(g, &order, vnode, n) {
                     continue;
                 }
                 let Op::View(view) = g.nodes[vnode].op.clone() else {

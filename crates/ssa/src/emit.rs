@@ -28,6 +28,7 @@ pub fn emit(g: &Graph) -> Result<Def> {
         g,
         names: HashMap::new(),
         used: HashSet::new(),
+        last_suffix: HashMap::new(),
         tensors: Vec::new(),
         scalars: HashMap::new(),
     };
@@ -88,6 +89,9 @@ struct Emitter<'g> {
     /// tensors across regions).
     names: HashMap<ValueId, String>,
     used: HashSet<String>,
+    /// Per name base, the suffix of the last name taken with it (0: the
+    /// base itself).
+    last_suffix: HashMap<String, usize>,
     tensors: Vec<TensorDecl>,
     /// The expression each scalar value is.
     scalars: HashMap<ValueId, Expr>,
@@ -118,15 +122,24 @@ impl Emitter<'_> {
         } else {
             base
         };
-        let mut name = base.clone();
-        let mut k = 1;
+        // Names are only ever added to `used`, so every suffix below the
+        // last one taken for `base` is still taken: the search resumes
+        // there instead of at 1 (a 64-step unrolled loop names thousands
+        // of `v_k`).
+        let mut k = self.last_suffix.get(&base).copied().unwrap_or(0);
+        let mut name = if k == 0 {
+            base.clone()
+        } else {
+            format!("{base}_{k}")
+        };
         while self.used.contains(&name)
             || RESERVED.contains(&name.as_str())
             || Builtin::from_name(&name).is_some()
         {
-            name = format!("{base}_{k}");
             k += 1;
+            name = format!("{base}_{k}");
         }
+        self.last_suffix.insert(base, k);
         self.used.insert(name.clone());
         name
     }

@@ -12,7 +12,8 @@
 //! output) and either its definition is a view (one read, perhaps
 //! converted: substituting it copies nothing, and a matmul reading a
 //! transposed operand stays a library matmul) or it is read once, by an
-//! elementwise statement (so nothing is computed twice), at whole
+//! elementwise statement (so nothing is computed twice: a costly body is
+//! not substituted where more points read it than it has), at whole
 //! iterators or where the reads it brings are provably in bounds.
 //!
 //! Then the reads of Assign selects (an in-place update's result) are
@@ -25,7 +26,7 @@
 //! subscripts stay affine, and every read is in bounds over the box or
 //! under branches lowering guards.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ir::{walk_stmts, BinOp, Builtin, Comprehension, Def, Expr, Reduction, Stmt, TensorRole, UnOp};
 
@@ -39,7 +40,7 @@ pub fn fuse(def: &mut Def) -> usize {
             *written.entry(w.to_string()).or_default() += 1;
         }
     });
-    let temps: Vec<String> = def
+    let temps: HashSet<String> = def
         .tensors
         .iter()
         .filter(|t| t.role == TensorRole::Temp && written.get(&t.name) == Some(&1))
@@ -71,7 +72,7 @@ struct Cx {
     /// the interval analysis's types).
     def: Def,
     /// The temporaries one statement writes.
-    temps: Vec<String>,
+    temps: HashSet<String>,
     /// Every tensor's constant shape.
     shapes: HashMap<String, Vec<i64>>,
 }
@@ -89,25 +90,44 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec
             Stmt::Comp(_) | Stmt::Call(_) => {}
         }
     }
-    let mut k = 0;
-    while k < stmts.len() {
-        match substitutable(&stmts[k], &stmts[k + 1..], kept, cx) {
-            Some(def) => {
-                for s in &mut stmts[k + 1..] {
-                    // Only the readers change; simplifying the others
-                    // again would make fusion quadratic in the statements.
-                    let Stmt::Comp(c) = s else { continue };
-                    if !reads_of(&c.body, &def.tensor).is_empty() {
-                        let body = std::mem::replace(&mut c.body, Expr::int(0));
-                        c.body = simplify(substitute(body, &def), &box_of(c));
-                    }
-                }
-                removed.push(def.tensor.clone());
-                stmts.remove(k);
-            }
-            None => k += 1,
+    // Which statements read each tensor, kept current as definitions are
+    // substituted, so each candidate looks at its readers only.
+    let mut slots: Vec<Option<Stmt>> = std::mem::take(stmts).into_iter().map(Some).collect();
+    let mut readers: HashMap<String, BTreeSet<usize>> = HashMap::new();
+    for (j, s) in slots.iter().enumerate() {
+        for t in s.iter().flat_map(Stmt::reads) {
+            readers.entry(t.to_string()).or_default().insert(j);
         }
     }
+    for k in 0..slots.len() {
+        let Some(Stmt::Comp(c)) = &slots[k] else {
+            continue;
+        };
+        let later: Vec<usize> = readers
+            .get(&c.tensor)
+            .map(|r| r.range(k + 1..).copied().collect())
+            .unwrap_or_default();
+        let rest: Vec<&Stmt> = later.iter().filter_map(|&j| slots[j].as_ref()).collect();
+        let Some(def) = substitutable(slots[k].as_ref().expect("matched"), &rest, kept, cx) else {
+            continue;
+        };
+        let brought = Stmt::Comp(def.clone());
+        let brought = brought.reads();
+        for &j in &later {
+            if let Some(Stmt::Comp(c)) = &mut slots[j] {
+                if !reads_of(&c.body, &def.tensor).is_empty() {
+                    let body = std::mem::replace(&mut c.body, Expr::int(0));
+                    c.body = simplify(substitute(body, &def), &box_of(c));
+                }
+            }
+            for t in &brought {
+                readers.entry(t.to_string()).or_default().insert(j);
+            }
+        }
+        removed.push(def.tensor.clone());
+        slots[k] = None;
+    }
+    *stmts = slots.into_iter().flatten().collect();
     inline_selects(stmts, cx);
     remove_dead(stmts, kept, cx, removed);
     for s in stmts.iter_mut() {
@@ -248,21 +268,22 @@ fn inline_selects(stmts: &mut [Stmt], cx: &Cx) {
 
 /// Removes the statements of temporaries nothing reads any more.
 fn remove_dead(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec<String>) {
-    let mut k = stmts.len();
-    while k > 0 {
-        k -= 1;
-        let Stmt::Comp(c) = &stmts[k] else { continue };
-        let t = &c.tensor;
-        let dead = cx.temps.contains(t)
-            && !kept.contains(t)
-            && stmts[k + 1..]
-                .iter()
-                .all(|r| !r.reads().contains(&t.as_str()));
-        if dead {
-            removed.push(t.clone());
-            stmts.remove(k);
+    // Walking backwards, the tensors the statements kept after `k` read.
+    let mut read_later: HashSet<String> = HashSet::new();
+    let mut live = vec![true; stmts.len()];
+    for (k, s) in stmts.iter().enumerate().rev() {
+        if let Stmt::Comp(c) = s {
+            let t = &c.tensor;
+            if cx.temps.contains(t) && !kept.contains(t) && !read_later.contains(t) {
+                removed.push(t.clone());
+                live[k] = false;
+                continue;
+            }
         }
+        read_later.extend(s.reads().into_iter().map(str::to_string));
     }
+    let mut live = live.into_iter();
+    stmts.retain(|_| live.next().unwrap_or(true));
 }
 
 /// Whether `c` is an `=` over its own indices with no lets or existentials.
@@ -294,6 +315,27 @@ fn points(c: &Comprehension) -> i64 {
         .map(|(lo, hi)| hi - lo + 1)
         .product::<i64>()
         * i64::from(box_of(c).len() == c.ranges.len())
+}
+
+/// How many points of `u`'s box evaluate a read of `t`: each read counts
+/// the part of the box its `?:` branches narrow it to (0 when a range is
+/// not constant).
+fn read_points(u: &Comprehension, t: &str) -> i64 {
+    let b = box_of(u);
+    if b.len() != u.ranges.len() {
+        return 0;
+    }
+    let mut n = 0;
+    rewrite(u.body.clone(), &b, &mut |x, at| {
+        if matches!(&x, Expr::Read(name, _) if name == t) {
+            n += at
+                .values()
+                .map(|(lo, hi)| (hi - lo + 1).max(0))
+                .product::<i64>();
+        }
+        x
+    });
+    n
 }
 
 /// A check of one read (its subscripts, tensor, box where it is evaluated,
@@ -345,7 +387,7 @@ fn provable(e: &Expr, u: &Comprehension, b: &simplify::Ranges, cx: &Cx) -> bool 
 
 /// The definition of `s`'s tensor when the rules of the module doc let it
 /// be substituted into `rest`.
-fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Comprehension> {
+fn substitutable(s: &Stmt, rest: &[&Stmt], kept: &[String], cx: &Cx) -> Option<Comprehension> {
     let Stmt::Comp(c) = s else { return None };
     let t = &c.tensor;
     if !plain(c) || !cx.temps.contains(t) || kept.contains(t) {
@@ -410,7 +452,15 @@ fn substitutable(s: &Stmt, rest: &[Stmt], kept: &[String], cx: &Cx) -> Option<Co
         // operand as it is.)
         let transposed =
             view && pointwise && transposes(c) && !(here.is_empty() || is_view(&u.body));
-        if in_extras || !fits || guarded || transposed {
+        // A reader over a larger box (a per-row result broadcast along a
+        // row, FCOS's centerness) would compute a costly body once per
+        // point it reads it at instead of once per point it has.
+        let recomputed = !here.is_empty()
+            && !view
+            && costly(&c.body)
+            && points(c) > 0
+            && read_points(u, t) > points(c);
+        if in_extras || !fits || guarded || transposed || recomputed {
             return None;
         }
         uses += here.len();
@@ -442,6 +492,12 @@ fn transposes(c: &Comprehension) -> bool {
         }
     });
     found
+}
+
+/// Whether `e` calls a function costlier than a comparison (a
+/// transcendental, a root, a rounding).
+fn costly(e: &Expr) -> bool {
+    e.any(&|x| matches!(x, Expr::Call(b, _) if !b.accepts_int()))
 }
 
 /// Whether `e` only moves or converts one read (a view's gather).

@@ -165,6 +165,7 @@ pub fn convert(
     if fuse {
         for d in &mut f.program.defs {
             ssa::parallelize::parallelize(d);
+            ssa::hoist::hoist(d);
             ssa::fuse::fuse(d);
         }
     }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod frontend;
 pub mod fuse;
 pub mod graph;
+pub mod hoist;
 pub mod parallelize;
 pub mod simplify;
 

@@ -219,42 +219,10 @@ fn lift(l: &LoopStmt, plan: &Plan, def: &mut Def) -> Vec<Stmt> {
     let mut out = Vec::new();
     for s in &l.body {
         let Stmt::Comp(c) = s else { continue };
-        let taken: Vec<&str> = c.ranges.iter().map(|r| r.name.as_str()).collect();
-        let it = fresh(&l.index, &taken);
-        let mut map = |e: Expr| match e {
-            Expr::Sym(s) if s == l.index => Expr::Iter(it.clone()),
-            Expr::Read(t, subs) if temps.contains(&t) => {
-                let mut at = vec![Expr::Iter(it.clone())];
-                at.extend(subs);
-                Expr::Read(t, at)
-            }
-            Expr::Read(t, subs) => match inits.get(t.as_str()) {
-                Some(init) => Expr::Read(init.to_string(), subs),
-                None => Expr::Read(t, subs),
-            },
-            e => e,
-        };
-        let mut lifted = c.clone();
-        lifted.body = c.body.clone().map(&mut map);
-        for (_, e) in &mut lifted.lets {
-            *e = e.clone().map(&mut map);
-        }
-        for e in &mut lifted.exists {
-            *e = e.clone().map(&mut map);
-        }
-        lifted.indices.insert(0, it.clone());
-        lifted.ranges.insert(
-            0,
-            IterRange {
-                name: it,
-                lo: SizeExpr::zero(),
-                hi: SizeExpr::constant(plan.count),
-            },
-        );
-        out.push(Stmt::Comp(lifted));
-        if let Some(t) = def.tensors.iter_mut().find(|t| t.name == c.tensor) {
-            t.shape.insert(0, SizeExpr::constant(plan.count));
-        }
+        out.push(Stmt::Comp(lift_comp(
+            c, &l.index, plan.count, &temps, &inits,
+        )));
+        widen(def, &c.tensor, plan.count);
     }
     for ((((carried, y), r), dim), decl) in l
         .carried
@@ -297,6 +265,59 @@ fn lift(l: &LoopStmt, plan: &Plan, def: &mut Def) -> Vec<Stmt> {
     let params: HashSet<&str> = l.carried.iter().map(|c| c.param.as_str()).collect();
     def.tensors.retain(|t| !params.contains(t.name.as_str()));
     out
+}
+
+/// `c` over one more iterator, first, in place of loop index `index`
+/// (`0:count`): reads of `temps` (tensors lifted alike) gain it as their
+/// first subscript, and reads of a carried parameter read its initial
+/// value instead (`inits`).
+pub(crate) fn lift_comp(
+    c: &Comprehension,
+    index: &str,
+    count: i64,
+    temps: &HashSet<String>,
+    inits: &HashMap<&str, &str>,
+) -> Comprehension {
+    let taken: Vec<&str> = c.ranges.iter().map(|r| r.name.as_str()).collect();
+    let it = fresh(index, &taken);
+    let mut map = |e: Expr| match e {
+        Expr::Sym(s) if s == index => Expr::Iter(it.clone()),
+        Expr::Read(t, subs) if temps.contains(&t) => {
+            let mut at = vec![Expr::Iter(it.clone())];
+            at.extend(subs);
+            Expr::Read(t, at)
+        }
+        Expr::Read(t, subs) => match inits.get(t.as_str()) {
+            Some(init) => Expr::Read(init.to_string(), subs),
+            None => Expr::Read(t, subs),
+        },
+        e => e,
+    };
+    let mut lifted = c.clone();
+    lifted.body = c.body.clone().map(&mut map);
+    for (_, e) in &mut lifted.lets {
+        *e = e.clone().map(&mut map);
+    }
+    for e in &mut lifted.exists {
+        *e = e.clone().map(&mut map);
+    }
+    lifted.indices.insert(0, it.clone());
+    lifted.ranges.insert(
+        0,
+        IterRange {
+            name: it,
+            lo: SizeExpr::zero(),
+            hi: SizeExpr::constant(count),
+        },
+    );
+    lifted
+}
+
+/// Gives tensor `t`'s declaration in `def` a leading dimension of `count`.
+pub(crate) fn widen(def: &mut Def, t: &str, count: i64) {
+    if let Some(t) = def.tensors.iter_mut().find(|d| d.name == t) {
+        t.shape.insert(0, SizeExpr::constant(count));
+    }
 }
 
 /// `name`, or `name_` repeated until it is not in `taken`.

@@ -1,0 +1,163 @@
+//! Loop fission of independent reductions: a reduction in a counted loop's
+//! body that depends on nothing the loop carries (an LSTM's input
+//! projection `x[t] @ w_ih.t()`, attention's `x[:, t] @ w_q.t()`) is
+//! computed for every iteration at once before the loop, over one more
+//! iterator, the loop index, and the body reads its iteration's slice.
+//! One matrix product over all the iterations reads the weights once
+//! where the loop read them once per iteration.
+//!
+//! Requires an emitted def (every temporary written by one statement).
+//! Applies to a loop with a literal count and no condition. A body
+//! statement is independent when it is a comprehension over constant
+//! ranges that starts afresh (`=` or `op=!`) and reads no carried
+//! parameter and no tensor of the body that is not independent itself.
+//! The statements moved are every independent reduction and the
+//! independent statements it reads, transitively, when none of them is
+//! yielded. Guarantees the loop's results: each moved statement computes,
+//! at index `t` of its new first dimension, what it computed in iteration
+//! `t`, and every read of it in the body reads that index.
+
+use std::collections::{HashMap, HashSet};
+
+use ir::{Comprehension, Def, Expr, LoopStmt, Reduction, Stmt, Value};
+
+use crate::parallelize::{lift_comp, widen};
+
+/// Hoists the independent reductions of every counted loop of `def`
+/// (innermost first); returns how many statements it moved.
+pub fn hoist(def: &mut Def) -> usize {
+    let mut stmts = std::mem::take(&mut def.stmts);
+    let n = hoist_block(&mut stmts, def);
+    def.stmts = stmts;
+    n
+}
+
+fn hoist_block(stmts: &mut Vec<Stmt>, def: &mut Def) -> usize {
+    let mut n = 0;
+    let mut k = 0;
+    while k < stmts.len() {
+        let mut moved = Vec::new();
+        match &mut stmts[k] {
+            Stmt::Loop(l) => {
+                n += hoist_block(&mut l.body, def);
+                moved = fission(l, def);
+            }
+            Stmt::If(b) => {
+                n += hoist_block(&mut b.then_body, def);
+                n += hoist_block(&mut b.else_body, def);
+            }
+            Stmt::Comp(_) | Stmt::Call(_) => {}
+        }
+        let len = moved.len();
+        n += len;
+        stmts.splice(k..k, moved);
+        k += len + 1;
+    }
+    n
+}
+
+/// Moves `l`'s independent reductions (and what they read) out of its
+/// body; returns them lifted over the loop index, in body order.
+fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
+    if l.cond.is_some() {
+        return Vec::new();
+    }
+    let count = match &l.count {
+        Some(Expr::Lit(Value::Int(n), _)) if *n > 0 => *n,
+        _ => return Vec::new(),
+    };
+    let carried: HashSet<&str> = l.carried.iter().map(|c| c.param.as_str()).collect();
+    let written: HashSet<&str> = l.body.iter().flat_map(Stmt::written).collect();
+    let mut independent: HashMap<&str, &Comprehension> = HashMap::new();
+    for s in &l.body {
+        let Stmt::Comp(c) = s else { continue };
+        let fresh = c.op == Reduction::Assign || c.init;
+        let constant = c
+            .ranges
+            .iter()
+            .all(|r| r.lo.as_const().is_some() && r.hi.as_const().is_some());
+        let reads_ok = s
+            .reads()
+            .iter()
+            .all(|t| !carried.contains(t) && (!written.contains(t) || independent.contains_key(t)));
+        if fresh && constant && reads_ok {
+            independent.insert(&c.tensor, c);
+        }
+    }
+    // The reductions, then what they read, transitively.
+    let mut moved: HashSet<String> = HashSet::new();
+    let mut work: Vec<&Comprehension> = independent
+        .values()
+        .filter(|c| c.ranges.len() > c.indices.len())
+        .copied()
+        .collect();
+    while let Some(c) = work.pop() {
+        if moved.insert(c.tensor.clone()) {
+            let reads = Stmt::Comp(c.clone());
+            work.extend(
+                reads
+                    .reads()
+                    .iter()
+                    .filter_map(|t| independent.get(t).copied()),
+            );
+        }
+    }
+    // Only a comprehension's reads are rewritten to the iteration's slice:
+    // a region or call in the body that reads a moved tensor keeps it in.
+    let region_reads = l
+        .body
+        .iter()
+        .any(|s| !matches!(s, Stmt::Comp(_)) && s.reads().iter().any(|t| moved.contains(*t)));
+    if moved.is_empty() || region_reads || l.yields.iter().any(|y| moved.contains(y)) {
+        return Vec::new();
+    }
+    let no_inits = HashMap::new();
+    let mut out = Vec::new();
+    let mut body = Vec::new();
+    for s in std::mem::take(&mut l.body) {
+        match s {
+            Stmt::Comp(c) if moved.contains(&c.tensor) => {
+                out.push(Stmt::Comp(lift_comp(
+                    &c, &l.index, count, &moved, &no_inits,
+                )));
+                widen(def, &c.tensor, count);
+            }
+            s => body.push(at_index(s, &l.index, &moved)),
+        }
+    }
+    l.body = body;
+    // Declarations follow the order of definition in the printed program,
+    // where the moved statements now come before the loop's parameters.
+    let (moved_decls, mut rest): (Vec<_>, Vec<_>) = std::mem::take(&mut def.tensors)
+        .into_iter()
+        .partition(|t| moved.contains(&t.name));
+    let at = rest
+        .iter()
+        .position(|t| carried.contains(t.name.as_str()))
+        .unwrap_or(rest.len());
+    rest.splice(at..at, moved_decls);
+    def.tensors = rest;
+    out
+}
+
+/// `s` with every read of a tensor of `moved` taking loop index `index`
+/// as its first subscript.
+fn at_index(s: Stmt, index: &str, moved: &HashSet<String>) -> Stmt {
+    let mut map = |e: Expr| match e {
+        Expr::Read(t, subs) if moved.contains(&t) => {
+            let mut at = vec![Expr::Sym(index.to_string())];
+            at.extend(subs);
+            Expr::Read(t, at)
+        }
+        e => e,
+    };
+    let Stmt::Comp(mut c) = s else { return s };
+    c.body = c.body.map(&mut map);
+    for (_, e) in &mut c.lets {
+        *e = e.clone().map(&mut map);
+    }
+    for e in &mut c.exists {
+        *e = e.clone().map(&mut map);
+    }
+    Stmt::Comp(c)
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's test command: the Rust tests of every crate, then the
-# Python package's pytest suite.
+# The README's test command: the Rust tests of every crate (what `cargo
+# test --workspace` runs, two test binaries at a time: scripts/run-tests.py),
+# then the Python package's pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --workspace
+scripts/run-tests.py
 ./scripts/python-test.sh

@@ -30,7 +30,11 @@ def binaries():
     """(name, executable, package directory) of every test binary, from
     cargo's build messages."""
     cmd = ["cargo", "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True).stdout
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        print("error: the test binaries did not build (cargo's messages above)", file=sys.stderr)
+        sys.exit(1)
+    out = p.stdout
     found = []
     for line in out.splitlines():
         msg = json.loads(line)

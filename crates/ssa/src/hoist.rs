@@ -13,7 +13,8 @@
 //! parameter and no tensor of the body that is not independent itself.
 //! The statements moved are every independent reduction and the
 //! independent statements it reads, transitively, when none of them is
-//! yielded. Guarantees the loop's results: each moved statement computes,
+//! yielded and their results over all the iterations have at most 2^24
+//! elements. Guarantees the loop's results: each moved statement computes,
 //! at index `t` of its new first dimension, what it computed in iteration
 //! `t`, and every read of it in the body reads that index.
 
@@ -102,6 +103,16 @@ fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
             );
         }
     }
+    // One iteration's results times the count must stay a modest buffer:
+    // a long loop over large products would trade a loop for gigabytes.
+    let lifted: i64 = moved
+        .iter()
+        .filter_map(|t| independent.get(t.as_str()))
+        .map(|c| count.saturating_mul(index_points(c)))
+        .fold(0, i64::saturating_add);
+    if lifted > MAX_LIFTED {
+        return Vec::new();
+    }
     // Only a comprehension's reads are rewritten to the iteration's slice:
     // a region or call in the body that reads a moved tensor keeps it in.
     let region_reads = l
@@ -138,6 +149,22 @@ fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
     rest.splice(at..at, moved_decls);
     def.tensors = rest;
     out
+}
+
+/// The most elements the moved statements' results may have together, over
+/// all the iterations (64 MiB of `float32`).
+const MAX_LIFTED: i64 = 1 << 24;
+
+/// How many points `c`'s indices range over (its result's elements).
+fn index_points(c: &Comprehension) -> i64 {
+    c.indices
+        .iter()
+        .map(|i| {
+            c.range(i)
+                .and_then(|r| Some(r.hi.as_const()? - r.lo.as_const()?))
+                .unwrap_or(i64::MAX)
+        })
+        .fold(1, i64::saturating_mul)
 }
 
 /// `s` with every read of a tensor of `moved` taking loop index `index`

@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 use ir::{Comprehension, Def, Expr, LoopStmt, Reduction, Stmt, Value};
 
-use crate::parallelize::{lift_comp, widen};
+use crate::parallelize::{lift_comp, map_exprs, widen};
 
 /// Hoists the independent reductions of every counted loop of `def`
 /// (innermost first); returns how many statements it moved.
@@ -179,12 +179,6 @@ fn at_index(s: Stmt, index: &str, moved: &HashSet<String>) -> Stmt {
         e => e,
     };
     let Stmt::Comp(mut c) = s else { return s };
-    c.body = c.body.map(&mut map);
-    for (_, e) in &mut c.lets {
-        *e = e.clone().map(&mut map);
-    }
-    for e in &mut c.exists {
-        *e = e.clone().map(&mut map);
-    }
+    map_exprs(&mut c, &mut map);
     Stmt::Comp(c)
 }

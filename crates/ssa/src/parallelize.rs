@@ -294,13 +294,7 @@ pub(crate) fn lift_comp(
         e => e,
     };
     let mut lifted = c.clone();
-    lifted.body = c.body.clone().map(&mut map);
-    for (_, e) in &mut lifted.lets {
-        *e = e.clone().map(&mut map);
-    }
-    for e in &mut lifted.exists {
-        *e = e.clone().map(&mut map);
-    }
+    map_exprs(&mut lifted, &mut map);
     lifted.indices.insert(0, it.clone());
     lifted.ranges.insert(
         0,
@@ -311,6 +305,19 @@ pub(crate) fn lift_comp(
         },
     );
     lifted
+}
+
+/// Rewrites every expression of `c` (its body, lets and `exists` clauses)
+/// with `f`, node by node.
+pub(crate) fn map_exprs(c: &mut Comprehension, f: &mut dyn FnMut(Expr) -> Expr) {
+    let body = std::mem::replace(&mut c.body, Expr::int(0));
+    c.body = body.map(f);
+    for (_, e) in &mut c.lets {
+        *e = e.clone().map(f);
+    }
+    for e in &mut c.exists {
+        *e = e.clone().map(f);
+    }
 }
 
 /// Gives tensor `t`'s declaration in `def` a leading dimension of `count`.

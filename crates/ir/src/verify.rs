@@ -36,8 +36,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::{
-    BinOp, CallArg, Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorRole,
-    UnOp, Value,
+    BinOp, CallArg, Comprehension, DType, Def, Expr, Param, Program, Reduction, Stmt, TensorDecl,
+    TensorRole, UnOp, Value,
 };
 
 /// Verifies a whole program; returns every violation found.
@@ -101,13 +101,14 @@ fn check_call_cycles(p: &Program, errs: &mut Vec<String>) {
 
 fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
     let mut err = |m: String| errs.push(format!("def `{}`: {m}", d.name));
+    let decls = Decls::of(d);
     let mut names = HashSet::new();
     for prm in &d.params {
         if !names.insert(prm.name()) {
             err(format!("parameter `{}` is declared twice", prm.name()));
         }
         if let Param::Tensor(t) = prm {
-            match d.tensor(t) {
+            match decls.tensor(t) {
                 Some(decl) if matches!(decl.role, TensorRole::Input | TensorRole::InOut) => {}
                 _ => err(format!("tensor parameter `{t}` has no input declaration")),
             }
@@ -129,7 +130,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
         }
         for s in &t.shape {
             for sym in s.symbols() {
-                if !size_symbol_ok(d, &sym) && !loop_indices.contains(&sym.as_str()) {
+                if !decls.size_symbol_ok(d, &sym) && !loop_indices.contains(&sym.as_str()) {
                     err(format!(
                         "shape of `{}` mentions `{sym}`, which is no size symbol or integer scalar",
                         t.name
@@ -139,7 +140,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
         }
     }
     for o in &d.outputs {
-        match d.tensor(o) {
+        match decls.tensor(o) {
             Some(decl) if matches!(decl.role, TensorRole::Output | TensorRole::InOut) => {}
             _ => err(format!("output `{o}` has no output declaration")),
         }
@@ -151,6 +152,7 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
         .map(|t| t.name.as_str())
         .collect();
     let mut scope = Scope {
+        decls,
         defined,
         indices: Vec::new(),
         owner: HashMap::new(),
@@ -165,9 +167,46 @@ fn verify_def_in(p: &Program, d: &Def, errs: &mut Vec<String>) {
     }
 }
 
+/// A def's declarations by name, and its size symbols, computed once: the
+/// verifier looks them up for every statement and expression, and a
+/// search of the declaration list each time made a def of a thousand
+/// statements (an unrolled loop) quadratic.
+struct Decls<'a> {
+    tensors: HashMap<&'a str, &'a TensorDecl>,
+    size_symbols: HashSet<String>,
+}
+
+impl<'a> Decls<'a> {
+    fn of(d: &'a Def) -> Decls<'a> {
+        let mut tensors = HashMap::new();
+        for t in &d.tensors {
+            // The first declaration, as `Def::tensor` finds it.
+            tensors.entry(t.name.as_str()).or_insert(t);
+        }
+        Decls {
+            tensors,
+            size_symbols: d.size_symbols().into_iter().collect(),
+        }
+    }
+
+    fn tensor(&self, name: &str) -> Option<&'a TensorDecl> {
+        self.tensors.get(name).copied()
+    }
+
+    /// Whether `sym` may appear in a shape or range: a size symbol or an
+    /// integer scalar parameter.
+    fn size_symbol_ok(&self, d: &Def, sym: &str) -> bool {
+        match d.scalar(sym) {
+            Some(t) => t.is_int(),
+            None => self.size_symbols.contains(sym),
+        }
+    }
+}
+
 /// What a block sees: the tensors defined so far, the loop indices in scope,
 /// and which block (numbered in order of appearance) writes each tensor.
 struct Scope<'a> {
+    decls: Decls<'a>,
     defined: HashSet<&'a str>,
     indices: Vec<&'a str>,
     owner: HashMap<&'a str, usize>,
@@ -229,6 +268,7 @@ fn verify_block<'a>(
                         (Param::Scalar { dtype, .. }, CallArg::Scalar(e)) => {
                             let mut ctx = TypeCheck {
                                 d,
+                                decls: &scope.decls,
                                 c: None,
                                 indices: &scope.indices,
                                 errs: Vec::new(),
@@ -259,7 +299,7 @@ fn verify_block<'a>(
                     ));
                 }
                 for r in &call.results {
-                    if d.tensor(r).is_none() {
+                    if scope.decls.tensor(r).is_none() {
                         serr(format!("call result `{r}` has no declaration"));
                     }
                     scope.defined.insert(r);
@@ -270,7 +310,7 @@ fn verify_block<'a>(
                     serr("a loop needs a count or a condition".into());
                 }
                 if d.scalar(&l.index).is_some()
-                    || d.size_symbols().contains(&l.index)
+                    || scope.decls.size_symbols.contains(&l.index)
                     || scope.indices.contains(&l.index.as_str())
                 {
                     serr(format!(
@@ -278,7 +318,7 @@ fn verify_block<'a>(
                         l.index
                     ));
                 }
-                if d.tensor(&l.index).is_some() {
+                if scope.decls.tensor(&l.index).is_some() {
                     serr(format!("loop index `{}` is also a tensor's name", l.index));
                 }
                 if l.count.as_ref().is_some_and(|c| !c.reads().is_empty()) {
@@ -299,7 +339,7 @@ fn verify_block<'a>(
                             c.param, c.init
                         ));
                     }
-                    same_type(d, &c.param, &c.init, &mut serr);
+                    same_type(&scope.decls, &c.param, &c.init, &mut serr);
                 }
                 check_counts(
                     l.carried.len(),
@@ -328,12 +368,12 @@ fn verify_block<'a>(
                 );
                 verify_block(p, d, &l.body, &format!("{here}."), body, scope, &mut serr);
                 for (c, y) in l.carried.iter().zip(&l.yields) {
-                    yielded(d, scope, y, &c.param, &mut serr);
+                    yielded(scope, y, &c.param, &mut serr);
                 }
                 scope.indices.pop();
                 scope.defined = outer;
                 for (c, r) in l.carried.iter().zip(&l.results) {
-                    same_type(d, r, &c.param, &mut serr);
+                    same_type(&scope.decls, r, &c.param, &mut serr);
                     scope.defined.insert(r);
                 }
             }
@@ -360,7 +400,7 @@ fn verify_block<'a>(
                     let id = scope.blocks;
                     verify_block(p, d, body, &inner, id, scope, &mut serr);
                     for (y, r) in yields.iter().zip(&b.results) {
-                        yielded(d, scope, y, r, &mut serr);
+                        yielded(scope, y, r, &mut serr);
                     }
                     scope.defined = outer.clone();
                 }
@@ -390,16 +430,16 @@ fn check_counts(
 }
 
 /// Checks that `y`, yielded for `slot`, is visible and of `slot`'s type.
-fn yielded(d: &Def, scope: &Scope, y: &str, slot: &str, err: &mut dyn FnMut(String)) {
+fn yielded(scope: &Scope, y: &str, slot: &str, err: &mut dyn FnMut(String)) {
     if !scope.defined.contains(y) {
         err(format!("yields `{y}`, which is not defined"));
     }
-    same_type(d, slot, y, err);
+    same_type(&scope.decls, slot, y, err);
 }
 
 /// Checks that tensors `a` and `b` are declared with one element type and shape.
-fn same_type(d: &Def, a: &str, b: &str, err: &mut dyn FnMut(String)) {
-    match (d.tensor(a), d.tensor(b)) {
+fn same_type(decls: &Decls, a: &str, b: &str, err: &mut dyn FnMut(String)) {
+    match (decls.tensor(a), decls.tensor(b)) {
         (Some(x), Some(y)) if x.dtype != y.dtype || x.shape != y.shape => err(format!(
             "`{a}` is {}{:?} but `{b}` is {}{:?}",
             x.dtype, x.shape, y.dtype, y.shape
@@ -423,6 +463,7 @@ fn check_scalar_expr(
     let Some(e) = e else { return };
     let mut tc = TypeCheck {
         d,
+        decls: &scope.decls,
         c: None,
         indices: &scope.indices,
         errs: Vec::new(),
@@ -448,16 +489,9 @@ fn check_scalar_expr(
     }
 }
 
-fn size_symbol_ok(d: &Def, sym: &str) -> bool {
-    match d.scalar(sym) {
-        Some(t) => t.is_int(),
-        None => d.size_symbols().iter().any(|s| s == sym),
-    }
-}
-
 fn verify_comprehension(d: &Def, c: &Comprehension, scope: &Scope, err: &mut dyn FnMut(String)) {
     let defined = &scope.defined;
-    let Some(lhs) = d.tensor(&c.tensor) else {
+    let Some(lhs) = scope.decls.tensor(&c.tensor) else {
         err(format!("writes undeclared tensor `{}`", c.tensor));
         return;
     };
@@ -499,7 +533,7 @@ fn verify_comprehension(d: &Def, c: &Comprehension, scope: &Scope, err: &mut dyn
             ));
         }
         for s in r.lo.symbols().into_iter().chain(r.hi.symbols()) {
-            if !size_symbol_ok(d, &s) && !scope.indices.contains(&s.as_str()) {
+            if !scope.decls.size_symbol_ok(d, &s) && !scope.indices.contains(&s.as_str()) {
                 err(format!(
                     "range of `{}` mentions `{s}`, which is no size symbol or integer scalar",
                     r.name
@@ -548,6 +582,7 @@ fn verify_comprehension(d: &Def, c: &Comprehension, scope: &Scope, err: &mut dyn
 
     let mut tc = TypeCheck {
         d,
+        decls: &scope.decls,
         c: Some(c),
         indices: &scope.indices,
         errs: Vec::new(),
@@ -584,6 +619,7 @@ fn verify_comprehension(d: &Def, c: &Comprehension, scope: &Scope, err: &mut dyn
 
 struct TypeCheck<'a> {
     d: &'a Def,
+    decls: &'a Decls<'a>,
     c: Option<&'a Comprehension>,
     /// The indices of the loops around the expression (`int64` scalars).
     indices: &'a [&'a str],
@@ -591,8 +627,9 @@ struct TypeCheck<'a> {
 }
 
 impl TypeCheck<'_> {
+    /// Checks `e` and gives its type: `Def::type_of`'s, computed from the
+    /// operands' types on the way up instead of again at every level.
     fn check(&mut self, e: &Expr, lets: &HashSet<String>) -> DType {
-        let t = self.d.type_of(self.c, e);
         match e {
             Expr::Lit(v, ty) => {
                 let ok = match v {
@@ -603,24 +640,29 @@ impl TypeCheck<'_> {
                 if !ok {
                     self.errs.push(format!("literal {v:?} has type {ty}"));
                 }
+                *ty
             }
-            Expr::Iter(_) => {}
+            Expr::Iter(_) => DType::I64,
             Expr::Sym(s) => {
-                if self.d.scalar(s).is_none()
-                    && !self.d.size_symbols().contains(s)
+                let t = self.d.scalar(s);
+                if t.is_none()
+                    && !self.decls.size_symbols.contains(s)
                     && !self.indices.contains(&s.as_str())
                 {
                     self.errs.push(format!("unknown symbol `{s}`"));
                 }
+                t.unwrap_or(DType::I64)
             }
             Expr::Local(n) => {
                 if !lets.contains(n) {
                     self.errs
                         .push(format!("let `{n}` is used before it is bound"));
                 }
+                self.d.type_of(self.c, e)
             }
             Expr::Read(tname, ix) => {
-                match self.d.tensor(tname) {
+                let decl = self.decls.tensor(tname);
+                match decl {
                     Some(decl) if decl.shape.len() != ix.len() => self.errs.push(format!(
                         "`{tname}` has {} dimensions but is read with {} subscripts",
                         decl.shape.len(),
@@ -638,6 +680,7 @@ impl TypeCheck<'_> {
                             .push(format!("subscript of `{tname}` has type {xt}"));
                     }
                 }
+                decl.map(|d| d.dtype).unwrap_or(DType::I64)
             }
             Expr::Unary(op, a) => {
                 let at = self.check(a, lets);
@@ -647,6 +690,11 @@ impl TypeCheck<'_> {
                     }
                     UnOp::Neg if at == DType::Bool => self.errs.push("`-` applied to bool".into()),
                     _ => {}
+                }
+                if *op == UnOp::Not {
+                    DType::Bool
+                } else {
+                    at
                 }
             }
             Expr::Binary(op, a, b) => {
@@ -667,6 +715,11 @@ impl TypeCheck<'_> {
                 if !op.is_logical() && !matches!(op, BinOp::Eq | BinOp::Ne) && at == DType::Bool {
                     self.errs.push(format!("`{}` applied to bool", op.symbol()));
                 }
+                if op.is_comparison() || op.is_logical() {
+                    DType::Bool
+                } else {
+                    at
+                }
             }
             Expr::Select(c, a, b) => {
                 if self.check(c, lets) != DType::Bool {
@@ -678,6 +731,7 @@ impl TypeCheck<'_> {
                     self.errs
                         .push(format!("branches of `?:` have types {at} and {bt}"));
                 }
+                at
             }
             Expr::Call(f, args) => {
                 if args.len() != f.arity() {
@@ -688,9 +742,10 @@ impl TypeCheck<'_> {
                         args.len()
                     ));
                 }
+                let mut first = None;
                 for a in args {
                     let at = self.check(a, lets);
-                    if at != t {
+                    if at != *first.get_or_insert(at) {
                         self.errs
                             .push(format!("arguments of `{}` have different types", f.name()));
                     }
@@ -699,11 +754,12 @@ impl TypeCheck<'_> {
                             .push(format!("`{}` needs float arguments, got {at}", f.name()));
                     }
                 }
+                first.unwrap_or(DType::F32)
             }
-            Expr::Cast(_, a) => {
+            Expr::Cast(t, a) => {
                 self.check(a, lets);
+                *t
             }
         }
-        t
     }
 }

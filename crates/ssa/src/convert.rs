@@ -115,7 +115,11 @@ fn rewrite_mutations(g: &mut Graph) -> Vec<Removed> {
         }
     }
     let order = positions(g);
+    let live = Liveness::of(g, &children);
     let mut removed = Vec::new();
+    // Each mutation's replacement nodes, spliced in after the walk (one
+    // rebuild per block, not a search and a splice per mutation).
+    let mut replacing: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
     for n in program_order(g) {
         let Op::Mutate(m) = g.nodes[n].op.clone() else {
             continue;
@@ -167,7 +171,7 @@ fn rewrite_mutations(g: &mut Graph) -> Vec<Removed> {
             let u = g.make_node(block, Op::Update, vec![new, old], &[], span);
             inserted.push(u);
             for &(child, vnode) in children.get(&old).map(Vec::as_slice).unwrap_or(&[]) {
-                if !dominates(g, &order, vnode, n) {
+                if !dominates(g, &order, vnode, n) || !live.after(g, child, vnode, n) {
                     continue;
                 }
                 let Op::View(view) = g.nodes[vnode].op.clone() else {
@@ -183,20 +187,104 @@ fn rewrite_mutations(g: &mut Graph) -> Vec<Removed> {
                 stack.push((child, g.nodes[a].outputs[0]));
             }
         }
-        // The new nodes take the mutation's place.
-        let nodes = &mut g.blocks[block].nodes;
-        let at = nodes
-            .iter()
-            .position(|&k| k == n)
-            .expect("a node is in its block");
-        nodes.splice(at..=at, inserted);
+        replacing.insert(n, inserted);
         removed.push(Removed {
             span,
             assigns,
             accesses,
         });
     }
+    if !replacing.is_empty() {
+        for b in 0..g.blocks.len() {
+            if g.blocks[b].nodes.iter().any(|k| replacing.contains_key(k)) {
+                let nodes = std::mem::take(&mut g.blocks[b].nodes);
+                g.blocks[b].nodes = nodes
+                    .into_iter()
+                    .flat_map(|k| replacing.remove(&k).unwrap_or_else(|| vec![k]))
+                    .collect();
+            }
+        }
+    }
     removed
+}
+
+/// Which views are live after a mutation (Algorithm 1's pass-down updates
+/// only those): a view, or a view of it, is read later in program order,
+/// or anywhere in a loop around the mutation that the view was defined
+/// outside of (the next iteration reads it after the mutation). Without
+/// this, every mutation of a cache written once per step of an unrolled
+/// loop would re-access every earlier step's view: quadratic work, all of
+/// it dead.
+struct Liveness {
+    /// Each node's index in program order (pre-order).
+    pre: HashMap<NodeId, usize>,
+    /// A region node's last index in program order (its blocks' nodes).
+    end: HashMap<NodeId, usize>,
+    /// Each value's last use, with its views' uses (region results and
+    /// block returns count as used to the end).
+    last: HashMap<ValueId, usize>,
+}
+
+impl Liveness {
+    fn of(g: &Graph, children: &HashMap<ValueId, Vec<(ValueId, NodeId)>>) -> Liveness {
+        let order = program_order(g);
+        let pre: HashMap<NodeId, usize> = order.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+        let mut end = HashMap::new();
+        fn last_index(g: &Graph, pre: &HashMap<NodeId, usize>, n: NodeId) -> usize {
+            g.nodes[n]
+                .blocks
+                .iter()
+                .filter_map(|&b| g.blocks[b].nodes.last())
+                .map(|&m| last_index(g, pre, m))
+                .max()
+                .unwrap_or(pre[&n])
+        }
+        for &n in &order {
+            if !g.nodes[n].blocks.is_empty() {
+                end.insert(n, last_index(g, &pre, n));
+            }
+        }
+        let mut last: HashMap<ValueId, usize> = HashMap::new();
+        for &n in &order {
+            for &v in &g.nodes[n].inputs {
+                let e = last.entry(v).or_insert(0);
+                *e = (*e).max(pre[&n]);
+            }
+        }
+        for b in &g.blocks {
+            for &v in &b.returns {
+                last.insert(v, usize::MAX);
+            }
+        }
+        // Views are made after their bases, so a walk from the last node
+        // back folds each view's last use into its base's before the base
+        // is reached.
+        for &n in order.iter().rev() {
+            for &v in &g.nodes[n].outputs {
+                for &(child, _) in children.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
+                    let c = last.get(&child).copied().unwrap_or(0);
+                    let e = last.entry(v).or_insert(0);
+                    *e = (*e).max(c);
+                }
+            }
+        }
+        Liveness { pre, end, last }
+    }
+
+    /// Whether `view` (made by `vnode`) is live after mutation `n`.
+    fn after(&self, g: &Graph, view: ValueId, vnode: NodeId, n: NodeId) -> bool {
+        let mut threshold = self.pre[&n];
+        let v = self.pre[&vnode];
+        let mut b = g.nodes[n].block;
+        while let Some(owner) = g.blocks[b].owner {
+            let inside = self.pre[&owner] <= v && v <= self.end[&owner];
+            if matches!(g.nodes[owner].op, Op::Loop { .. }) && !inside {
+                threshold = threshold.min(self.pre[&owner]);
+            }
+            b = g.nodes[owner].block;
+        }
+        self.last.get(&view).is_some_and(|&u| u > threshold)
+    }
 }
 
 /// Carries each Update out of the regions between it and its value's
@@ -255,14 +343,24 @@ fn block_propagation(g: &mut Graph) {
 /// block: a region's Updates reach the outer block through the Updates
 /// block propagation put after it) and removes the Updates.
 fn rename(g: &mut Graph) {
-    fn resolve(map: &HashMap<ValueId, ValueId>, mut v: ValueId) -> ValueId {
-        while let Some(&w) = map.get(&v) {
-            if w == v {
+    // A storage updated in every iteration of an unrolled loop is read by
+    // its first name throughout, so chains grow as long as the loop; each
+    // resolution points the names it passed at the end of the chain.
+    fn resolve(map: &mut HashMap<ValueId, ValueId>, v: ValueId) -> ValueId {
+        let mut end = v;
+        while let Some(&w) = map.get(&end) {
+            if w == end {
                 break;
             }
-            v = w;
+            end = w;
         }
-        v
+        let mut at = v;
+        while at != end {
+            let next = map[&at];
+            map.insert(at, end);
+            at = next;
+        }
+        end
     }
     fn walk(g: &mut Graph, b: BlockId, mut map: HashMap<ValueId, ValueId>) {
         let nodes = g.blocks[b].nodes.clone();
@@ -271,7 +369,7 @@ fn rename(g: &mut Graph) {
             let inputs: Vec<ValueId> = g.nodes[n]
                 .inputs
                 .iter()
-                .map(|&v| resolve(&map, v))
+                .map(|&v| resolve(&mut map, v))
                 .collect();
             g.nodes[n].inputs = inputs;
             if g.nodes[n].op == Op::Update {
@@ -290,7 +388,7 @@ fn rename(g: &mut Graph) {
         let returns: Vec<ValueId> = g.blocks[b]
             .returns
             .iter()
-            .map(|&v| resolve(&map, v))
+            .map(|&v| resolve(&mut map, v))
             .collect();
         g.blocks[b].returns = returns;
     }

@@ -62,6 +62,7 @@ pub fn fuse(def: &mut Def) -> usize {
     };
     fuse_block(&mut stmts, &[], &cx, &mut removed);
     def.stmts = stmts;
+    let removed: HashSet<String> = removed.into_iter().collect();
     def.tensors.retain(|t| !removed.contains(&t.name));
     removed.len()
 }
@@ -230,6 +231,13 @@ fn inline_selects(stmts: &mut [Stmt], cx: &Cx) {
     for s in stmts.iter_mut().rev() {
         let Stmt::Comp(u) = s else { continue };
         if u.op != Reduction::Assign || !u.lets.is_empty() || u.ranges.len() != u.indices.len() {
+            continue;
+        }
+        let tensor = u.tensor.as_str();
+        if !u
+            .body
+            .any(&|x| matches!(x, Expr::Read(t, _) if t != tensor && selects.contains_key(t)))
+        {
             continue;
         }
         let b = box_of(u);

@@ -33,4 +33,4 @@ def branch_in_loop(a: "float32[N, M]"):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/branch_in_loop.py:13:13: x[i] *= 2.0 replaced by 1 Assign and 2 Accesses
+# #   tests/files/functionalize/branch_in_loop.py:13:13: x[i] *= 2.0 replaced by 1 Assign and 0 Accesses

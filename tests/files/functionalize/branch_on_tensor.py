@@ -27,4 +27,4 @@ def branch(a: "float32[N]"):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/branch_on_tensor.py:11:9: x[0] = 0.0 replaced by 1 Assign and 1 Access
+# #   tests/files/functionalize/branch_on_tensor.py:11:9: x[0] = 0.0 replaced by 1 Assign and 0 Accesses

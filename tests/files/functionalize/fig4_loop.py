@@ -26,4 +26,4 @@ def fig4(b0: "float32[N, M]", n: int):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/fig4_loop.py:14:9: b[i] = b[i] + 1 replaced by 1 Assign and 2 Accesses
+# #   tests/files/functionalize/fig4_loop.py:14:9: b[i] = b[i] + 1 replaced by 1 Assign and 0 Accesses

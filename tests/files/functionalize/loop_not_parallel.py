@@ -23,4 +23,4 @@ def mirror(x: "float32[N, 3]"):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/loop_not_parallel.py:11:9: y[:, c] += y[:, 2 - c] replaced by 1 Assign and 2 Accesses
+# #   tests/files/functionalize/loop_not_parallel.py:11:9: y[:, c] += y[:, 2 - c] replaced by 1 Assign and 0 Accesses

@@ -22,5 +22,5 @@ def centre(img: "float32[B, 3, H]", scale: "float32[3]"):
 # }
 #
 # # 2 mutations removed:
-# #   tests/files/functionalize/loop_parallel.py:14:9: x[:, c] -= x[:, c].mean() replaced by 1 Assign and 2 Accesses
-# #   tests/files/functionalize/loop_parallel.py:15:9: x[:, c].mul_(scale[c]) replaced by 1 Assign and 3 Accesses
+# #   tests/files/functionalize/loop_parallel.py:14:9: x[:, c] -= x[:, c].mean() replaced by 1 Assign and 0 Accesses
+# #   tests/files/functionalize/loop_parallel.py:15:9: x[:, c].mul_(scale[c]) replaced by 1 Assign and 0 Accesses

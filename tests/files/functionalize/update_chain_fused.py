@@ -28,7 +28,7 @@ def decode(x: "float32[C, B]", scale: float):
 # }
 #
 # # 4 mutations removed:
-# #   tests/files/functionalize/update_chain_fused.py:15:5: p[:, :2].sigmoid_() replaced by 1 Assign and 1 Access
-# #   tests/files/functionalize/update_chain_fused.py:16:5: p[:, 0] += 1.0 replaced by 1 Assign and 2 Accesses
-# #   tests/files/functionalize/update_chain_fused.py:17:5: p[:, 2:].exp_() replaced by 1 Assign and 3 Accesses
-# #   tests/files/functionalize/update_chain_fused.py:18:5: p[:, 2:] *= scale replaced by 1 Assign and 4 Accesses
+# #   tests/files/functionalize/update_chain_fused.py:15:5: p[:, :2].sigmoid_() replaced by 1 Assign and 0 Accesses
+# #   tests/files/functionalize/update_chain_fused.py:16:5: p[:, 0] += 1.0 replaced by 1 Assign and 0 Accesses
+# #   tests/files/functionalize/update_chain_fused.py:17:5: p[:, 2:].exp_() replaced by 1 Assign and 0 Accesses
+# #   tests/files/functionalize/update_chain_fused.py:18:5: p[:, 2:] *= scale replaced by 1 Assign and 0 Accesses

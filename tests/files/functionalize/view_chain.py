@@ -1,8 +1,9 @@
 # test: functionalize --size B=2 --size C=3 --size H=4
 # A write through a chain of views (permute, then a strided slice, then a
 # select): pass-up assigns back along the chain, one Assign per view, to
-# the owner `x`; pass-down reads every view that existed before the write
-# (`p`, `s`, `r` and the sibling `q`) again from the new `x`.
+# the owner `x`; pass-down reads again, from the new `x`, the views that
+# existed before the write and are live after it: only the sibling `q`,
+# which is returned (`p`, `s` and `r` are not used again).
 import torch
 
 
@@ -29,4 +30,4 @@ def chain(a: "float32[B, C, H]", v: "float32[B]"):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/view_chain.py:15:5: r[0] = v replaced by 4 Assigns and 5 Accesses
+# #   tests/files/functionalize/view_chain.py:16:5: r[0] = v replaced by 4 Assigns and 1 Access

@@ -27,4 +27,4 @@ def f(x: "float32[N, M]"):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/view_of_view_rebound.py:16:5: c.fill_(7.0) replaced by 2 Assigns and 2 Accesses
+# #   tests/files/functionalize/view_of_view_rebound.py:16:5: c.fill_(7.0) replaced by 2 Assigns and 0 Accesses

@@ -35,4 +35,4 @@ def count_up(a: "float32[N]", limit: float):
 # }
 #
 # # 1 mutation removed:
-# #   tests/files/functionalize/while_counter.py:15:9: out[t] = s replaced by 1 Assign and 1 Access
+# #   tests/files/functionalize/while_counter.py:15:9: out[t] = s replaced by 1 Assign and 0 Accesses

@@ -109,11 +109,14 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec
             .map(|r| r.range(k + 1..).copied().collect())
             .unwrap_or_default();
         let rest: Vec<&Stmt> = later.iter().filter_map(|&j| slots[j].as_ref()).collect();
-        let Some(def) = substitutable(slots[k].as_ref().expect("matched"), &rest, kept, cx) else {
+        let this = slots[k].as_ref().expect("matched");
+        if !substitutable(this, &rest, kept, cx) {
             continue;
+        }
+        let brought: Vec<String> = this.reads().into_iter().map(str::to_string).collect();
+        let Some(Stmt::Comp(def)) = slots[k].take() else {
+            unreachable!("matched a comprehension")
         };
-        let brought = Stmt::Comp(def.clone());
-        let brought = brought.reads();
         for &j in &later {
             if let Some(Stmt::Comp(c)) = &mut slots[j] {
                 if !reads_of(&c.body, &def.tensor).is_empty() {
@@ -125,8 +128,7 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec
                 readers.entry(t.to_string()).or_default().insert(j);
             }
         }
-        removed.push(def.tensor.clone());
-        slots[k] = None;
+        removed.push(def.tensor);
     }
     *stmts = slots.into_iter().flatten().collect();
     inline_selects(stmts, cx);
@@ -145,7 +147,13 @@ fn fuse_block(stmts: &mut Vec<Stmt>, kept: &[String], cx: &Cx, removed: &mut Vec
 /// a read lowering proves in bounds everywhere, so it computes the branch
 /// inline instead of in a guard block per point.
 fn clamp_branch_reads(c: &mut Comprehension, cx: &Cx) {
-    if c.op != Reduction::Assign || !c.lets.is_empty() || c.ranges.len() != c.indices.len() {
+    // Without a `?:`, every read is evaluated over the whole box, where a
+    // subscript that leaves its tensor cannot be clamped.
+    if c.op != Reduction::Assign
+        || !c.lets.is_empty()
+        || c.ranges.len() != c.indices.len()
+        || !c.body.any(&|x| matches!(x, Expr::Select(..)))
+    {
         return;
     }
     let b = box_of(c);
@@ -393,13 +401,13 @@ fn provable(e: &Expr, u: &Comprehension, b: &simplify::Ranges, cx: &Cx) -> bool 
     })
 }
 
-/// The definition of `s`'s tensor when the rules of the module doc let it
+/// Whether the rules of the module doc let the definition of `s`'s tensor
 /// be substituted into `rest`.
-fn substitutable(s: &Stmt, rest: &[&Stmt], kept: &[String], cx: &Cx) -> Option<Comprehension> {
-    let Stmt::Comp(c) = s else { return None };
+fn substitutable(s: &Stmt, rest: &[&Stmt], kept: &[String], cx: &Cx) -> bool {
+    let Stmt::Comp(c) = s else { return false };
     let t = &c.tensor;
     if !plain(c) || !cx.temps.contains(t) || kept.contains(t) {
-        return None;
+        return false;
     }
     let view = is_view(&c.body);
     let index_only = !c.body.any(&|x| matches!(x, Expr::Read(..)));
@@ -408,7 +416,7 @@ fn substitutable(s: &Stmt, rest: &[&Stmt], kept: &[String], cx: &Cx) -> Option<C
     for r in rest {
         let Stmt::Comp(u) = r else {
             if r.reads().contains(&t.as_str()) {
-                return None;
+                return false;
             }
             continue;
         };
@@ -469,11 +477,11 @@ fn substitutable(s: &Stmt, rest: &[&Stmt], kept: &[String], cx: &Cx) -> Option<C
             && points(c) > 0
             && read_points(u, t) > points(c);
         if in_extras || !fits || guarded || transposed || recomputed {
-            return None;
+            return false;
         }
         uses += here.len();
     }
-    (view || index_only || uses == 1).then(|| c.clone())
+    view || index_only || uses == 1
 }
 
 /// Whether a read at `subs` in `u` moves `u`'s innermost index to a

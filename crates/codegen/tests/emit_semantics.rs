@@ -318,6 +318,49 @@ fn erf_tests(tests: &mut Vec<Test>) {
     });
 }
 
+/// `tanh` on float32 (the C prelude's own `tsr_tanhf`) on a sweep of 4096
+/// values from -10 to 10, through both of its pieces, their border (0.625),
+/// where the exponential overflows (44.4), and values down to the
+/// subnormals, as written and vectorized after the cpu pipeline: within two
+/// units in the last place of the VM's (f64, rounded once).
+fn tanh_tests(tests: &mut Vec<Test>) {
+    let n = 4096;
+    let mut a: Vec<Value> = (0..n)
+        .map(|k| Value::Float(f64::from((-10.0 + 20.0 * k as f64 / n as f64) as f32)))
+        .collect();
+    let edges = [
+        0.625f32,
+        -0.625,
+        0.624_999_94,
+        0.625_000_06,
+        44.0,
+        45.0,
+        -100.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-3,
+        -1e-20,
+        1e-40,
+        0.0,
+        -0.0,
+    ];
+    for (k, x) in edges.into_iter().enumerate() {
+        a[k] = Value::Float(f64::from(x));
+    }
+    tests.push(Test {
+        name: "tanh_sweep".to_string(),
+        block: elementwise(
+            "tanh_sweep",
+            n,
+            &[("A", DType::F32)],
+            &[("tanh.float32($A)".to_string(), DType::F32)],
+        ),
+        inputs: [("A".to_string(), a)].into(),
+        approx: [("O0".to_string(), 2)].into(),
+        fails: None,
+    });
+}
+
 fn bool_tests(tests: &mut Vec<Test>) {
     let n = 24;
     let t = DType::Bool;
@@ -611,6 +654,7 @@ fn the_c_computes_what_the_vm_computes() {
     float_tests(&mut tests);
     exp_tests(&mut tests);
     erf_tests(&mut tests);
+    tanh_tests(&mut tests);
     bool_tests(&mut tests);
     aggregation_tests(&mut tests);
     structure_tests(&mut tests);

@@ -18,9 +18,9 @@
 //! - float builtins are spelled as `ir::Builtin::c_spelling` says: the
 //!   functions tessera had first call `<math.h>` (or a prelude helper) in
 //!   the operand type (`expf` for `float32`, except that `exp` on `float32`
-//!   is the prelude's `tsr_expf` and `erf` its `tsr_erff`, which gcc
-//!   vectorizes, each within one unit in the last place of the correctly
-//!   rounded result), and may differ from arith's
+//!   is the prelude's `tsr_expf`, `erf` its `tsr_erff` and `tanh` its
+//!   `tsr_tanhf`, which gcc vectorizes, within one unit in the last place
+//!   of the correctly rounded result (two for `tanh`), and may differ from arith's
 //!   (f64, rounded once) in the last bits of a `float32`; the rest call
 //!   the `double` function and round once, as arith does, so they differ
 //!   only where the C library and Rust's disagree in the last bits of the
@@ -308,6 +308,9 @@ fn float_call(f: Builtin, t: DType, operands: &[&str]) -> String {
     if f == Builtin::Erf && t == DType::F32 {
         return format!("tsr_erff({})", operands.join(", "));
     }
+    if f == Builtin::Tanh && t == DType::F32 {
+        return format!("tsr_tanhf({})", operands.join(", "));
+    }
     match f.c_spelling() {
         CSpelling::Typed(name) if t == DType::F32 => format!("{name}f({})", operands.join(", ")),
         CSpelling::Typed(name) => format!("{name}({})", operands.join(", ")),
@@ -522,6 +525,31 @@ static inline float tsr_erff(float x) {
   q = fmaf(q, u, 0.000566542090382427f);
   const float big = copysignf(1.0f - q, x);
   const float r = a < 0.875f ? x * p : a < 4.0f ? big : copysignf(1.0f, x);
+  return x != x ? x : r;
+}
+
+/* tanh on float32 as straight-line arithmetic that gcc vectorizes across
+   a vector block's lanes (the C library's tanhf is a call, which an LSTM
+   or NAS cell made a third of its time): below 0.625 in magnitude,
+   x + x^3 p(s) with p a degree-5 polynomial in s = x^2 (a least-squares
+   fit on Chebyshev nodes in u, which maps s onto [-1, 1]); above,
+   1 - 2 / (exp(2|x|) + 1) with the prelude's tsr_expf (exactly 1 once the
+   exponential overflows), signed as x. Within two units in the last place
+   of the correctly rounded result (the semantics test sweeps it); NaN
+   stays NaN. */
+static inline float tsr_tanhf(float x) {
+  const float a = fabsf(x);
+  const float s = x * x;
+  const float u = s * 5.12f - 1.0f;
+  float p = 6.090214128562366e-07f;
+  p = fmaf(p, u, -8.854130101099145e-06f);
+  p = fmaf(p, u, 1.2017459084745497e-04f);
+  p = fmaf(p, u, -1.638164627365768e-03f);
+  p = fmaf(p, u, 2.2366100922226906e-02f);
+  p = fmaf(p, u, -0.30919939279556274f);
+  const float small = fmaf(x * s, p, x);
+  const float big = copysignf(1.0f - 2.0f / (tsr_expf(2.0f * a) + 1.0f), x);
+  const float r = a < 0.625f ? small : big;
   return x != x ? x : r;
 }
 

@@ -90,7 +90,7 @@ fn eligible(c: &Block) -> bool {
         && !c.stmts.iter().any(|s| matches!(s.kind, StmtKind::Block(_)))
 }
 
-/// Whether `c` computes `exp`, `sigmoid` or `erf`: the C prelude computes
+/// Whether `c` computes `exp`, `sigmoid`, `erf` or `tanh`: the C prelude computes
 /// them with straight-line helpers of compares and selects, which gcc
 /// vectorizes in a lane loop but not across unrolled copies (its
 /// straight-line vectorizer gives up on their masks, and the copies run
@@ -101,7 +101,9 @@ fn calls_straight_line_helper(c: &Block) -> bool {
         matches!(
             s.kind,
             StmtKind::Intrinsic {
-                op: Op::Builtin(ir::Builtin::Exp | ir::Builtin::Sigmoid | ir::Builtin::Erf),
+                op: Op::Builtin(
+                    ir::Builtin::Exp | ir::Builtin::Sigmoid | ir::Builtin::Erf | ir::Builtin::Tanh
+                ),
                 ..
             }
         )

@@ -13,8 +13,9 @@
 //! parameter and no tensor of the body that is not independent itself.
 //! The statements moved are every independent reduction and the
 //! independent statements it reads, transitively, when none of them is
-//! yielded and their results over all the iterations have at most 2^24
-//! elements. Guarantees the loop's results: each moved statement computes,
+//! yielded and the results of those the loop index reaches, over all the
+//! iterations, have at most 2^24 elements; those it does not reach (a
+//! transposed weight) move out as they are. Guarantees the loop's results: each moved statement computes,
 //! at index `t` of its new first dimension, what it computed in iteration
 //! `t`, and every read of it in the body reads that index.
 
@@ -103,9 +104,24 @@ fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
             );
         }
     }
+    // What the loop index does not reach (a transposed weight, `w.t()`)
+    // is the same in every iteration: it moves out as it is, not lifted.
+    let mut invariant: HashSet<String> = HashSet::new();
+    for s in &l.body {
+        let Stmt::Comp(c) = s else { continue };
+        if moved.contains(&c.tensor)
+            && !mentions(c, &l.index)
+            && s.reads()
+                .iter()
+                .all(|t| !moved.contains(*t) || invariant.contains(*t))
+        {
+            invariant.insert(c.tensor.clone());
+        }
+    }
+    let lifted_names: HashSet<String> = moved.difference(&invariant).cloned().collect();
     // One iteration's results times the count must stay a modest buffer:
     // a long loop over large products would trade a loop for gigabytes.
-    let lifted: i64 = moved
+    let lifted: i64 = lifted_names
         .iter()
         .filter_map(|t| independent.get(t.as_str()))
         .map(|c| count.saturating_mul(index_points(c)))
@@ -127,13 +143,18 @@ fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
     let mut body = Vec::new();
     for s in std::mem::take(&mut l.body) {
         match s {
+            Stmt::Comp(c) if invariant.contains(&c.tensor) => out.push(Stmt::Comp(c)),
             Stmt::Comp(c) if moved.contains(&c.tensor) => {
                 out.push(Stmt::Comp(lift_comp(
-                    &c, &l.index, count, &moved, &no_inits,
+                    &c,
+                    &l.index,
+                    count,
+                    &lifted_names,
+                    &no_inits,
                 )));
                 widen(def, &c.tensor, count);
             }
-            s => body.push(at_index(s, &l.index, &moved)),
+            s => body.push(at_index(s, &l.index, &lifted_names)),
         }
     }
     l.body = body;
@@ -154,6 +175,12 @@ fn fission(l: &mut LoopStmt, def: &mut Def) -> Vec<Stmt> {
 /// The most elements the moved statements' results may have together, over
 /// all the iterations (64 MiB of `float32`).
 const MAX_LIFTED: i64 = 1 << 24;
+
+/// Whether `c` mentions scalar `name` (a loop index) anywhere.
+fn mentions(c: &Comprehension, name: &str) -> bool {
+    let is = |e: &Expr| e.any(&|x| matches!(x, Expr::Sym(s) if s == name));
+    is(&c.body) || c.lets.iter().any(|(_, e)| is(e)) || c.exists.iter().any(is)
+}
 
 /// How many points `c`'s indices range over (its result's elements).
 fn index_points(c: &Comprehension) -> i64 {

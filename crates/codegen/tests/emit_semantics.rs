@@ -248,45 +248,44 @@ fn float_tests(tests: &mut Vec<Test>) {
     }
 }
 
-/// `exp` on float32 (the C prelude's own `tsr_expf`) on a sweep of 4096
-/// values from -106 to 90, through the subnormal results, the overflow
-/// threshold and the lane-wise vectorized code after the cpu pipeline:
-/// within one unit in the last place of the VM's (f64, rounded once).
-fn exp_tests(tests: &mut Vec<Test>) {
+/// A float32 builtin on a sweep of 4096 values evenly spaced from `lo` to
+/// `hi`, the first of them replaced by `edges`, as written and vectorized
+/// after the cpu pipeline: within `ulps` units in the last place of the
+/// VM's (f64, rounded once).
+fn sweep(tests: &mut Vec<Test>, f: &str, (lo, hi): (f64, f64), edges: &[f32], ulps: u64) {
     let n = 4096;
     let mut a: Vec<Value> = (0..n)
-        .map(|k| Value::Float(f64::from((-106.0 + 196.0 * k as f64 / n as f64) as f32)))
+        .map(|k| Value::Float(f64::from((lo + (hi - lo) * k as f64 / n as f64) as f32)))
         .collect();
-    for (k, x) in [88.72283, 88.72284, -87.33655, -103.9721, -103.9720]
-        .into_iter()
-        .enumerate()
-    {
-        a[k] = Value::Float(f64::from(x as f32));
+    for (k, x) in edges.iter().enumerate() {
+        a[k] = Value::Float(f64::from(*x));
     }
+    let name = format!("{f}_sweep");
     tests.push(Test {
-        name: "exp_sweep".to_string(),
+        name: name.clone(),
         block: elementwise(
-            "exp_sweep",
+            &name,
             n,
             &[("A", DType::F32)],
-            &[("exp.float32($A)".to_string(), DType::F32)],
+            &[(format!("{f}.float32($A)"), DType::F32)],
         ),
         inputs: [("A".to_string(), a)].into(),
-        approx: [("O0".to_string(), 1)].into(),
+        approx: [("O0".to_string(), ulps)].into(),
         fails: None,
     });
 }
 
-/// `erf` on float32 (the C prelude's own `tsr_erff`) on a sweep of 4096
-/// values from -5 to 5, through both of its polynomials' intervals, their
-/// ends (0.875 and 4) and values down to the subnormals, as written and
-/// vectorized after the cpu pipeline: within one unit in the last place
-/// of the VM's (f64, rounded once).
+/// `exp` (the C prelude's own `tsr_expf`) from -106 to 90, through the
+/// subnormal results and the overflow threshold: within one ulp.
+fn exp_tests(tests: &mut Vec<Test>) {
+    let edges = [88.72283, 88.72284, -87.33655, -103.9721, -103.972];
+    sweep(tests, "exp", (-106.0, 90.0), &edges, 1);
+}
+
+/// `erf` (the C prelude's own `tsr_erff`) from -5 to 5, through both of
+/// its polynomials' intervals, their ends (0.875 and 4) and values down to
+/// the subnormals: within one ulp.
 fn erf_tests(tests: &mut Vec<Test>) {
-    let n = 4096;
-    let mut a: Vec<Value> = (0..n)
-        .map(|k| Value::Float(f64::from((-5.0 + 10.0 * k as f64 / n as f64) as f32)))
-        .collect();
     let edges = [
         0.875f32,
         -0.875,
@@ -301,33 +300,13 @@ fn erf_tests(tests: &mut Vec<Test>) {
         0.0,
         -0.0,
     ];
-    for (k, x) in edges.into_iter().enumerate() {
-        a[k] = Value::Float(f64::from(x));
-    }
-    tests.push(Test {
-        name: "erf_sweep".to_string(),
-        block: elementwise(
-            "erf_sweep",
-            n,
-            &[("A", DType::F32)],
-            &[("erf.float32($A)".to_string(), DType::F32)],
-        ),
-        inputs: [("A".to_string(), a)].into(),
-        approx: [("O0".to_string(), 1)].into(),
-        fails: None,
-    });
+    sweep(tests, "erf", (-5.0, 5.0), &edges, 1);
 }
 
-/// `tanh` on float32 (the C prelude's own `tsr_tanhf`) on a sweep of 4096
-/// values from -10 to 10, through both of its pieces, their border (0.625),
-/// where the exponential overflows (44.4), and values down to the
-/// subnormals, as written and vectorized after the cpu pipeline: within two
-/// units in the last place of the VM's (f64, rounded once).
+/// `tanh` (the C prelude's own `tsr_tanhf`) from -10 to 10, through both
+/// of its pieces, their border (0.625), where the exponential overflows
+/// (44.4), and values down to the subnormals: within two ulps.
 fn tanh_tests(tests: &mut Vec<Test>) {
-    let n = 4096;
-    let mut a: Vec<Value> = (0..n)
-        .map(|k| Value::Float(f64::from((-10.0 + 20.0 * k as f64 / n as f64) as f32)))
-        .collect();
     let edges = [
         0.625f32,
         -0.625,
@@ -344,21 +323,7 @@ fn tanh_tests(tests: &mut Vec<Test>) {
         0.0,
         -0.0,
     ];
-    for (k, x) in edges.into_iter().enumerate() {
-        a[k] = Value::Float(f64::from(x));
-    }
-    tests.push(Test {
-        name: "tanh_sweep".to_string(),
-        block: elementwise(
-            "tanh_sweep",
-            n,
-            &[("A", DType::F32)],
-            &[("tanh.float32($A)".to_string(), DType::F32)],
-        ),
-        inputs: [("A".to_string(), a)].into(),
-        approx: [("O0".to_string(), 2)].into(),
-        fails: None,
-    });
+    sweep(tests, "tanh", (-10.0, 10.0), &edges, 2);
 }
 
 fn bool_tests(tests: &mut Vec<Test>) {

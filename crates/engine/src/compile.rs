@@ -130,6 +130,8 @@ pub fn compile_with(
     options: &runtime::Options,
     cache: &codegen::cache::KernelCache,
 ) -> Result<Compiled, Error> {
+    let split = split_selects(program, &def.name);
+    let program = split.as_ref().unwrap_or(program);
     let exe = runtime::build(program, &def.name, sizes, options, cache).map_err(|e| match e {
         BuildError::Lower(l) if l.kind == kernel::LowerErrorKind::NotLoweredYet => {
             Error::NotLowered {
@@ -144,6 +146,16 @@ pub fn compile_with(
         exe,
         outputs: def.outputs.clone(),
     })
+}
+
+/// `program` with the statements of def `name` that select on an iterator
+/// split at the constants they compare it with (`ssa::split`); `None` when
+/// none is. Only what is compiled is split: each point then computes one
+/// branch, through affine reads.
+fn split_selects(program: &Program, name: &str) -> Option<Program> {
+    let mut out = program.clone();
+    let def = out.defs.iter_mut().find(|d| d.name == name)?;
+    (ssa::split::split_selects(&mut def.stmts) > 0).then_some(out)
 }
 
 impl Compiled {

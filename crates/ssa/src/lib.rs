@@ -17,6 +17,7 @@ pub mod graph;
 pub mod hoist;
 pub mod parallelize;
 pub mod simplify;
+pub mod split;
 
 pub use convert::Removed;
 pub use error::Error;

@@ -235,7 +235,7 @@ fn negate(op: BinOp) -> BinOp {
 }
 
 /// `a op b` as `b op' a`.
-fn flip(op: BinOp) -> BinOp {
+pub(crate) fn flip(op: BinOp) -> BinOp {
     match op {
         BinOp::Lt => BinOp::Gt,
         BinOp::Le => BinOp::Ge,

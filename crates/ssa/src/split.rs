@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use ir::{BinOp, Comprehension, Expr, Reduction, SizeExpr, Stmt, Value};
 
-use crate::simplify::{box_of, simplify};
+use crate::simplify::{box_of, flip, simplify};
 
 /// The most statements one statement is split into.
 pub const MAX_PIECES: usize = 4;
@@ -126,7 +126,7 @@ fn cut(a: &Expr) -> Vec<(String, i64)> {
     };
     let (it, k, op) = match (&**x, &**y) {
         (Expr::Iter(i), Expr::Lit(Value::Int(k), _)) => (i, *k, *op),
-        (Expr::Lit(Value::Int(k), _), Expr::Iter(i)) => (i, *k, mirrored(*op)),
+        (Expr::Lit(Value::Int(k), _), Expr::Iter(i)) => (i, *k, flip(*op)),
         _ => return Vec::new(),
     };
     let at = match op {
@@ -136,15 +136,4 @@ fn cut(a: &Expr) -> Vec<(String, i64)> {
         _ => Vec::new(),
     };
     at.into_iter().map(|k| (it.clone(), k)).collect()
-}
-
-/// The comparison with its operands swapped (`k < i` is `i > k`).
-fn mirrored(op: BinOp) -> BinOp {
-    match op {
-        BinOp::Lt => BinOp::Gt,
-        BinOp::Le => BinOp::Ge,
-        BinOp::Gt => BinOp::Lt,
-        BinOp::Ge => BinOp::Le,
-        op => op,
-    }
 }

@@ -14,10 +14,11 @@
 //! The statements moved are every independent reduction and the
 //! independent statements it reads, transitively, when none of them is
 //! yielded and the results of those the loop index reaches, over all the
-//! iterations, have at most 2^24 elements; those it does not reach (a
-//! transposed weight) move out as they are. Guarantees the loop's results: each moved statement computes,
-//! at index `t` of its new first dimension, what it computed in iteration
-//! `t`, and every read of it in the body reads that index.
+//! iterations, have at most 2^24 elements. Guarantees the loop's results:
+//! a moved statement the index does not reach (a transposed weight) moves
+//! out as it is; every other computes, at index `t` of its new first
+//! dimension, what it computed in iteration `t`, and every read of it in
+//! the body reads that index.
 
 use std::collections::{HashMap, HashSet};
 

@@ -90,8 +90,8 @@ fn eligible(c: &Block) -> bool {
         && !c.stmts.iter().any(|s| matches!(s.kind, StmtKind::Block(_)))
 }
 
-/// Whether `c` computes `exp`, `sigmoid`, `erf` or `tanh`: the C prelude computes
-/// them with straight-line helpers of compares and selects, which gcc
+/// Whether `c` computes `exp`, `sigmoid`, `erf` or `tanh`: the C prelude
+/// computes them with straight-line helpers of compares and selects, which gcc
 /// vectorizes in a lane loop but not across unrolled copies (its
 /// straight-line vectorizer gives up on their masks, and the copies run
 /// one lane at a time: FCOS's `sqrt(sigmoid(x) * sigmoid(c))` took 4x

@@ -512,6 +512,57 @@ fn buffer(dir: RefDir, name: &str, dtype: DType, shape: Vec<Dim>) -> Refinement 
     }
 }
 
+/// `x / c` as an affine form when `x` is `c * q + r` with `r` in `0..c` at
+/// every point of the box (`q` takes the terms whose coefficients `c`
+/// divides): a split iterator's `i / k` is its outer index.
+fn exact_quotient(x: &Affine, c: i64, ranges: &HashMap<String, u64>) -> Option<Affine> {
+    let mut q = Affine::constant(x.constant.div_euclid(c));
+    for (n, coef) in &x.terms {
+        if coef % c == 0 {
+            q.add_term(n, coef / c);
+        }
+    }
+    let (lo, hi) = x.checked_add_scaled(&q, -c)?.bounds(ranges)?;
+    (lo >= 0 && hi < c).then_some(q)
+}
+
+/// The divisor `k` when iterator `iter` of `c` appears both as `iter / k`
+/// and as `iter % k` for one positive constant `k` (sizes bound), and with
+/// no other divisor: a reshape's merge of two dimensions read back apart,
+/// which splitting the iterator into quotient and remainder makes affine.
+fn merged_divisor(c: &Comprehension, iter: &str, sizes: &HashMap<String, i64>) -> Option<i64> {
+    let mut divs = Vec::new();
+    let mut mods = Vec::new();
+    for e in std::iter::once(&c.body).chain(c.lets.iter().map(|(_, e)| e)) {
+        e.walk(&mut |x| {
+            if let Expr::Binary(op @ (ir::BinOp::Div | ir::BinOp::Mod), a, b) = x {
+                let k = match &**b {
+                    Expr::Lit(Value::Int(k), _) => Some(*k),
+                    Expr::Sym(s) => sizes.get(s).copied(),
+                    _ => None,
+                };
+                if let (Expr::Iter(n), Some(k)) = (&**a, k) {
+                    if n == iter {
+                        if *op == ir::BinOp::Div {
+                            divs.push(k);
+                        } else {
+                            mods.push(k);
+                        }
+                    }
+                }
+            }
+        });
+    }
+    for v in [&mut divs, &mut mods] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    match (divs.as_slice(), mods.as_slice()) {
+        ([k], [m]) if k == m && *k >= 2 => Some(*k),
+        _ => None,
+    }
+}
+
 fn agg_of(op: Reduction) -> Agg {
     match op {
         Reduction::Assign => Agg::Assign,
@@ -613,17 +664,56 @@ impl Cx<'_> {
                         r.name
                     ))
                 })?;
-            b.idxs.push(Index {
-                name: r.name.clone(),
-                range,
-                affine: None,
-                tags: Tags::new(),
-            });
-            ranges.insert(r.name.clone(), range);
             values.insert(r.name.clone(), (lo, hi - 1));
+            let split = match c.op {
+                Reduction::Assign if !lhs_only => {
+                    merged_divisor(c, &r.name, self.sizes).filter(|&k| {
+                        let k = k.unsigned_abs();
+                        lo.unsigned_abs() % k == 0 && range % k == 0 && range > k
+                    })
+                }
+                _ => None,
+            };
+            let Some(k) = split else {
+                b.idxs.push(Index {
+                    name: r.name.clone(),
+                    range,
+                    affine: None,
+                    tags: Tags::new(),
+                });
+                ranges.insert(r.name.clone(), range);
+                iters.insert(
+                    r.name.clone(),
+                    Affine::index(&r.name).add(&Affine::constant(lo)),
+                );
+                continue;
+            };
+            // The iterator runs as `k * hi + lo` over two indices, outer
+            // first, so the points keep their order; `i / k` and `i % k`
+            // are then the two indices (see `affine_upto`).
+            let fresh = |suffix: &str| {
+                let mut n = format!("{}_{suffix}", r.name);
+                while c.ranges.iter().any(|x| x.name == n) {
+                    n.push('_');
+                }
+                n
+            };
+            let (outer, inner) = (fresh("hi"), fresh("lo"));
+            let k_range = k.unsigned_abs();
+            for (name, n) in [(&outer, range / k_range), (&inner, k_range)] {
+                b.idxs.push(Index {
+                    name: name.clone(),
+                    range: n,
+                    affine: None,
+                    tags: Tags::new(),
+                });
+                ranges.insert(name.clone(), n);
+            }
             iters.insert(
                 r.name.clone(),
-                Affine::index(&r.name).add(&Affine::constant(lo)),
+                Affine::term(&outer, k)
+                    .add(&Affine::index(&inner))
+                    .add(&Affine::constant(lo)),
             );
         }
         Ok((b, iters, values, ranges))
@@ -815,6 +905,8 @@ impl Builder<'_> {
                 let (lo, hi) = x.bounds(&self.ranges)?;
                 let q = if lo.div_euclid(c.constant) == hi.div_euclid(c.constant) {
                     Affine::constant(lo.div_euclid(c.constant))
+                } else if let Some(q) = exact_quotient(&x, c.constant, &self.ranges) {
+                    q
                 } else {
                     self.quotients.get(&(x.clone(), c.constant))?.clone()
                 };

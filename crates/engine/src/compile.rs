@@ -91,6 +91,9 @@ pub struct Compiled {
     pub(crate) exe: Executable,
     /// The def's outputs, in order.
     pub(crate) outputs: Vec<String>,
+    /// The outputs stored in another order of their dimensions
+    /// (`ssa::layout`), handed out as strided views in the declared order.
+    pub(crate) permuted: Vec<ssa::layout::Permuted>,
 }
 
 /// Compiles `def` of `program` for `sizes` with the per-user kernel cache
@@ -130,8 +133,14 @@ pub fn compile_with(
     options: &runtime::Options,
     cache: &codegen::cache::KernelCache,
 ) -> Result<Compiled, Error> {
-    let split = split_selects(program, &def.name);
-    let program = split.as_ref().unwrap_or(program);
+    let mut program = split_selects(program, &def.name).unwrap_or_else(|| program.clone());
+    let permuted = program
+        .defs
+        .iter_mut()
+        .find(|d| d.name == def.name)
+        .map(|d| ssa::layout::permute_outputs(d, sizes))
+        .unwrap_or_default();
+    let program = &program;
     let exe = runtime::build(program, &def.name, sizes, options, cache).map_err(|e| match e {
         BuildError::Lower(l) if l.kind == kernel::LowerErrorKind::NotLoweredYet => {
             Error::NotLowered {
@@ -145,6 +154,7 @@ pub fn compile_with(
     Ok(Compiled {
         exe,
         outputs: def.outputs.clone(),
+        permuted,
     })
 }
 
@@ -220,6 +230,21 @@ impl Compiled {
 
     /// The outputs `state` holds, as tensors.
     pub fn outputs(&self, state: &State) -> Result<Vec<(String, Tensor)>, Error> {
-        transfer::outputs(&self.exe, state, &self.outputs)
+        let mut outputs = transfer::outputs(&self.exe, state, &self.outputs)?;
+        for p in &self.permuted {
+            // Declared dimension `p.perm[k]` is stored as dimension `k`.
+            let mut declared = vec![0; p.perm.len()];
+            for (k, &d) in p.perm.iter().enumerate() {
+                declared[d] = k;
+            }
+            for (name, t) in &mut outputs {
+                if *name == p.tensor {
+                    *t = t
+                        .permute(&declared)
+                        .map_err(|e| Error::Internal(e.to_string()))?;
+                }
+            }
+        }
+        Ok(outputs)
     }
 }

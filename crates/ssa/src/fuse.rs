@@ -517,7 +517,7 @@ fn costly(e: &Expr) -> bool {
 }
 
 /// Whether `e` only moves or converts one read (a view's gather).
-fn is_view(e: &Expr) -> bool {
+pub(crate) fn is_view(e: &Expr) -> bool {
     match e {
         Expr::Read(_, subs) => subs
             .iter()
@@ -591,7 +591,7 @@ fn reads_of(e: &Expr, t: &str) -> Vec<Vec<Expr>> {
 
 /// `e` with every read of `def`'s tensor replaced by its body at the read's
 /// subscripts.
-fn substitute(e: Expr, def: &Comprehension) -> Expr {
+pub(crate) fn substitute(e: Expr, def: &Comprehension) -> Expr {
     e.map(&mut |x| match x {
         Expr::Read(t, subs) if t == def.tensor => {
             let at: HashMap<&str, &Expr> =

@@ -15,6 +15,7 @@ pub mod frontend;
 pub mod fuse;
 pub mod graph;
 pub mod hoist;
+pub mod layout;
 pub mod parallelize;
 pub mod simplify;
 pub mod split;

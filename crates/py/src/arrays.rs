@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ir::DType;
-use numpy::ndarray::{ArrayViewD, IxDyn};
+use numpy::ndarray::{ArrayViewD, IxDyn, ShapeBuilder};
 use numpy::{PyArray, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -150,10 +150,12 @@ struct Lent {
     _tensor: Tensor,
 }
 
-/// A NumPy array over `t`'s memory (made contiguous first if it is a
-/// view), keeping `t` alive.
+/// A NumPy array over `t`'s memory, keeping `t` alive: with `t`'s
+/// strides when its elements are its buffer's first (an output stored in
+/// another order of its dimensions, `ssa::layout`), else over a
+/// contiguous copy.
 pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
-    let t = if t.is_contiguous() { t } else { t.contiguous() };
+    let t = if t.is_dense() { t } else { t.contiguous() };
     let array = tensor::with_element!(t.dtype(), T => lend::<T>(py, t.clone())?);
     if t.dtype() == DType::Bool {
         // Bools are stored as bytes 0 and 1, which is NumPy's `bool_`.
@@ -168,9 +170,10 @@ fn lend<T: tensor::Element + numpy::Element>(
     t: Tensor,
 ) -> PyResult<Bound<'_, PyAny>> {
     let slice = t
-        .as_slice::<T>()
-        .ok_or_else(|| errors::Error::new_err("internal error: an output is not contiguous"))?;
-    let view = ArrayViewD::from_shape(IxDyn(t.shape()), slice)
+        .buffer()
+        .view::<T>(t.len())
+        .ok_or_else(|| errors::Error::new_err("internal error: an output outgrows its buffer"))?;
+    let view = ArrayViewD::from_shape(IxDyn(t.shape()).strides(IxDyn(t.strides())), slice)
         .map_err(|e| errors::Error::new_err(format!("internal error: {e}")))?;
     let owner = Bound::new(py, Lent { _tensor: t.clone() })?;
     // SAFETY: `view` covers the elements of `t`'s buffer, which `owner`

@@ -38,6 +38,13 @@ def double_until(x: "float32[N]", limit: float):
     return y
 
 
+@tessera.function
+def channels_last_scores(x: "float32[C, H, W]", g: "float32[H, W]"):
+    s = x.permute(1, 2, 0).reshape(-1, x.shape[0]).sigmoid()
+    s.mul_(g.reshape(-1)[:, None].sigmoid())
+    return s.sqrt()
+
+
 def rng(seed):
     return np.random.default_rng(seed)
 
@@ -55,6 +62,21 @@ def test_a_strided_in_place_clamp_and_a_view_of_the_result():
     y, col = clamp_columns(x, 2)
     assert_close(y, want, "y")
     assert_close(col, want[:, 0], "y[:, 0]")
+
+
+def test_an_output_computed_through_a_transpose_is_lent_in_its_stored_order():
+    x = rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+    g = rng(6).standard_normal((4, 5)).astype(np.float32)
+
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
+    want = np.sqrt(sigmoid(x.transpose(1, 2, 0).reshape(-1, 3)) * sigmoid(g.reshape(-1))[:, None])
+    got = channels_last_scores(x, g)
+    assert_close(got, want, "scores")
+    # Computed, and stored, in the order x is read (channels first), and
+    # lent as it is: a strided array, not a copy.
+    assert not got.flags["C_CONTIGUOUS"] and got.flags["F_CONTIGUOUS"]
 
 
 def test_a_data_dependent_while_loop():

@@ -229,6 +229,31 @@ impl Tensor {
         self.offset == 0 && self.is_row_major()
     }
 
+    /// Whether the elements are the buffer's first `len()` in some order of
+    /// the dimensions: a contiguous tensor or a permutation of one, which
+    /// a strided array can lend as it is.
+    pub fn is_dense(&self) -> bool {
+        if self.offset != 0 {
+            return false;
+        }
+        let mut dims: Vec<(usize, usize)> = self
+            .shape
+            .iter()
+            .copied()
+            .zip(self.strides.iter().copied())
+            .filter(|&(d, _)| d != 1)
+            .collect();
+        dims.sort_by_key(|&(_, s)| s);
+        let mut next = 1usize;
+        for (d, s) in dims {
+            if s != next {
+                return self.is_empty();
+            }
+            next = next.saturating_mul(d);
+        }
+        true
+    }
+
     fn is_row_major(&self) -> bool {
         // Strides of dimensions of size 1 (or of an empty tensor) do not
         // matter.
@@ -531,6 +556,18 @@ mod tests {
         assert_eq!(p.to_i64_vec(), want);
         assert_eq!(p.contiguous().to_i64_vec(), want);
         assert!(p.contiguous().is_contiguous());
+        // A permutation's elements are still the buffer's first; a
+        // slice's are not.
+        assert!(p.is_dense() && t.is_dense());
+        assert!(!t.slice(1, 1, 3).unwrap().is_dense());
+        assert!(!t
+            .slice(0, 0, 1)
+            .unwrap()
+            .permute(&[2, 1, 0])
+            .unwrap()
+            .slice(0, 1, 3)
+            .unwrap()
+            .is_dense());
         let s = t.slice(1, 1, 3).unwrap();
         assert_eq!(s.shape(), &[2, 2, 4]);
         assert_eq!(s.get(0), Value::Int(4));

@@ -60,7 +60,16 @@ pub fn fuse(def: &mut Def) -> usize {
             })
             .collect(),
     };
-    fuse_block(&mut stmts, &[], &cx, &mut removed);
+    // Inlining selects makes readers of definitions that the round before
+    // could not see through them (an update's value read through the
+    // select that wrote it): fuse again until nothing changes.
+    loop {
+        let before = removed.len();
+        fuse_block(&mut stmts, &[], &cx, &mut removed);
+        if removed.len() == before {
+            break;
+        }
+    }
     def.stmts = stmts;
     let removed: HashSet<String> = removed.into_iter().collect();
     def.tensors.retain(|t| !removed.contains(&t.name));

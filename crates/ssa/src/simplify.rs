@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use ir::{BinOp, Comprehension, DType, Expr, Stmt, UnOp, Value};
+use ir::{BinOp, Builtin, Comprehension, DType, Expr, Stmt, UnOp, Value};
 
 /// The smallest and largest value of each iterator of one box.
 pub type Ranges = HashMap<String, (i64, i64)>;
@@ -105,7 +105,13 @@ pub fn rewrite(e: Expr, b: &Ranges, f: &mut dyn FnMut(Expr, &Ranges) -> Expr) ->
                 _ => Expr::Binary(op, x, y),
             }
         }
-        Expr::Call(g, args) => Expr::Call(g, args.into_iter().map(|a| rewrite(a, b, f)).collect()),
+        Expr::Call(g, args) => {
+            let mut args: Vec<Expr> = args.into_iter().map(|a| rewrite(a, b, f)).collect();
+            match decided_extreme(g, &args, b) {
+                Some(k) => args.swap_remove(k),
+                None => Expr::Call(g, args),
+            }
+        }
         leaf @ (Expr::Lit(..) | Expr::Iter(_) | Expr::Sym(_) | Expr::Local(_)) => leaf,
     };
     let e = f(e, b);
@@ -117,6 +123,51 @@ pub fn rewrite(e: Expr, b: &Ranges, f: &mut dyn FnMut(Expr, &Ranges) -> Expr) ->
             None => Expr::Select(c, then, other),
         },
         e => e,
+    }
+}
+
+/// Which argument a `min` or `max` of two index expressions is at every
+/// point of the box, when the box decides it: the clamp that keeps a
+/// strided view's subscript inside its tensor (`max(min(i * 4 / 4, 80),
+/// 0)`) where the subscript already is.
+fn decided_extreme(g: Builtin, args: &[Expr], b: &Ranges) -> Option<usize> {
+    let [x, y] = args else { return None };
+    if !matches!(g, Builtin::Min | Builtin::Max) {
+        return None;
+    }
+    // Whether `x <= y`, or `y <= x`, at every point: from their difference
+    // when both are linear, else from their ranges.
+    let (x_le, y_le) = if is_index(x) && is_index(y) {
+        let (lo, hi) = linear(x, b).sub(&linear(y, b)).range(b)?;
+        (hi <= 0, lo >= 0)
+    } else {
+        let ((xl, xh), (yl, yh)) = (index_range(x, b)?, index_range(y, b)?);
+        (xh <= yl, yh <= xl)
+    };
+    match g {
+        Builtin::Min if x_le => Some(0),
+        Builtin::Min if y_le => Some(1),
+        Builtin::Max if y_le => Some(0),
+        Builtin::Max if x_le => Some(1),
+        _ => None,
+    }
+}
+
+/// The smallest and largest value of index expression `e` over the box,
+/// through `min` and `max`.
+fn index_range(e: &Expr, b: &Ranges) -> Option<(i64, i64)> {
+    match e {
+        Expr::Call(g @ (Builtin::Min | Builtin::Max), args) => {
+            let [x, y] = args.as_slice() else { return None };
+            let ((xl, xh), (yl, yh)) = (index_range(x, b)?, index_range(y, b)?);
+            Some(if *g == Builtin::Min {
+                (xl.min(yl), xh.min(yh))
+            } else {
+                (xl.max(yl), xh.max(yh))
+            })
+        }
+        _ if is_index(e) => linear(e, b).range(b),
+        _ => None,
     }
 }
 
@@ -690,6 +741,34 @@ mod tests {
         );
         assert_eq!(show(&simplify(e, &bx)), "p(i4 + 1)");
         let open = sel(cmp(BinOp::Lt, 40), read(1), read(2));
+        assert_eq!(simplify(open.clone(), &bx), open);
+    }
+
+    #[test]
+    fn clamps_the_box_keeps_a_subscript_inside_are_dropped() {
+        let call = |g, a: Expr, k: i64| Expr::Call(g, vec![a, Expr::int(k)]);
+        let clamp = |a: Expr, hi: i64| call(Builtin::Max, call(Builtin::Min, a, hi), 0);
+        let read = |s: Expr| Expr::Read("d".into(), vec![s]);
+        let bx = b(&[("i", 81)]);
+        // A strided view's subscript, clamped to the 81 columns it has.
+        let e = read(clamp(div(mul(it("i"), 4), 4), 80));
+        assert_eq!(show(&simplify(e, &bx)), "d(i)");
+        // Under `i >= 3`, `(i - 3) / 4` is at least 0: only `min` stays.
+        let shifted = read(clamp(div(sub_(it("i"), 3), 4), 10));
+        let c = Expr::binary(BinOp::Ge, it("i"), Expr::int(3));
+        let e = Expr::Select(
+            Box::new(c),
+            Box::new(shifted),
+            Box::new(Expr::Lit(Value::Float(0.0), DType::F32)),
+        );
+        assert_eq!(
+            show(&simplify(e, &bx)),
+            "i >= 3 ? d(min((i - 3) / 4, 10)) : float32(0.0)"
+        );
+        // Where the box does not decide it, a clamp stays: `i` passes 40
+        // (but is never below 0).
+        let open = read(call(Builtin::Min, it("i"), 40));
+        assert_eq!(simplify(read(clamp(it("i"), 40)), &bx), open);
         assert_eq!(simplify(open.clone(), &bx), open);
     }
 }

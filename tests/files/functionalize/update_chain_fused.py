@@ -22,8 +22,7 @@ def decode(x: "float32[C, B]", scale: float):
 # exit: 0
 # def decode(float32(6, 2) x, float32 scale) -> (float32(2, 2) centre, float32(2, 3) t) {
 #   p(i0, i1) = x(i1, i0) where i0 in 0:2, i1 in 0:6
-#   v_3(i0) = sigmoid(p(i0, 0)) where i0 in 0:2
-#   centre(i0, i1) = (i1 <= 0 ? v_3(i0) + 1.0 : sigmoid(p(i0, i1))) * 2.0 where i0 in 0:2, i1 in 0:2
+#   centre(i0, i1) = (i1 <= 0 ? sigmoid(p(i0, 0)) + 1.0 : sigmoid(p(i0, i1))) * 2.0 where i0 in 0:2, i1 in 0:2
 #   t(i0, i1) = exp(p(i0, i1 + 3)) * scale * (exp(p(i0, 2)) * scale) where i0 in 0:2, i1 in 0:3
 # }
 #

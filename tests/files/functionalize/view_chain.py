@@ -24,7 +24,7 @@ def chain(a: "float32[B, C, H]", v: "float32[B]"):
 #   r(i0, i1) = s(i0, i1, 2) where i0 in 0:2, i1 in 0:2
 #   r_1(i0, i1) = i0 <= 0 ? v(i1) : r(i0, i1) where i0 in 0:2, i1 in 0:2
 #   s_1(i0, i1, i2) = i2 >= 2 ? r_1(i0, i1) : s(i0, i1, i2) where i0 in 0:2, i1 in 0:2, i2 in 0:3
-#   p_1(i0, i1, i2) = i0 >= 1 && (i0 - 1) % 2 == 0 ? s_1(max(min((i0 - 1) / 2, 1), 0), i1, i2) : p(i0, i1, i2) where i0 in 0:4, i1 in 0:2, i2 in 0:3
+#   p_1(i0, i1, i2) = i0 >= 1 && (i0 - 1) % 2 == 0 ? s_1((i0 - 1) / 2, i1, i2) : p(i0, i1, i2) where i0 in 0:4, i1 in 0:2, i2 in 0:3
 #   x_1(i0, i1, i2) = p_1(i2, i0, i1) where i0 in 0:2, i1 in 0:3, i2 in 0:4
 #   q(i0, i1) = x_1(i0, 0, i1) where i0 in 0:2, i1 in 0:4
 # }

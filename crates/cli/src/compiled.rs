@@ -38,6 +38,7 @@ impl CompileArgs {
             verify_passes: self.verify_passes,
             library: !self.no_library,
             layout: !self.no_layout,
+            output_layouts: true,
         }
     }
 }

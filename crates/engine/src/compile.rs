@@ -34,6 +34,12 @@ pub struct Options {
     /// Rewrite convolutions and the chains reading them into
     /// channel-blocked layouts first (`opt::layout`).
     pub layout: bool,
+    /// Store an output that one elementwise statement computes from a
+    /// transposed read in that read's order and hand it out as a strided
+    /// view (`ssa::layout`). Off where outputs are arguments of further
+    /// compiled code (loop stages, packed weights), which would copy them
+    /// back into order on every run.
+    pub output_layouts: bool,
 }
 
 impl Default for Options {
@@ -44,6 +50,7 @@ impl Default for Options {
             verify_passes: false,
             library: true,
             layout: true,
+            output_layouts: true,
         }
     }
 }
@@ -132,12 +139,13 @@ pub fn compile_with(
     sizes: &Sizes,
     options: &runtime::Options,
     cache: &codegen::cache::KernelCache,
+    output_layouts: bool,
 ) -> Result<Compiled, Error> {
     let mut program = split_selects(program, &def.name).unwrap_or_else(|| program.clone());
     let permuted = program
         .defs
         .iter_mut()
-        .find(|d| d.name == def.name)
+        .find(|d| d.name == def.name && output_layouts)
         .map(|d| ssa::layout::permute_outputs(d, sizes))
         .unwrap_or_default();
     let program = &program;

@@ -61,7 +61,14 @@ pub fn compile_constants(
         .then(|| opt::hoist::hoist_constants(def, &names, &load_name))
         .flatten();
     let Some(hoisted) = hoisted else {
-        let compiled = compile::compile_with(program, def, sizes, &resolved, &cache)?;
+        let compiled = compile::compile_with(
+            program,
+            def,
+            sizes,
+            &resolved,
+            &cache,
+            options.output_layouts,
+        )?;
         return Ok(Built {
             compiled,
             fixed: constants,
@@ -85,7 +92,8 @@ pub fn compile_constants(
         })
         .collect();
     let mut started = Instant::now();
-    let packed = match compile::compile_with(&split, &hoisted.load, sizes, &resolved, &cache) {
+    let packed = match compile::compile_with(&split, &hoisted.load, sizes, &resolved, &cache, false)
+    {
         Ok(load) => {
             // The packing is the load def's run; compiling it is the build's.
             started = Instant::now();
@@ -117,7 +125,14 @@ pub fn compile_constants(
             .map_err(|e| Error::Internal(format!("internal error: a packed size: {e:?}")))?;
         run_sizes.insert(sym.clone(), v);
     }
-    let compiled = compile::compile_with(&split, &hoisted.run, &run_sizes, &resolved, &cache)?;
+    let compiled = compile::compile_with(
+        &split,
+        &hoisted.run,
+        &run_sizes,
+        &resolved,
+        &cache,
+        options.output_layouts,
+    )?;
     let mut fixed = constants;
     fixed.extend(packed.into_iter().map(|(n, t)| (n, Arg::Tensor(t))));
     Ok(Built {

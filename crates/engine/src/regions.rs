@@ -288,7 +288,12 @@ impl Builder<'_> {
         };
         let mut program = self.program.clone();
         program.defs.push(seg.clone());
-        let compiled = compile::compile(&program, &seg, self.sizes, self.options)?;
+        // A stage's outputs are the next stages' arguments: kept in order.
+        let options = Options {
+            output_layouts: false,
+            ..self.options.clone()
+        };
+        let compiled = compile::compile(&program, &seg, self.sizes, &options)?;
         out.push(Stage::Segment {
             compiled: Box::new(compiled),
             params: params

@@ -227,8 +227,14 @@ impl CostService {
         let d = crate::source::pick_def(&program, Some(def), "the program")?;
         let args = bind::int_scalars(d, &sizes);
         let bound = bind::bind(d, args, sizes, 0)?;
-        let compiled =
-            compile::compile_with(&program, d, &bound.sizes, &self.options, &self.kernels)?;
+        let compiled = compile::compile_with(
+            &program,
+            d,
+            &bound.sizes,
+            &self.options,
+            &self.kernels,
+            false,
+        )?;
         let state = compiled.prepare(&bound.args)?;
         Ok((compiled, state))
     }

@@ -6,6 +6,8 @@
 //! hand: the output's indices and ranges follow the order in which its
 //! largest read walks them.
 
+mod common;
+
 use std::collections::HashMap;
 
 use interp::{Arg, Mode, Tensor};
@@ -21,20 +23,7 @@ fn check(src: &str, expect: &str, perms: &[(&str, &[usize])]) {
     let got_perms = ssa::layout::permute_outputs(&mut reordered.defs[0], &HashMap::new());
     let def = &reordered.defs[0];
     ir::verify_program(&reordered).unwrap_or_else(|e| panic!("{e:?}"));
-    let got: Vec<String> = def
-        .stmts
-        .iter()
-        .map(|s| match s {
-            ir::Stmt::Comp(c) => ir::print_comprehension(def, c, None),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let want: Vec<&str> = expect
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(got, want, "the reordered statements");
+    common::assert_statements(def, expect, "the reordered statements");
     let want_perms: Vec<(String, Vec<usize>)> = perms
         .iter()
         .map(|(t, p)| (t.to_string(), p.to_vec()))

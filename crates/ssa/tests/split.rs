@@ -5,6 +5,8 @@
 //! is the body over its sub-range with the conditions that range decides
 //! folded.
 
+mod common;
+
 use std::collections::HashMap;
 
 use interp::{Arg, Mode, Tensor};
@@ -18,20 +20,7 @@ fn check(src: &str, expect: &str) {
     let mut split = original.clone();
     ssa::split::split_selects(&mut split.defs[0].stmts);
     let def = &split.defs[0];
-    let got: Vec<String> = def
-        .stmts
-        .iter()
-        .map(|s| match s {
-            ir::Stmt::Comp(c) => ir::print_comprehension(def, c, None),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    let want: Vec<&str> = expect
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    assert_eq!(got, want, "the split statements");
+    common::assert_statements(def, expect, "the split statements");
     let shape: Vec<usize> = original.defs[0].tensors[0]
         .shape
         .iter()

@@ -34,6 +34,17 @@ pub struct LowerArgs {
     /// target`); by default this machine, probed once and cached.
     #[arg(long, value_name = "FILE")]
     pub target: Option<PathBuf>,
+    /// Kernel options to take instead of the passes' cost models (the
+    /// text `--print-options` prints: `step NAME`, then `tile i=64 j=32`,
+    /// `vectorize on|off`, `jam i=8|none`, `parallel i|none`, `unroll
+    /// on|off`, one per line).
+    #[arg(long, value_name = "FILE")]
+    pub options: Option<PathBuf>,
+    /// Print, after the kernel, the options the passes took: each step's
+    /// tiles, vectorization, jam, parallel index and unrolling (the cost
+    /// models' choices where `--options` sets none).
+    #[arg(long)]
+    pub print_options: bool,
 }
 
 pub fn run(a: &LowerArgs) -> Result<String, String> {
@@ -43,14 +54,19 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
     let source = engine::Source::read_tc(&a.file).map_err(message)?;
     let def = source.pick_def(a.def.as_deref()).map_err(message)?;
     let given = engine::bind::parse_sizes(&a.sizes).map_err(message)?;
+    let options = match &a.options {
+        Some(f) => engine::lowering::read_options(f).map_err(message)?,
+        None => kernel::Options::default(),
+    };
     let mut out = String::new();
-    let block = engine::lowering::lower(
+    let (block, taken) = engine::lowering::lower(
         source.program(),
         def,
         &given,
         &passes,
         a.target.as_deref(),
         a.verify_passes,
+        &options,
         &mut |pass, b| {
             if a.print_after_all {
                 match pass {
@@ -76,6 +92,9 @@ pub fn run(a: &LowerArgs) -> Result<String, String> {
     })?;
     if !a.print_after_all {
         out.push_str(&kernel::print_block(&block));
+    }
+    if a.print_options {
+        let _ = writeln!(out, "// options taken\n{}", kernel::print_options(&taken));
     }
     Ok(out)
 }

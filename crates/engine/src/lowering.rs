@@ -42,8 +42,10 @@ pub fn passes(list: Option<&str>, pipeline: Option<&str>) -> Result<Vec<String>,
 /// Lowers `def` of `program` for `given`, verifies it, and runs `passes`
 /// for the target in the file `target` (this machine's when `None`; a
 /// generic one when there are no passes, since lowering alone needs no
-/// target). `observe` sees the kernel after lowering (with no pass name)
-/// and after each pass.
+/// target), with the kernel options `options` (`kernel::options`).
+/// `observe` sees the kernel after lowering (with no pass name) and after
+/// each pass. Gives the kernel and the options the passes took.
+#[allow(clippy::too_many_arguments)]
 pub fn lower(
     program: &Program,
     def: &Def,
@@ -51,8 +53,9 @@ pub fn lower(
     passes: &[String],
     target: Option<&Path>,
     verify_passes: bool,
+    options: &kernel::Options,
     observe: &mut dyn FnMut(Option<&str>, &Block),
-) -> Result<Block, Error> {
+) -> Result<(Block, kernel::Options), Error> {
     let sizes = interp::bind_sizes(def, &std::collections::HashMap::new(), given)
         .map_err(|e| Error::Sizes(e.message))?;
     let mut missing: Vec<String> = def
@@ -101,11 +104,22 @@ pub fn lower(
     } else {
         kernel::Verify::AtEnd
     };
-    kernel::run_pipeline_verifying(&mut block, passes, &target, verify, &mut |pass, b| {
+    let cx = kernel::PassCx::new(&target, options);
+    kernel::run_pipeline_with(&mut block, passes, &cx, verify, &mut |pass, b| {
         observe(Some(pass), b);
     })
     .map_err(|e| internal("a pass failed", &e))?;
-    Ok(block)
+    Ok((block, cx.taken()))
+}
+
+/// The kernel options in file `path` (`kernel::options`' text form).
+pub fn read_options(path: &Path) -> Result<kernel::Options, Error> {
+    let shown = path.display();
+    let bytes = tensor::file::read_limited(path, tensor::file::TEXT_LIMIT)
+        .map_err(|e| Error::Usage(format!("cannot read the options file `{shown}`: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::Usage(format!("the options file `{shown}` is not UTF-8 text")))?;
+    kernel::parse_options(&text).map_err(|e| Error::Usage(format!("`{shown}`: {e}")))
 }
 
 fn internal(what: &str, detail: &str) -> Error {

@@ -11,6 +11,7 @@ mod affine;
 mod block;
 mod fm;
 mod lower;
+pub mod options;
 mod parse;
 mod partition;
 mod pass;
@@ -25,10 +26,11 @@ pub use block::{
     row_major, Agg, Block, Dim, Index, Op, RefDir, Refinement, Statement, StmtKind, Tags,
 };
 pub use lower::{lower_def, LowerError, LowerErrorKind};
+pub use options::{parse_options, print_options, Options, StepOptions};
 pub use parse::{parse_block, ParseError};
 pub use pass::{
     builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline,
-    run_pipeline_verifying, Pass, Verify, BUILTIN_PIPELINES,
+    run_pipeline_verifying, run_pipeline_with, Pass, PassCx, Verify, BUILTIN_PIPELINES,
 };
 pub use print::{op_name, print_block};
 pub use target::{cache_dir, Cache, Target};

@@ -6,16 +6,68 @@
 //! list of pass names, read from `pipelines/NAME.txt` (one pass per line,
 //! `#` comments) or given on the command line.
 
+use std::sync::{Mutex, PoisonError};
+
 use rayon::prelude::*;
 
+use crate::options::{Options, StepOptions};
 use crate::{Block, ChildVerifier, Statement, StmtKind, Target};
 
 /// A kernel transformation.
 pub trait Pass {
     /// The name pipelines use.
     fn name(&self) -> &'static str;
-    /// Rewrites `root` for `target`.
+    /// Rewrites `root` for `target`, every choice by the pass's cost model.
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String>;
+    /// Rewrites `root`, taking the choices `cx` gives and recording in it
+    /// the choices taken (`crate::options`); a pass without options runs
+    /// as [`Pass::run`].
+    fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
+        self.run(root, cx.target)
+    }
+}
+
+/// What a pass runs with: the target, the options given, and the record
+/// of the options taken, which passes fill as they choose (steps are
+/// rewritten in parallel, hence the lock).
+#[derive(Debug)]
+pub struct PassCx<'a> {
+    pub target: &'a Target,
+    pub given: &'a Options,
+    taken: Mutex<Options>,
+}
+
+impl<'a> PassCx<'a> {
+    pub fn new(target: &'a Target, given: &'a Options) -> PassCx<'a> {
+        PassCx {
+            target,
+            given,
+            taken: Mutex::new(Options::default()),
+        }
+    }
+
+    /// No options given: every choice is the cost models'.
+    pub fn defaults(target: &'a Target) -> PassCx<'a> {
+        static NONE: Options = Options {
+            steps: std::collections::BTreeMap::new(),
+        };
+        PassCx::new(target, &NONE)
+    }
+
+    /// Records the choices `f` sets for step `name`.
+    pub fn record(&self, name: &str, f: impl FnOnce(&mut StepOptions)) {
+        self.taken
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(name, f);
+    }
+
+    /// The options taken so far.
+    pub fn taken(self) -> Options {
+        self.taken
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Rewrites the root's steps, each on its own and in parallel on the rayon
@@ -146,6 +198,19 @@ pub fn run_pipeline_verifying(
     verify: Verify,
     after: &mut dyn FnMut(&str, &Block),
 ) -> Result<(), String> {
+    let cx = PassCx::defaults(target);
+    run_pipeline_with(root, passes, &cx, verify, after)
+}
+
+/// [`run_pipeline_verifying`] with the options in `cx`, which records the
+/// options the passes took.
+pub fn run_pipeline_with(
+    root: &mut Block,
+    passes: &[String],
+    cx: &PassCx,
+    verify: Verify,
+    after: &mut dyn FnMut(&str, &Block),
+) -> Result<(), String> {
     let check = |root: &Block, what: String| {
         crate::verify_block(root).map_err(|errs| {
             format!(
@@ -161,7 +226,7 @@ pub fn run_pipeline_verifying(
                 pass_names().join(", ")
             )
         })?;
-        pass.run(root, target)
+        pass.run_with(root, cx)
             .map_err(|e| format!("pass `{name}`: {e}"))?;
         if verify == Verify::EachPass {
             check(root, format!("pass `{name}` produced"))?;

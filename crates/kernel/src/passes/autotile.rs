@@ -62,7 +62,9 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use crate::pass::rewrite_each_block;
-use crate::{Affine, Agg, Block, Dim, Index, Pass, RefDir, Refinement, StmtKind, Tags, Target};
+use crate::{
+    Affine, Agg, Block, Dim, Index, Pass, PassCx, RefDir, Refinement, StmtKind, Tags, Target,
+};
 
 /// The most tilings [`best_tile`] enumerates exhaustively; above it, it
 /// searches best-first with this many expansions.
@@ -77,20 +79,41 @@ impl Pass for Autotile {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
+        self.run_with(root, &PassCx::defaults(target))
+    }
+
+    fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_block(root, |b, check| {
-            if !has_reduction(b) {
-                return;
-            }
-            let levels = budgets(b, target);
-            // Every level if that verifies, else the innermost level alone.
-            let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
-            for caps in attempts {
-                let tiled = tile_levels(b, caps);
-                if tiled != *b && check.verify(&tiled).is_ok() {
-                    *b = tiled;
-                    break;
+            let name = b.name.clone();
+            let taken = match cx.given.step(&name).tiles {
+                Some(levels) => {
+                    let (tiled, taken) = tile_given(b, &levels);
+                    if tiled != *b && check.verify(&tiled).is_ok() {
+                        *b = tiled;
+                        taken
+                    } else {
+                        Vec::new()
+                    }
                 }
-            }
+                None if !has_reduction(b) => return,
+                None => {
+                    let levels = budgets(b, cx.target);
+                    // Every level if that verifies, else the innermost level
+                    // alone.
+                    let attempts = [&levels[..], &levels[levels.len().saturating_sub(1)..]];
+                    let mut taken = Vec::new();
+                    for caps in attempts {
+                        let (tiled, levels) = tile_levels(b, caps);
+                        if tiled != *b && check.verify(&tiled).is_ok() {
+                            *b = tiled;
+                            taken = levels;
+                            break;
+                        }
+                    }
+                    taken
+                }
+            };
+            cx.record(&name, |s| s.tiles = Some(taken));
         });
         Ok(())
     }
@@ -99,21 +122,66 @@ impl Pass for Autotile {
 /// Tiles `b` for each cache level in `caps` (line and cap in elements),
 /// outermost level first: the tile for the first level, then, inside it,
 /// the tile of that tile for the next. A level whose best tile is the whole
-/// range adds no block.
-fn tile_levels(b: &Block, caps: &[(u64, u64)]) -> Block {
+/// range adds no block. Also gives the tiles of the levels that added one.
+fn tile_levels(b: &Block, caps: &[(u64, u64)]) -> (Block, Vec<Vec<(String, u64)>>) {
     let Some((&(line, cap), rest)) = caps.split_first() else {
-        return b.clone();
+        return (b.clone(), Vec::new());
     };
     let (tile, _) = search(b, line, cap, &|t| assign_outputs_split(b, t));
+    nest(b, tile, |inner| tile_levels(inner, rest))
+}
+
+/// Tiles `b` with the given tiles, one level per entry of `levels` (each
+/// index's tile by name, its whole range when left out), skipping a level
+/// that tiles nothing or under which tiles would write the same elements.
+/// Also gives the tiles of the levels that added a block.
+fn tile_given(b: &Block, levels: &[Vec<(String, u64)>]) -> (Block, Vec<Vec<(String, u64)>>) {
+    let Some((level, rest)) = levels.split_first() else {
+        return (b.clone(), Vec::new());
+    };
+    let tile: Vec<u64> = b
+        .idxs
+        .iter()
+        .map(|ix| {
+            level
+                .iter()
+                .find(|(n, _)| *n == ix.name)
+                .map_or(ix.range, |(_, t)| (*t).clamp(1, ix.range.max(1)))
+        })
+        .collect();
+    if !assign_outputs_split(b, &tile) {
+        return tile_given(b, rest);
+    }
+    nest(b, tile, |inner| tile_given(inner, rest))
+}
+
+/// `b` tiled by `tile`, with `inner` tiling the inner block further; the
+/// tiles of every level that added a block, outermost first (an index's
+/// tile listed where it is less than its range).
+fn nest(
+    b: &Block,
+    tile: Vec<u64>,
+    inner: impl FnOnce(&Block) -> (Block, Vec<Vec<(String, u64)>>),
+) -> (Block, Vec<Vec<(String, u64)>>) {
     let ranges: Vec<u64> = b.idxs.iter().map(|i| i.range).collect();
     if tile == ranges {
-        return tile_levels(b, rest);
+        return inner(b);
     }
+    let level: Vec<(String, u64)> = b
+        .idxs
+        .iter()
+        .zip(&tile)
+        .filter(|(ix, &t)| t < ix.range)
+        .map(|(ix, &t)| (ix.name.clone(), t))
+        .collect();
     let mut outer = tile_block(b, &tile);
-    if let Some(StmtKind::Block(inner)) = outer.stmts.first_mut().map(|s| &mut s.kind) {
-        **inner = tile_levels(inner, rest);
+    let mut levels = vec![level];
+    if let Some(StmtKind::Block(block)) = outer.stmts.first_mut().map(|s| &mut s.kind) {
+        let (tiled, more) = inner(block);
+        **block = tiled;
+        levels.extend(more);
     }
-    outer
+    (outer, levels)
 }
 
 /// Whether the pass tiles `b`: it, or a block nested in it (a fused

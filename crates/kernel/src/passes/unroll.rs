@@ -37,7 +37,7 @@
 use std::collections::HashMap;
 
 use crate::pass::{replace_verified, rewrite_each_block};
-use crate::{Affine, Block, Op, Pass, RefDir, Refinement, Statement, StmtKind, Target};
+use crate::{Affine, Block, Op, Pass, PassCx, RefDir, Refinement, Statement, StmtKind, Target};
 
 /// The most points a block may have to be unrolled.
 pub const MAX_POINTS: u64 = 16;
@@ -50,15 +50,28 @@ impl Pass for Unroll {
         "unroll"
     }
 
-    fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
+    fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
+        self.run_with(root, &PassCx::defaults(target))
+    }
+
+    fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_block(root, |b, check| {
+            let name = b.name.clone();
+            if cx.given.step(&name).unroll == Some(false) {
+                cx.record(&name, |s| s.unroll = Some(false));
+                return;
+            }
             let mut candidates = Vec::new();
             collect(b, &mut Vec::new(), &mut candidates);
+            let before = b.clone();
             // In reverse pre-order, a block's descendants and later siblings
             // are rewritten before it, so the paths of the blocks still to
             // be visited stay valid.
             for (path, k) in candidates.into_iter().rev() {
                 replace_verified(b, &path, check, |p| unrolled(p, k));
+            }
+            if *b != before {
+                cx.record(&name, |s| s.unroll = Some(true));
             }
         });
         Ok(())

@@ -54,7 +54,7 @@ use std::collections::{HashMap, HashSet};
 use crate::pass::rewrite_each_step;
 use crate::passes::autotile::{has_reduction, tile_block};
 use crate::passes::boundary::shifted;
-use crate::{Block, Pass, RefDir, Statement, StmtKind, Target};
+use crate::{Block, Pass, PassCx, RefDir, Statement, StepOptions, StmtKind, Target};
 
 /// A stride-1 index shorter than the width is vectorized when it fills at
 /// least this fraction of a vector (the rest of the lanes are masked off).
@@ -73,6 +73,10 @@ impl Pass for Vectorize {
     }
 
     fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
+        self.run_with(root, &PassCx::defaults(target))
+    }
+
+    fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_step(root, |step, check| {
             let StmtKind::Block(b) = &step.kind else {
                 return vec![step];
@@ -80,10 +84,18 @@ impl Pass for Vectorize {
             if b.is_library() {
                 return vec![step];
             }
-            let pieces = rewrite(b, target);
+            let given = cx.given.step(&b.name);
+            let mut taken = StepOptions::default();
+            let pieces = rewrite(b, cx.target, &given, &mut taken);
             // Keep the rewrite only if every piece verifies as a step of
             // the root, which is the kernel verifying with them.
             if pieces.iter().all(|p| check.verify(p).is_ok()) {
+                if taken.vectorize.is_some() {
+                    cx.record(&b.name, |s| {
+                        s.vectorize = taken.vectorize;
+                        s.jam = taken.jam;
+                    });
+                }
                 pieces
                     .into_iter()
                     .map(|p| Statement {
@@ -92,6 +104,9 @@ impl Pass for Vectorize {
                     })
                     .collect()
             } else {
+                if taken.vectorize.is_some() {
+                    cx.record(&b.name, |s| s.vectorize = Some(false));
+                }
                 vec![step]
             }
         });
@@ -100,8 +115,9 @@ impl Pass for Vectorize {
 }
 
 /// The blocks that replace `b`: `b` itself with its children rewritten, or,
-/// if `b` stores, its vectorized form and tail.
-fn rewrite(b: &Block, target: &Target) -> Vec<Block> {
+/// if `b` stores, its vectorized form and tail. `given` are the step's
+/// options; `taken` records whether it was vectorized, and its jam.
+fn rewrite(b: &Block, target: &Target, given: &StepOptions, taken: &mut StepOptions) -> Vec<Block> {
     if b.tags.contains("vector") || b.tags.contains("tail") {
         return vec![b.clone()];
     }
@@ -114,23 +130,38 @@ fn rewrite(b: &Block, target: &Target) -> Vec<Block> {
         let mut stmts = Vec::new();
         for s in &b.stmts {
             match &s.kind {
-                StmtKind::Block(c) => {
-                    stmts.extend(rewrite(c, target).into_iter().map(|p| Statement {
-                        kind: StmtKind::Block(Box::new(p)),
-                        tags: s.tags.clone(),
-                    }))
-                }
+                StmtKind::Block(c) => stmts.extend(
+                    rewrite(c, target, given, taken)
+                        .into_iter()
+                        .map(|p| Statement {
+                            kind: StmtKind::Block(Box::new(p)),
+                            tags: s.tags.clone(),
+                        }),
+                ),
                 _ => stmts.push(s.clone()),
             }
         }
         out.stmts = stmts;
         return vec![out];
     }
-    vectorized(b, target).unwrap_or_else(|| vec![b.clone()])
+    let pieces = if given.vectorize == Some(false) {
+        None
+    } else {
+        vectorized(b, target, given, taken)
+    };
+    if taken.vectorize.is_none() {
+        taken.vectorize = Some(pieces.is_some());
+    }
+    pieces.unwrap_or_else(|| vec![b.clone()])
 }
 
 /// `b` split into vectors along its stride-1 output index, and its tail.
-fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
+fn vectorized(
+    b: &Block,
+    target: &Target,
+    given: &StepOptions,
+    taken: &mut StepOptions,
+) -> Option<Vec<Block>> {
     let out = b
         .refs
         .iter()
@@ -164,11 +195,26 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
     // Without a reduction nothing stays in registers across the jammed
     // points, and jamming makes the stores walk down columns, one row a
     // page apart (a bias broadcast ran twice as slow).
-    let jam = if has_reduction(b) {
-        jam_index(b, k, target)
-    } else {
-        None
+    let jam = match &given.jam {
+        // A given jam is an output index other than the lanes', so every
+        // jammed point keeps an accumulator of its own.
+        Some(Some((name, t))) => b
+            .idxs
+            .iter()
+            .position(|ix| {
+                ix.name == *name
+                    && ix.affine.is_none()
+                    && out.access.iter().any(|a| a.terms.contains_key(name))
+            })
+            .filter(|&j| j != k)
+            .map(|j| (j, (*t).clamp(1, b.idxs[j].range))),
+        Some(None) => None,
+        None if has_reduction(b) => jam_index(b, k, target),
+        None => None,
     };
+    if taken.jam.is_none() {
+        taken.jam = Some(jam.map(|(j, t)| (b.idxs[j].name.clone(), t)));
+    }
     // A jammed index whose tile does not divide it: the whole tiles and
     // the points left over are two blocks, each vectorized.
     if let Some((j, t)) = jam {
@@ -176,10 +222,12 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
         if r % t != 0 {
             let main = r / t * t;
             let (m, rest) = (i64::try_from(main).ok()?, i64::try_from(r - main).ok()?);
-            let mut pieces = vectorized(&shifted(b, &name, 0, m), target)?;
+            let mut pieces = vectorized(&shifted(b, &name, 0, m), target, given, taken)?;
             let mut left = shifted(b, &name, m, rest);
             left.name = format!("{}_rest", b.name);
-            pieces.extend(vectorized(&left, target).unwrap_or_else(|| vec![left.clone()]));
+            pieces.extend(
+                vectorized(&left, target, given, taken).unwrap_or_else(|| vec![left.clone()]),
+            );
             return Some(pieces);
         }
     }
@@ -218,7 +266,7 @@ fn vectorized(b: &Block, target: &Target) -> Option<Vec<Block>> {
         tail.name = format!("{}_tail", b.name);
         tail.tags.insert("tail".to_string());
         // A tail of at least a quarter of the width is a partial vector.
-        match vectorized(&tail, target) {
+        match vectorized(&tail, target, given, taken) {
             Some(mut vector) => {
                 for p in &mut vector {
                     p.tags.insert("tail".to_string());

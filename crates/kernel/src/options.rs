@@ -1,0 +1,205 @@
+//! Kernel options: the choices the passes make for each step of a kernel,
+//! as data (TC §6's mapping options). A pass that finds a step's choice set
+//! takes it instead of its cost model's, and records what it took in the
+//! record the pipeline returns, so that the default record of a kernel is
+//! what the cost models chose and a search can change any part of it.
+//!
+//! A step is named as the pass that makes the choice sees it (the root's
+//! child block, after the renames of the passes before it: `s1_mm`,
+//! `s12_masks_1_vec`). The choices:
+//! - `tile`: autotile's tiles, one line per cache level, outermost first,
+//!   each `index=size` for the step's indices (an index left out keeps its
+//!   whole range); `tile none` leaves the step untiled;
+//! - `vectorize on|off`: whether vectorize splits the step into vectors;
+//! - `jam index=points | jam none`: vectorize's register block (the other
+//!   index jammed with the lanes);
+//! - `parallel index | parallel none`: the index parallelize partitions;
+//! - `unroll on|off`: whether unroll copies the step's small inner blocks.
+//!
+//! The text form: `step NAME` opens a step's choices, one per line after
+//! it; `#` starts a comment. [`print_options`] and [`parse_options`] round
+//! trip.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Every step's choices, by step name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub steps: BTreeMap<String, StepOptions>,
+}
+
+/// One step's choices; `None` leaves a choice to the pass's cost model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StepOptions {
+    /// Tiles per cache level, outermost first: each level's tile size by
+    /// index name. Empty: untiled.
+    pub tiles: Option<Vec<Vec<(String, u64)>>>,
+    pub vectorize: Option<bool>,
+    /// The index jammed with the vector lanes and its points, or none.
+    pub jam: Option<Option<(String, u64)>>,
+    /// The index partitioned over the cores, or none.
+    pub parallel: Option<Option<String>>,
+    pub unroll: Option<bool>,
+}
+
+impl Options {
+    /// Step `name`'s choices (all unset when it has none).
+    pub fn step(&self, name: &str) -> StepOptions {
+        self.steps.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Sets step `name`'s choices that `f` sets.
+    pub fn record(&mut self, name: &str, f: impl FnOnce(&mut StepOptions)) {
+        f(self.steps.entry(name.to_string()).or_default());
+    }
+}
+
+/// `options` as text.
+pub fn print_options(options: &Options) -> String {
+    let mut out = String::new();
+    for (name, s) in &options.steps {
+        let _ = writeln!(out, "step {name}");
+        if let Some(levels) = &s.tiles {
+            if levels.is_empty() {
+                out.push_str("  tile none\n");
+            }
+            for level in levels {
+                let sizes: Vec<String> = level.iter().map(|(i, t)| format!("{i}={t}")).collect();
+                let _ = writeln!(out, "  tile {}", sizes.join(" "));
+            }
+        }
+        if let Some(v) = s.vectorize {
+            let _ = writeln!(out, "  vectorize {}", on_off(v));
+        }
+        match &s.jam {
+            Some(Some((i, n))) => {
+                let _ = writeln!(out, "  jam {i}={n}");
+            }
+            Some(None) => out.push_str("  jam none\n"),
+            None => {}
+        }
+        match &s.parallel {
+            Some(Some(i)) => {
+                let _ = writeln!(out, "  parallel {i}");
+            }
+            Some(None) => out.push_str("  parallel none\n"),
+            None => {}
+        }
+        if let Some(u) = s.unroll {
+            let _ = writeln!(out, "  unroll {}", on_off(u));
+        }
+    }
+    out
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// Parses the text form; the error names the line and what is wrong there.
+pub fn parse_options(text: &str) -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut current: Option<String> = None;
+    for (k, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |m: String| format!("line {}: {m}", k + 1);
+        let mut words = line.split_whitespace();
+        let key = words.next().unwrap_or("");
+        let rest: Vec<&str> = words.collect();
+        if key == "step" {
+            let [name] = rest.as_slice() else {
+                return Err(at("`step` takes one step name".to_string()));
+            };
+            if options.steps.contains_key(*name) {
+                return Err(at(format!("step `{name}` is given twice")));
+            }
+            options
+                .steps
+                .insert(name.to_string(), StepOptions::default());
+            current = Some(name.to_string());
+            continue;
+        }
+        let Some(name) = &current else {
+            return Err(at(format!("`{key}` comes before any `step` line")));
+        };
+        let step = options
+            .steps
+            .get_mut(name)
+            .expect("inserted at its `step` line");
+        match key {
+            "tile" => {
+                let levels = step.tiles.get_or_insert_with(Vec::new);
+                if rest == ["none"] {
+                    if !levels.is_empty() {
+                        return Err(at("`tile none` after tiles of the same step".to_string()));
+                    }
+                    continue;
+                }
+                let level = rest
+                    .iter()
+                    .map(|w| sized(w).map_err(&at))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if level.is_empty() {
+                    return Err(at("`tile` takes `index=size` pairs or `none`".to_string()));
+                }
+                levels.push(level);
+            }
+            "vectorize" => step.vectorize = Some(switch(&rest).map_err(&at)?),
+            "unroll" => step.unroll = Some(switch(&rest).map_err(&at)?),
+            "jam" => {
+                step.jam = Some(match rest.as_slice() {
+                    ["none"] => None,
+                    [w] => Some(sized(w).map_err(&at)?),
+                    _ => return Err(at("`jam` takes `index=points` or `none`".to_string())),
+                });
+            }
+            "parallel" => {
+                step.parallel = Some(match rest.as_slice() {
+                    ["none"] => None,
+                    [i] if is_name(i) => Some(i.to_string()),
+                    _ => return Err(at("`parallel` takes an index name or `none`".to_string())),
+                });
+            }
+            other => {
+                return Err(at(format!(
+                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll)"
+                )))
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// `index=size` with a positive size.
+fn sized(w: &str) -> Result<(String, u64), String> {
+    let bad = || format!("`{w}` is not `index=size` with a positive size");
+    let (i, n) = w.split_once('=').ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    if !is_name(i) || n == 0 {
+        return Err(bad());
+    }
+    Ok((i.to_string(), n))
+}
+
+fn switch(rest: &[&str]) -> Result<bool, String> {
+    match rest {
+        ["on"] => Ok(true),
+        ["off"] => Ok(false),
+        _ => Err("expected `on` or `off`".to_string()),
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

@@ -36,6 +36,7 @@ pub mod source;
 pub mod specialized;
 pub mod target;
 mod transfer;
+pub mod tune;
 pub mod verify;
 
 pub use bind::{Bound, Sizes};

@@ -67,6 +67,7 @@ impl Options {
                 kernel::Verify::AtEnd
             },
             library: self.library,
+            kernel_options: kernel::Options::default(),
         })
     }
 }

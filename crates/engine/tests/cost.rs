@@ -42,6 +42,7 @@ fn service_on(dir: &std::path::Path, target: kernel::Target) -> CostService {
         target,
         verify: kernel::Verify::AtEnd,
         library: true,
+        kernel_options: kernel::Options::default(),
     };
     let kernels = KernelCache::open(
         dir.join("kernels"),

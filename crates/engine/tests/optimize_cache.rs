@@ -39,6 +39,7 @@ fn service(dir: &Path) -> CostService {
         target: kernel::Target::from_text(TARGET).expect("the target parses"),
         verify: kernel::Verify::AtEnd,
         library: true,
+        kernel_options: kernel::Options::default(),
     };
     let kernels = KernelCache::open(
         dir.join("kernels"),

@@ -57,6 +57,9 @@ pub struct Options {
     /// Run (batched) matmuls with the matmul library ([`crate::matmul`])
     /// instead of generated code.
     pub library: bool,
+    /// The kernel options the passes take instead of their cost models'
+    /// choices (`kernel::options`; empty: every choice the models').
+    pub kernel_options: kernel::Options,
 }
 
 /// A def compiled for concrete sizes and loaded.
@@ -332,7 +335,8 @@ fn optimize(
         Verify::AtEnd | Verify::ByCaller => Verify::ByCaller,
     };
     let run = |block: &mut Block, passes: &[String]| {
-        kernel::run_pipeline_verifying(block, passes, &options.target, verify, &mut |_, _| {})
+        let cx = kernel::PassCx::new(&options.target, &options.kernel_options);
+        kernel::run_pipeline_with(block, passes, &cx, verify, &mut |_, _| {})
             .map_err(BuildError::Internal)
     };
     run(&mut block, first)?;

@@ -56,6 +56,7 @@ pub fn key(
             "generated"
         },
         &verify,
+        &kernel::print_options(&options.kernel_options),
     ])
 }
 

@@ -31,6 +31,18 @@ fn check_with(
     sizes: &[(&str, i64)],
     scalars: &[(&str, Value)],
 ) -> runtime::Executable {
+    check_options(&options(library), cache, program, def, sizes, scalars)
+}
+
+/// [`check_with`] with the given build options.
+fn check_options(
+    options: &runtime::Options,
+    cache: &KernelCache,
+    program: &Program,
+    def: &str,
+    sizes: &[(&str, i64)],
+    scalars: &[(&str, Value)],
+) -> runtime::Executable {
     let d = program.def(def).unwrap();
     let given: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let mut args: HashMap<String, Arg> = scalars
@@ -49,7 +61,7 @@ fn check_with(
         }
     }
     let want = interp::run(program, def, &args, &given, Mode::Real).unwrap();
-    let exe = runtime::build(program, def, &bound, &options(library), cache)
+    let exe = runtime::build(program, def, &bound, options, cache)
         .unwrap_or_else(|e| panic!("{def}: {e}"));
     let mut state = exe.state();
     for (name, a) in &args {
@@ -506,4 +518,34 @@ fn library_band_products_match_the_interpreter() {
         let exe = check_with(false, &cache, &p, "g2bmm", &sizes, &scalars);
         assert_eq!(exe.library_steps(), 0);
     }
+}
+
+#[test]
+fn kernel_options_change_the_kernel_and_keep_the_results() {
+    let cache = cache("kernel-options");
+    let p = load("examples/paper/tmm.tc");
+    let sizes = [("M", 40), ("K", 96), ("N", 36)];
+    let parallel = |b: &kernel::Block| -> Vec<String> {
+        b.stmts
+            .iter()
+            .filter_map(|s| match &s.kind {
+                kernel::StmtKind::Block(b) if b.tags.contains("parallel") => Some(b.name.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let default = check_with(false, &cache, &p, "tmm", &sizes, &[]);
+    let steps = parallel(&default.block);
+    assert!(!steps.is_empty(), "the default partitions a step");
+    // Every step the default partitions, given no parallel index.
+    let mut given = kernel::Options::default();
+    for name in &steps {
+        given.record(name, |s| s.parallel = Some(None));
+    }
+    let serial = runtime::Options {
+        kernel_options: given,
+        ..options(false)
+    };
+    let exe = check_options(&serial, &cache, &p, "tmm", &sizes, &[]);
+    assert_eq!(parallel(&exe.block), Vec::<String>::new());
 }

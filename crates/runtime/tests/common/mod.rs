@@ -40,5 +40,6 @@ pub fn options(library: bool) -> runtime::Options {
         },
         verify: kernel::Verify::AtEnd,
         library,
+        kernel_options: kernel::Options::default(),
     }
 }

@@ -45,6 +45,9 @@ pub struct Entry {
     pub candidates: u64,
 }
 
+/// A listed entry: its key, and the entry or why it is damaged.
+pub type Listed = (String, Result<Entry, String>);
+
 /// What the cache holds for a key.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lookup {
@@ -138,7 +141,7 @@ impl TuneCache {
     }
 
     /// Every entry, by key, sorted: each read, or why it is damaged.
-    pub fn list(&self) -> Result<Vec<(String, Result<Entry, String>)>, Error> {
+    pub fn list(&self) -> Result<Vec<Listed>, Error> {
         let read = std::fs::read_dir(&self.dir).map_err(|e| {
             Error::cache(format!(
                 "cannot list the tuning cache `{}`: {e}",

@@ -20,6 +20,7 @@ mod progress;
 mod run;
 mod split;
 mod target;
+mod tune_worker;
 mod verify;
 
 use std::process::ExitCode;
@@ -81,6 +82,10 @@ enum Command {
     /// views, in-place updates, loops and branches) into a functional TC
     /// program (TensorSSA), print it and the mutations it removed.
     Functionalize(functionalize::FunctionalizeArgs),
+    /// Measure one autotuning job read as JSON from standard input (the
+    /// autotuner's worker process; not for direct use).
+    #[command(hide = true)]
+    TuneWorker(tune_worker::TuneWorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
         Command::Optimize(a) => optimize::run(&a),
         Command::Derive(a) => derive::run(&a),
         Command::Functionalize(a) => functionalize::run(&a),
+        Command::TuneWorker(a) => tune_worker::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),
             Ok((out, false)) => {

@@ -20,6 +20,7 @@ mod progress;
 mod run;
 mod split;
 mod target;
+mod tune;
 mod tune_worker;
 mod verify;
 
@@ -82,6 +83,10 @@ enum Command {
     /// views, in-place updates, loops and branches) into a functional TC
     /// program (TensorSSA), print it and the mutations it removed.
     Functionalize(functionalize::FunctionalizeArgs),
+    /// Tune a TC def's kernel options: a genetic search (TC §6), every
+    /// candidate checked and timed in a worker process of its own; the
+    /// winner is kept in the tuning cache (`--show` lists it).
+    Tune(tune::TuneArgs),
     /// Measure one autotuning job read as JSON from standard input (the
     /// autotuner's worker process; not for direct use).
     #[command(hide = true)]
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
         Command::Optimize(a) => optimize::run(&a),
         Command::Derive(a) => derive::run(&a),
         Command::Functionalize(a) => functionalize::run(&a),
+        Command::Tune(a) => tune::run(&a),
         Command::TuneWorker(a) => tune_worker::run(&a),
         Command::Verify(a) => match verify::run(&a) {
             Ok((out, true)) => Ok(out),

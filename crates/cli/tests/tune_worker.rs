@@ -32,6 +32,7 @@ fn job(fault: Option<&str>, best_ns: Option<u64>) -> Job {
         options: "step s1_C_init_fused\n  vectorize off\n".to_string(),
         best_ns,
         seed: 3,
+        compile_only: false,
         fault: fault.map(str::to_string),
     }
 }

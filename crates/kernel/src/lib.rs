@@ -30,7 +30,8 @@ pub use options::{parse_options, print_options, Options, StepOptions};
 pub use parse::{parse_block, ParseError};
 pub use pass::{
     builtin_pipeline, parse_pipeline, pass_by_name, pass_names, run_pipeline,
-    run_pipeline_verifying, run_pipeline_with, Pass, PassCx, Verify, BUILTIN_PIPELINES,
+    run_pipeline_verifying, run_pipeline_with, Pass, PassCx, StepIndices, Verify,
+    BUILTIN_PIPELINES,
 };
 pub use print::{op_name, print_block};
 pub use target::{cache_dir, Cache, Target};

@@ -35,7 +35,12 @@ pub struct PassCx<'a> {
     pub target: &'a Target,
     pub given: &'a Options,
     taken: Mutex<Options>,
+    indices: Mutex<StepIndices>,
 }
+
+/// For each step autotile saw, its free indices and their ranges: the
+/// space a search draws tiles from.
+pub type StepIndices = std::collections::BTreeMap<String, Vec<(String, u64)>>;
 
 impl<'a> PassCx<'a> {
     pub fn new(target: &'a Target, given: &'a Options) -> PassCx<'a> {
@@ -43,6 +48,7 @@ impl<'a> PassCx<'a> {
             target,
             given,
             taken: Mutex::new(Options::default()),
+            indices: Mutex::new(StepIndices::new()),
         }
     }
 
@@ -62,11 +68,29 @@ impl<'a> PassCx<'a> {
             .record(name, f);
     }
 
+    /// Records step `name`'s free indices and their ranges.
+    pub fn record_indices(&self, name: &str, indices: Vec<(String, u64)>) {
+        self.indices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.to_string(), indices);
+    }
+
     /// The options taken so far.
     pub fn taken(self) -> Options {
-        self.taken
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.into_parts().0
+    }
+
+    /// The options taken and the steps' indices.
+    pub fn into_parts(self) -> (Options, StepIndices) {
+        (
+            self.taken
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+            self.indices
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 }
 

@@ -316,6 +316,28 @@ fn optimize(
     sizes: &HashMap<String, i64>,
     options: &Options,
 ) -> Result<Block, BuildError> {
+    optimize_recording(program, def, sizes, options).map(|(b, _, _)| b)
+}
+
+/// The kernel options the passes take when `build` compiles `def` with
+/// `options` (its given ones where they apply, the cost models' choices
+/// elsewhere), and the indices of the steps autotile saw: a tuner's
+/// default record and space. Runs the pipeline; compiles nothing.
+pub fn options_taken(
+    program: &Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+    options: &Options,
+) -> Result<(kernel::Options, kernel::StepIndices), BuildError> {
+    optimize_recording(program, def, sizes, options).map(|(_, o, i)| (o, i))
+}
+
+fn optimize_recording(
+    program: &Program,
+    def: &str,
+    sizes: &HashMap<String, i64>,
+    options: &Options,
+) -> Result<(Block, kernel::Options, kernel::StepIndices), BuildError> {
     let mut block = kernel::lower_def(program, def, sizes).map_err(BuildError::Lower)?;
     // The pipeline's leading `inline` passes run before the library matmuls
     // are marked, so that a matmul inside a called def (every node of an
@@ -334,8 +356,8 @@ fn optimize(
         Verify::EachPass => Verify::EachPass,
         Verify::AtEnd | Verify::ByCaller => Verify::ByCaller,
     };
+    let cx = kernel::PassCx::new(&options.target, &options.kernel_options);
     let run = |block: &mut Block, passes: &[String]| {
-        let cx = kernel::PassCx::new(&options.target, &options.kernel_options);
         kernel::run_pipeline_with(block, passes, &cx, verify, &mut |_, _| {})
             .map_err(BuildError::Internal)
     };
@@ -353,7 +375,8 @@ fn optimize(
             errs.join("\n  ")
         ))
     })?;
-    Ok(block)
+    let (taken, indices) = cx.into_parts();
+    Ok((block, taken, indices))
 }
 
 /// The concrete shapes of `def`'s tensor parameters and results.

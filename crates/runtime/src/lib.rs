@@ -10,5 +10,7 @@ pub mod matmul;
 pub mod plan;
 pub mod saved;
 
-pub use exec::{build, BuildError, Executable, Options, Placement, State, StepProfile};
+pub use exec::{
+    build, options_taken, BuildError, Executable, Options, Placement, State, StepProfile,
+};
 pub use plan::Plan;

@@ -4,8 +4,9 @@
 //! are JSON, so that a job can run in another process (`worker.rs`, the
 //! `tessera tune-worker` command) or, later, on another machine.
 //!
-//! The first run, on fresh memory, is checked against the interpreter and
-//! not timed. Timing follows TC's pruning rules: a candidate whose first
+//! The first run, on fresh memory, is not timed; its outputs are checked
+//! against the interpreter when the candidate's time beats the best so
+//! far (only such a candidate can win). Timing follows TC's pruning rules: a candidate whose first
 //! timed run takes at least 100 times the best time so far, or whose
 //! warm-up runs take at least 5 times it, is not timed further
 //! (`Reply::Pruned`).
@@ -31,6 +32,11 @@ pub struct Job {
     pub best_ns: Option<u64>,
     /// The seed of the random inputs.
     pub seed: u64,
+    /// Compile only (the kernel cache keeps the result), so that a
+    /// generation's candidates compile in parallel before they are timed
+    /// one at a time.
+    #[serde(default)]
+    pub compile_only: bool,
     /// For tests of the tuner's isolation only: make the job crash
     /// (`abort`), never finish (`hang`) or run 1000 times slower (`slow`).
     #[serde(default)]
@@ -95,6 +101,9 @@ fn measure(job: &Job) -> Result<Reply, String> {
     let cache = codegen::cache::KernelCache::open_default().map_err(|e| e.to_string())?;
     let compiled = compile::compile_with(&program, def, &bound, &resolved, &cache, false)
         .map_err(|e| e.to_string())?;
+    if job.compile_only {
+        return Ok(Reply::Time { median_ns: 0 });
+    }
     let mut state = compiled.prepare(&args).map_err(|e| e.to_string())?;
     let slow = job.fault.as_deref() == Some("slow");
     let timed = |state: &mut runtime::State| -> Result<Duration, String> {
@@ -113,18 +122,10 @@ fn measure(job: &Job) -> Result<Reply, String> {
         },
         _ => {}
     }
-    // The first run, on fresh memory, is checked, not timed.
+    // The first run, on fresh memory, is not timed; its outputs are kept
+    // for the check.
     compiled.run_state(&mut state, None)?;
     let outputs = compiled.outputs(&state).map_err(|e| e.to_string())?;
-    let want = interp::run(&program, &job.def, &args, &given, Mode::Real)
-        .map_err(|e| format!("the interpreter: {}", e.message))?;
-    for ((name, got), (_, w)) in outputs.iter().zip(&want) {
-        if let Some(i) = differs(got, w) {
-            return Err(format!(
-                "wrong result: `{name}`[{i}] differs from the interpreter's"
-            ));
-        }
-    }
     let first = timed(&mut state)?;
     let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
     let too_slow = |d: Duration, factor: u64| {
@@ -151,9 +152,21 @@ fn measure(job: &Job) -> Result<Reply, String> {
         times.push(timed(&mut state)?);
     }
     times.sort();
-    Ok(Reply::Time {
-        median_ns: nanos(times[times.len() / 2]),
-    })
+    let median = nanos(times[times.len() / 2]);
+    // Only a candidate that would win is checked against the interpreter
+    // (a slower one never wins, and the check can cost more than timing).
+    if job.best_ns.is_none_or(|b| median < b) {
+        let want = interp::run(&program, &job.def, &args, &given, Mode::Real)
+            .map_err(|e| format!("the interpreter: {}", e.message))?;
+        for ((name, got), (_, w)) in outputs.iter().zip(&want) {
+            if let Some(i) = differs(got, w) {
+                return Err(format!(
+                    "wrong result: `{name}`[{i}] differs from the interpreter's"
+                ));
+            }
+        }
+    }
+    Ok(Reply::Time { median_ns: median })
 }
 
 /// The first element where `got` and `want` differ beyond rounding

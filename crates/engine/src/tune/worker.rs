@@ -7,8 +7,9 @@
 //! nothing parseable or runs past the limit (it is then killed) fails
 //! that job alone, with the reason; the search goes on.
 //!
-//! Jobs run one after the other: timing two at once on a machine's cores
-//! would disturb both. Another executor (a pool of machines, driven for
+//! A generation's jobs compile first, one worker per core at once; then
+//! they are timed one after the other: timing two at once on a machine's
+//! cores would disturb both. Another executor (a pool of machines, driven for
 //! example by Ray from the Python package) implements the same trait; the
 //! tuning cache is the only state the jobs share.
 
@@ -35,16 +36,42 @@ pub struct LocalWorkers {
 
 impl Executor for LocalWorkers {
     fn measure(&self, jobs: &[Job]) -> Vec<Reply> {
+        // Compiled first, a worker per core at once (the kernel cache
+        // keeps the results); a candidate that fails to compile fails
+        // there. Then timed one at a time.
+        let compile: Vec<Job> = jobs
+            .iter()
+            .map(|j| Job {
+                compile_only: true,
+                ..j.clone()
+            })
+            .collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut compiled: Vec<Option<Reply>> = vec![None; jobs.len()];
+        for (chunk, slots) in compile.chunks(cores).zip(compiled.chunks_mut(cores)) {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = chunk.iter().map(|j| s.spawn(|| self.reply(j))).collect();
+                for (h, slot) in handles.into_iter().zip(slots.iter_mut()) {
+                    *slot = h.join().ok();
+                }
+            });
+        }
         jobs.iter()
-            .map(|j| {
-                self.one(j)
-                    .unwrap_or_else(|reason| Reply::Failed { reason })
+            .zip(compiled)
+            .map(|(j, c)| match c {
+                Some(failed @ Reply::Failed { .. }) => failed,
+                _ => self.reply(j),
             })
             .collect()
     }
 }
 
 impl LocalWorkers {
+    fn reply(&self, job: &Job) -> Reply {
+        self.one(job)
+            .unwrap_or_else(|reason| Reply::Failed { reason })
+    }
+
     fn one(&self, job: &Job) -> Result<Reply, String> {
         let input = serde_json::to_string(job).map_err(|e| format!("the job: {e}"))?;
         let mut child = Command::new(&self.program)

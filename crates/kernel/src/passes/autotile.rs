@@ -85,6 +85,13 @@ impl Pass for Autotile {
     fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_block(root, |b, check| {
             let name = b.name.clone();
+            let free: Vec<(String, u64)> = b
+                .idxs
+                .iter()
+                .filter(|ix| ix.affine.is_none())
+                .map(|ix| (ix.name.clone(), ix.range))
+                .collect();
+            cx.record_indices(&name, free);
             let taken = match cx.given.step(&name).tiles {
                 Some(levels) => {
                     let (tiled, taken) = tile_given(b, &levels);

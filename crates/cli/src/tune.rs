@@ -1,0 +1,190 @@
+//! `tessera tune`: tune a TC def's kernel options (the genetic search of
+//! TC §6, each candidate measured in a worker process of its own) and keep
+//! the winner in the tuning cache; `--show` lists the cache.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use engine::tune::cache::TuneCache;
+use engine::tune::genetic::Params;
+use engine::tune::tuner::{tune, Request};
+use engine::tune::worker::LocalWorkers;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+#[derive(clap::Args, Debug)]
+pub struct TuneArgs {
+    /// The TC file.
+    #[arg(required_unless_present = "show")]
+    pub file: Option<PathBuf>,
+    /// The def to tune (may be left out when the file has one def).
+    #[arg(long)]
+    pub def: Option<String>,
+    /// Bind a size symbol: `--size N=128` (repeatable); every one must be
+    /// bound.
+    #[arg(long = "size", value_name = "SYM=N")]
+    pub sizes: Vec<String>,
+    /// Stop after this many seconds (between generations).
+    #[arg(long, default_value_t = 60.0)]
+    pub budget: f64,
+    /// Generations of the search (TC's default: 25).
+    #[arg(long, default_value_t = 25)]
+    pub generations: usize,
+    /// Candidates per generation (TC's default: 100).
+    #[arg(long, default_value_t = 100)]
+    pub population: usize,
+    /// The seed of the search's random choices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// How long one candidate may take (compile, check and time) before
+    /// its worker is killed and it fails.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub limit: f64,
+    /// List the tuning cache instead.
+    #[arg(long, conflicts_with = "file")]
+    pub show: bool,
+}
+
+pub fn run(a: &TuneArgs) -> Result<String, String> {
+    let message = |e: engine::Error| e.to_string();
+    let dir = TuneCache::default_dir().map_err(message)?;
+    let cache = TuneCache::open(dir).map_err(message)?;
+    if a.show {
+        return show(&cache).map_err(message);
+    }
+    let Some(file) = &a.file else {
+        return Err("error: give a TC file to tune, or `--show`".to_string());
+    };
+    if file.extension().is_some_and(|e| e == "onnx" || e == "py") {
+        return Err(format!(
+            "error: `{}`: tuning ONNX models and Python functions is not built yet; tune a TC file",
+            file.display()
+        ));
+    }
+    for (what, v) in [("--budget", a.budget), ("--limit", a.limit)] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!(
+                "error: {what} must be a positive number of seconds, not {v}"
+            ));
+        }
+    }
+    if a.generations == 0 || a.population == 0 {
+        return Err("error: --generations and --population must be at least 1".to_string());
+    }
+    let source = engine::Source::read_tc(file).map_err(message)?;
+    let def = source.pick_def(a.def.as_deref()).map_err(message)?;
+    let given = engine::bind::parse_sizes(&a.sizes).map_err(message)?;
+    let bound = interp::bind_sizes(def, &std::collections::HashMap::new(), &given)
+        .map_err(|e| format!("error: {}", e.message))?;
+    let sizes: BTreeMap<String, i64> = bound.into_iter().collect();
+    let exe = std::env::current_exe().map_err(|e| format!("error: cannot find tessera: {e}"))?;
+    let workers = LocalWorkers {
+        program: exe,
+        args: vec!["tune-worker".to_string()],
+        limit: Duration::from_secs_f64(a.limit),
+    };
+    let params = Params {
+        population: a.population,
+        generations: a.generations,
+        elites: (a.population / 10).max(1),
+        seed: a.seed,
+        ..Params::default()
+    };
+    let bar =
+        ProgressBar::with_draw_target(Some(a.generations as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("tuning [{bar:30}] generation {pos}/{len}: {msg}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let request = Request {
+        program: source.program(),
+        def: &def.name,
+        sizes: &sizes,
+        params,
+        budget: Duration::from_secs_f64(a.budget),
+    };
+    let tuned = tune(
+        &request,
+        &workers,
+        &cache,
+        &mut |p| {
+            bar.set_position(p.generation as u64);
+            bar.set_message(format!(
+                "best {}, {} measured, {} failed",
+                p.best
+                    .map_or("none".to_string(), |t| format!("{:.4} ms", t * 1e3)),
+                p.measured,
+                p.failed
+            ));
+        },
+        &|| false,
+    )
+    .map_err(message)?;
+    bar.finish_and_clear();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let mut out = String::new();
+    if let Some(why) = &tuned.damaged {
+        let _ = writeln!(
+            out,
+            "note: the cache's entry was damaged ({why}) and is replaced"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}: untuned {:.4} ms; {} candidates measured, {} failed",
+        def.name,
+        ms(tuned.default_ns),
+        tuned.measured,
+        tuned.failed.len()
+    );
+    match &tuned.best {
+        Some((options, ns)) => {
+            let _ = writeln!(
+                out,
+                "best {:.4} ms ({:.2}x the untuned kernel){}",
+                ms(*ns),
+                tuned.default_ns as f64 / *ns as f64,
+                if tuned.stored {
+                    ", kept in the tuning cache"
+                } else if tuned.cached.is_some() {
+                    "; the cache holds a faster one"
+                } else {
+                    "; not faster than the untuned kernel, not kept"
+                }
+            );
+            out.push_str(&kernel::print_options(options));
+        }
+        None => out.push_str("no candidate ran\n"),
+    }
+    Ok(out)
+}
+
+fn show(cache: &TuneCache) -> Result<String, engine::Error> {
+    let mut out = String::new();
+    for (key, entry) in cache.list()? {
+        match entry {
+            Ok(e) => {
+                let sizes: Vec<String> = e.sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let _ = writeln!(
+                    out,
+                    "{} {} [{}]: {:.4} ms tuned, {:.4} ms untuned, {} candidates",
+                    &key[..12],
+                    e.def,
+                    sizes.join(" "),
+                    e.time_ns as f64 / 1e6,
+                    e.default_ns as f64 / 1e6,
+                    e.candidates
+                );
+            }
+            Err(why) => {
+                let _ = writeln!(out, "{} damaged: {why}", &key[..12.min(key.len())]);
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("the tuning cache is empty\n");
+    }
+    Ok(out)
+}

@@ -180,6 +180,13 @@ fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
             "  build (lower, passes, compile or cache) {:.3} s",
             build_secs
         );
+        if let Some(ns) = compiled.tuned_ns() {
+            let _ = writeln!(
+                out,
+                "  kernel options from the tuning cache (`tessera tune` measured {:.4} ms)",
+                ns as f64 / 1e6
+            );
+        }
         let p = source.model.as_ref().map_or(built.packing, |m| m.packing);
         if a.profile && p.tensors > 0 {
             let _ = writeln!(

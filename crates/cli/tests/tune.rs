@@ -58,6 +58,18 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
     } else {
         assert_eq!(shown, "the tuning cache is empty\n");
     }
+    // Another process benchmarking the same kernel takes the tuned
+    // options from the cache, exactly when they were kept.
+    let mut bench = vec!["bench", "examples/paper/gconv.tc"];
+    bench.extend(sizes);
+    bench.extend(["--runs", "3"]);
+    let (code, out, err) = tessera(&cache, &bench);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.contains("kernel options from the tuning cache"),
+        kept,
+        "{out}"
+    );
 }
 
 #[test]

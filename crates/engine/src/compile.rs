@@ -102,6 +102,9 @@ pub struct Compiled {
     /// The outputs stored in another order of their dimensions
     /// (`ssa::layout`), handed out as strided views in the declared order.
     pub(crate) permuted: Vec<ssa::layout::Permuted>,
+    /// The time `tessera tune` measured for the tuned options this was
+    /// compiled with (from the tuning cache), if it was.
+    pub(crate) tuned_ns: Option<u64>,
 }
 
 /// Compiles `def` of `program` for `sizes` with the per-user kernel cache
@@ -164,6 +167,7 @@ pub fn compile_with(
         exe,
         outputs: def.outputs.clone(),
         permuted,
+        tuned_ns: None,
     })
 }
 
@@ -186,6 +190,12 @@ impl Compiled {
     /// The kernel after the pipeline, as text.
     pub fn kernel_text(&self) -> String {
         kernel::print_block(&self.exe.block)
+    }
+
+    /// The time `tessera tune` measured for the tuned kernel options this
+    /// was compiled with, when the tuning cache supplied them.
+    pub fn tuned_ns(&self) -> Option<u64> {
+        self.tuned_ns
     }
 
     /// The steps (kernels and library calls) one run executes.

@@ -43,8 +43,18 @@ pub fn compile_constants(
     options: &Options,
     constants: HashMap<String, Arg>,
 ) -> Result<Built, Error> {
-    let resolved = options.resolve()?;
+    let mut resolved = options.resolve()?;
     let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
+    // Options `tessera tune` found for this kernel, when none are given.
+    let tuned = if resolved.kernel_options.steps.is_empty() {
+        crate::tune::tuner::cached(program, def, sizes, &resolved.target, &cache)
+    } else {
+        None
+    };
+    if let Some((o, _)) = &tuned {
+        resolved.kernel_options = o.clone();
+    }
+    let tuned_ns = tuned.map(|(_, ns)| ns);
     let blocked = options
         .layout
         .then(|| compile::layout(program, def, sizes, &resolved.target))
@@ -61,7 +71,7 @@ pub fn compile_constants(
         .then(|| opt::hoist::hoist_constants(def, &names, &load_name))
         .flatten();
     let Some(hoisted) = hoisted else {
-        let compiled = compile::compile_with(
+        let mut compiled = compile::compile_with(
             program,
             def,
             sizes,
@@ -69,6 +79,7 @@ pub fn compile_constants(
             &cache,
             options.output_layouts,
         )?;
+        compiled.tuned_ns = tuned_ns;
         return Ok(Built {
             compiled,
             fixed: constants,
@@ -135,6 +146,8 @@ pub fn compile_constants(
     )?;
     let mut fixed = constants;
     fixed.extend(packed.into_iter().map(|(n, t)| (n, Arg::Tensor(t))));
+    let mut compiled = compiled;
+    compiled.tuned_ns = tuned_ns;
     Ok(Built {
         compiled,
         fixed,

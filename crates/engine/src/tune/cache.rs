@@ -12,9 +12,9 @@
 //!
 //! The kernel cache's rules hold (`codegen::cache`): an entry is written
 //! to a scratch file and renamed into place, so a reader sees no entry or
-//! a whole one, and every read-check-write of a key happens under the
-//! key's exclusive lock, so concurrent tuners of one kernel keep the
-//! faster of their results. An entry that does not parse, has another
+//! a whole one (lookups take no lock), and every read-check-write of a
+//! key happens under the key's exclusive lock, so concurrent tuners of one
+//! kernel keep the faster of their results. An entry that does not parse, has another
 //! format or options that do not parse is reported as damaged, with why,
 //! and never used.
 
@@ -108,9 +108,10 @@ impl TuneCache {
         self.dir.join(format!("{key}.json"))
     }
 
-    /// What the cache holds for `key`.
+    /// What the cache holds for `key`. Entries are renamed into place
+    /// whole, so reading takes no lock (and a lookup of a kernel never
+    /// tuned leaves no lock file behind).
     pub fn get(&self, key: &str) -> Result<Lookup, Error> {
-        let _lock = lock_key(&self.dir, key).map_err(Error::cache)?;
         self.read(key)
     }
 

@@ -99,8 +99,20 @@ fn measure(job: &Job) -> Result<Reply, String> {
         .map_err(|e| e.to_string())?;
     resolved.kernel_options = kernel_options;
     let cache = codegen::cache::KernelCache::open_default().map_err(|e| e.to_string())?;
-    let compiled = compile::compile_with(&program, def, &bound, &resolved, &cache, false)
-        .map_err(|e| e.to_string())?;
+    // Rewritten into the layouts `run` and `bench` compile (the options
+    // name the steps of that program).
+    let blocked = compile::layout(&program, def, &bound, &resolved.target);
+    let compiled_program = blocked.as_ref().unwrap_or(&program);
+    let compiled_def = compiled_program.def(&job.def).unwrap_or(def);
+    let compiled = compile::compile_with(
+        compiled_program,
+        compiled_def,
+        &bound,
+        &resolved,
+        &cache,
+        false,
+    )
+    .map_err(|e| e.to_string())?;
     if job.compile_only {
         return Ok(Reply::Time { median_ns: 0 });
     }

@@ -67,6 +67,32 @@ pub fn cache_key(
     ))
 }
 
+/// The options the tuning cache holds for `def` of `program` at `sizes`
+/// on `target` with the compiler of `kernels`, and their tuned time; `None`
+/// when it holds none, or a damaged entry, or cannot be read (compiling
+/// never fails for the tuning cache).
+pub fn cached(
+    program: &Program,
+    def: &ir::Def,
+    sizes: &HashMap<String, i64>,
+    target: &kernel::Target,
+    kernels: &codegen::cache::KernelCache,
+) -> Option<(kernel::Options, u64)> {
+    let sorted: BTreeMap<String, i64> = sizes.clone().into_iter().collect();
+    let key = cache::key(
+        &ir::print_program(program),
+        &def.name,
+        &sorted,
+        &target.codegen_text(),
+        kernels.compiler_id(),
+    );
+    let cache = TuneCache::open(TuneCache::default_dir().ok()?).ok()?;
+    match cache.get(&key).ok()? {
+        Lookup::Hit(e, o) => Some((o, e.time_ns)),
+        Lookup::Miss | Lookup::Damaged(_) => None,
+    }
+}
+
 /// Tunes `req` with `executor`, keeping the winner in `cache`.
 pub fn tune(
     req: &Request,
@@ -84,8 +110,15 @@ pub fn tune(
     };
     let resolved = compile::Options::default().resolve()?;
     let sizes: HashMap<String, i64> = req.sizes.clone().into_iter().collect();
+    let def = req
+        .program
+        .def(req.def)
+        .ok_or_else(|| Error::Usage(format!("no def `{}`", req.def)))?;
+    // The program `run` and `bench` compile: in their layouts.
+    let blocked = compile::layout(req.program, def, &sizes, &resolved.target);
+    let compiled = blocked.as_ref().unwrap_or(req.program);
     let (taken, indices) =
-        runtime::options_taken(req.program, req.def, &sizes, &resolved).map_err(Error::Build)?;
+        runtime::options_taken(compiled, req.def, &sizes, &resolved).map_err(Error::Build)?;
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(

@@ -187,3 +187,49 @@ impl Space {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn taken() -> (Options, StepIndices) {
+        let options = kernel::parse_options(
+            "step s1\n  tile i=4\n  vectorize on\n  jam i=8\nstep s1_vec\n  parallel i\n",
+        )
+        .expect("parses");
+        let indices: StepIndices = [(
+            "s1".to_string(),
+            vec![
+                ("i".to_string(), 12),
+                ("j".to_string(), 1),
+                ("k".to_string(), 3),
+            ],
+        )]
+        .into();
+        (options, indices)
+    }
+
+    #[test]
+    fn genes_follow_the_choices_taken_and_the_indices_seen() {
+        let (options, indices) = taken();
+        let space = Space::new(&options, &indices);
+        // Tiles of `i` (12: whole, then 1 2 3 4 6 8) and `k` (3: whole,
+        // then 1 2) at two levels (`j` has one value); vectorize; the jam
+        // (none, 8, 4, 16); the parallel index.
+        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 4, 2]);
+        // The default's genome decodes to the options taken.
+        let g = space.encode(&options);
+        assert_eq!(g, vec![4, 0, 0, 0, 0, 1, 0]);
+        assert_eq!(space.decode(&g), options);
+        // Another genome: `i` by 2 then `k` by 1, no vectors, no jam, no
+        // parallel index.
+        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1]);
+        assert_eq!(
+            kernel::print_options(&other),
+            "step s1\n  tile i=2\n  tile k=1\n  vectorize off\n  jam none\nstep s1_vec\n  parallel none\n"
+        );
+        // Every tile gene at its first value: untiled.
+        let whole = space.decode(&vec![0; 7]);
+        assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
+    }
+}

@@ -54,9 +54,8 @@ pub enum Reply {
     Pruned { seen_ns: u64 },
 }
 
-/// The fewest timed runs, and the least time spent timing.
-const MIN_RUNS: u32 = 5;
-const MIN_SECONDS: f64 = 0.05;
+/// The timed runs after the warm-up.
+const RUNS: u32 = 10;
 
 /// Runs the job in `input` (JSON) in this process; the reply as JSON.
 pub fn run_json(input: &str) -> Result<String, String> {
@@ -158,13 +157,11 @@ fn measure(job: &Job) -> Result<Reply, String> {
             seen_ns: nanos(warm_min),
         });
     }
-    let started = Instant::now();
-    let mut times = Vec::new();
-    while times.len() < MIN_RUNS as usize || started.elapsed().as_secs_f64() < MIN_SECONDS {
-        times.push(timed(&mut state)?);
-    }
-    times.sort();
-    let median = nanos(times[times.len() / 2]);
+    // Timed as `tessera bench` times (a warm-up of at least 0.25 s, then
+    // the median), so that a tuned time and a benchmark agree.
+    let timing = crate::cost::timing::time_runs(&compiled, &mut state, RUNS, 0, false)
+        .map_err(|e| e.to_string())?;
+    let median = nanos(Duration::from_secs_f64(timing.median()));
     // Only a candidate that would win is checked against the interpreter
     // (a slower one never wins, and the check can cost more than timing).
     if job.best_ns.is_none_or(|b| median < b) {

@@ -6,7 +6,8 @@
 //!
 //! Generation zero starts from the cost models' record and the cached
 //! one. The search stops at its last generation, at the budget, or when
-//! `interrupted` says so (Ctrl-C), and keeps what it found either way.
+//! `interrupted` says so (Ctrl-C), and keeps what it found either way,
+//! when it is at least 3% faster than the default and the cached entry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -19,6 +20,11 @@ use super::job::{Job, Reply};
 use super::space::Space;
 use super::worker::Executor;
 use crate::{compile, Error};
+
+/// A winner is kept only when it takes at most this fraction of the
+/// default's time (and of the cached entry's): closer than that is within
+/// the noise of two medians on a busy machine.
+const KEEP: f64 = 0.97;
 
 /// What to tune.
 #[derive(Clone, Debug)]
@@ -187,7 +193,8 @@ pub fn tune(
     let cached = held.as_ref().map(|(e, _)| e.time_ns);
     let mut stored = false;
     if let Some((options, ns)) = &best {
-        if *ns < default_ns && cached.is_none_or(|c| *ns < c) {
+        let beats = |other: u64| (*ns as f64) < KEEP * other as f64;
+        if beats(default_ns) && cached.is_none_or(beats) {
             stored = cache.put(
                 &key,
                 &Entry {

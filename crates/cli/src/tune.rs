@@ -162,13 +162,15 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
 fn show(cache: &TuneCache) -> Result<String, engine::Error> {
     let mut out = String::new();
     for (key, entry) in cache.list()? {
+        // A key's start names it (entries are files anyone may rename).
+        let key: String = key.chars().take(12).collect();
         match entry {
             Ok(e) => {
                 let sizes: Vec<String> = e.sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let _ = writeln!(
                     out,
                     "{} {} [{}]: {:.4} ms tuned, {:.4} ms untuned, {} candidates",
-                    &key[..12],
+                    key,
                     e.def,
                     sizes.join(" "),
                     e.time_ns as f64 / 1e6,
@@ -177,7 +179,7 @@ fn show(cache: &TuneCache) -> Result<String, engine::Error> {
                 );
             }
             Err(why) => {
-                let _ = writeln!(out, "{} damaged: {why}", &key[..12.min(key.len())]);
+                let _ = writeln!(out, "{key} damaged: {why}");
             }
         }
     }

@@ -2,7 +2,8 @@
 //! grouped convolution tuned for two generations measures its candidates
 //! in workers, reports the untuned time and the best, and `--show` lists
 //! what the cache kept (the winner exactly when the report says it was
-//! kept); a def with nothing to tune and bad arguments are refused.
+//! kept); a def with nothing to tune, one whose kernel cannot run
+//! unattended (a scalar parameter) and bad arguments are refused.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -76,7 +77,20 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
 fn nothing_to_tune_and_bad_arguments_are_refused() {
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("tune-cli-refused-{}", std::process::id()));
-    let cases: [(&[&str], &str); 3] = [
+    std::fs::create_dir_all(&cache).expect("a directory");
+    // A scalar parameter has no value to measure the kernel with.
+    let scaled = cache.join("scaled.tc");
+    std::fs::write(
+        &scaled,
+        "def scaled(float(N) A, float s) -> (B) {\n  B(i) = A(i) * s where i in 0:N\n}\n",
+    )
+    .expect("written");
+    let scaled = scaled.to_string_lossy().into_owned();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["tune", &scaled, "--size", "N=4096", "--generations", "1"],
+            "`scaled` cannot be tuned: its untuned kernel failed to run: scalar parameter `s` has no value",
+        ),
         (
             &[
                 "tune",

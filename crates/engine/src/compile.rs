@@ -145,13 +145,17 @@ pub fn compile_with(
     cache: &codegen::cache::KernelCache,
     output_layouts: bool,
 ) -> Result<Compiled, Error> {
-    let mut program = split_selects(program, &def.name).unwrap_or_else(|| program.clone());
-    let permuted = program
-        .defs
-        .iter_mut()
-        .find(|d| d.name == def.name && output_layouts)
-        .map(|d| ssa::layout::permute_outputs(d, sizes))
-        .unwrap_or_default();
+    // Only what is compiled has its selects split (`ssa::split`: each
+    // point then computes one branch, through affine reads) and its
+    // outputs reordered (`ssa::layout`).
+    let mut program = program.clone();
+    let mut permuted = Vec::new();
+    if let Some(d) = program.defs.iter_mut().find(|d| d.name == def.name) {
+        ssa::split::split_selects(&mut d.stmts);
+        if output_layouts {
+            permuted = ssa::layout::permute_outputs(d, sizes);
+        }
+    }
     let program = &program;
     let exe = runtime::build(program, &def.name, sizes, options, cache).map_err(|e| match e {
         BuildError::Lower(l) if l.kind == kernel::LowerErrorKind::NotLoweredYet => {
@@ -169,16 +173,6 @@ pub fn compile_with(
         permuted,
         tuned_ns: None,
     })
-}
-
-/// `program` with the statements of def `name` that select on an iterator
-/// split at the constants they compare it with (`ssa::split`); `None` when
-/// none is. Only what is compiled is split: each point then computes one
-/// branch, through affine reads.
-fn split_selects(program: &Program, name: &str) -> Option<Program> {
-    let mut out = program.clone();
-    let def = out.defs.iter_mut().find(|d| d.name == name)?;
-    (ssa::split::split_selects(&mut def.stmts) > 0).then_some(out)
 }
 
 impl Compiled {

@@ -127,25 +127,27 @@ pub(crate) fn rewrite_each_block(root: &mut Block, f: impl Fn(&mut Block, &Child
 /// Replaces the block at `path` below `step` (statement numbers, the empty
 /// path being the step) by what `new` makes of it, if anything, and keeps
 /// the replacement only if the step still verifies against the root
-/// (`check`).
+/// (`check`). Gives whether it was kept.
 pub(crate) fn replace_verified(
     step: &mut Block,
     path: &[usize],
     check: &ChildVerifier,
     new: impl FnOnce(&Block) -> Option<Block>,
-) {
+) -> bool {
     let Some(new) = step.at(path).and_then(new) else {
-        return;
+        return false;
     };
     let Some(slot) = step.at_mut(path) else {
-        return;
+        return false;
     };
     let old = std::mem::replace(slot, new);
     if check.verify(step).is_err() {
         if let Some(slot) = step.at_mut(path) {
             *slot = old;
         }
+        return false;
     }
+    true
 }
 
 /// The pass called `name`.

@@ -179,13 +179,14 @@ fn measure(job: &Job) -> Result<Reply, String> {
 }
 
 /// The first element where `got` and `want` differ beyond rounding
-/// (floats within 1e-3 relative: the options reorder reductions).
+/// (floats within 1e-3 of their magnitude, `opt::verify::agree`: the
+/// options reorder reductions).
 fn differs(got: &Tensor, want: &Tensor) -> Option<usize> {
     if got.shape() != want.shape() {
         return Some(0);
     }
     let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
-    g.iter().zip(&w).position(|(a, b)| {
-        !(a == b || (a - b).abs() <= 1e-3 * b.abs().max(1.0) || (a.is_nan() && b.is_nan()))
-    })
+    g.iter()
+        .zip(&w)
+        .position(|(a, b)| !opt::verify::agree(*a, *b, 1e-3, 1.0))
 }

@@ -84,6 +84,16 @@ pub fn cached(
     target: &kernel::Target,
     kernels: &codegen::cache::KernelCache,
 ) -> Option<(kernel::Options, u64)> {
+    // Every compile asks: a cache without entries answers before the
+    // program is printed and hashed.
+    let dir = TuneCache::default_dir().ok()?;
+    let tuned_any = std::fs::read_dir(&dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .any(|e| e.path().extension().is_some_and(|x| x == "json"));
+    if !tuned_any {
+        return None;
+    }
     let sorted: BTreeMap<String, i64> = sizes.clone().into_iter().collect();
     let key = cache::key(
         &ir::print_program(program),
@@ -92,7 +102,7 @@ pub fn cached(
         &target.codegen_text(),
         kernels.compiler_id(),
     );
-    let cache = TuneCache::open(TuneCache::default_dir().ok()?).ok()?;
+    let cache = TuneCache::open(dir).ok()?;
     match cache.get(&key).ok()? {
         Lookup::Hit(e, o) => Some((o, e.time_ns)),
         Lookup::Miss | Lookup::Damaged(_) => None,
@@ -147,9 +157,15 @@ pub fn tune(
         .pop()
     {
         Some(Reply::Time { median_ns }) => median_ns,
+        Some(Reply::Failed { reason }) => {
+            return Err(Error::Usage(format!(
+                "`{}` cannot be tuned: its untuned kernel failed to run: {reason}",
+                req.def
+            )))
+        }
         other => {
             return Err(Error::Internal(format!(
-                "internal error: the untuned kernel could not be measured: {other:?}"
+                "internal error: the untuned kernel gave no time: {other:?}"
             )))
         }
     };

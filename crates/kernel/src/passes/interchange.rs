@@ -55,7 +55,7 @@ impl Pass for Interchange {
             let mut paths = Vec::new();
             collect(b, &mut Vec::new(), &mut paths);
             for path in paths {
-                replace_verified(b, &path, check, |b| rewrite(b, target));
+                let _ = replace_verified(b, &path, check, |b| rewrite(b, target));
             }
         });
         Ok(())

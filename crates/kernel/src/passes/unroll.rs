@@ -63,14 +63,14 @@ impl Pass for Unroll {
             }
             let mut candidates = Vec::new();
             collect(b, &mut Vec::new(), &mut candidates);
-            let before = b.clone();
+            let mut unrolled_any = false;
             // In reverse pre-order, a block's descendants and later siblings
             // are rewritten before it, so the paths of the blocks still to
             // be visited stay valid.
             for (path, k) in candidates.into_iter().rev() {
-                replace_verified(b, &path, check, |p| unrolled(p, k));
+                unrolled_any |= replace_verified(b, &path, check, |p| unrolled(p, k));
             }
-            if *b != before {
+            if unrolled_any {
                 cx.record(&name, |s| s.unroll = Some(true));
             }
         });

@@ -133,7 +133,7 @@ fn differences(k: usize, x: &Tensor, y: &Tensor) -> Vec<Region> {
 /// Whether two float elements agree: both NaN, equal, or within `tol` of
 /// their magnitude plus `scale` (the output's largest magnitude, so that
 /// elements that cancel to near 0 are not held to a tighter bound).
-pub(crate) fn agree(a: f64, b: f64, tol: f64, scale: f64) -> bool {
+pub fn agree(a: f64, b: f64, tol: f64, scale: f64) -> bool {
     (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (a.abs().max(b.abs()) + scale)
 }
 

@@ -61,6 +61,7 @@ use std::fmt::Write;
 
 use ir::{Def, Param, Program};
 
+pub use float::agree;
 pub use region::{merge, Region};
 
 use eval::Evaluator;

@@ -27,6 +27,10 @@ pub struct CompileArgs {
     /// ones.
     #[arg(long)]
     pub no_layout: bool,
+    /// Compile with the cost models' choices even when the tuning cache
+    /// holds options `tessera tune` found for a kernel.
+    #[arg(long)]
+    pub untuned: bool,
 }
 
 impl CompileArgs {
@@ -39,6 +43,7 @@ impl CompileArgs {
             library: !self.no_library,
             layout: !self.no_layout,
             output_layouts: true,
+            tuned: !self.untuned,
         }
     }
 }

@@ -1,10 +1,14 @@
 //! `tessera tune`: tune a TC def's kernel options (the genetic search of
 //! TC §6, each candidate measured in a worker process of its own) and keep
-//! the winner in the tuning cache; `--show` lists the cache.
+//! the winner in the tuning cache; `--show` lists the cache. A kernel the
+//! cache holds is answered from it unless `--again`. The first Ctrl-C
+//! stops the search and keeps what it found; a second one exits at once.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use engine::tune::cache::TuneCache;
@@ -31,9 +35,10 @@ pub struct TuneArgs {
     /// Generations of the search (TC's default: 25).
     #[arg(long, default_value_t = 25)]
     pub generations: usize,
-    /// Candidates per generation (TC's default: 100).
-    #[arg(long, default_value_t = 100)]
-    pub population: usize,
+    /// Candidates per generation; by default TC's 100, scaled down to what
+    /// the budget can measure in six generations.
+    #[arg(long)]
+    pub population: Option<usize>,
     /// The seed of the search's random choices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -41,6 +46,13 @@ pub struct TuneArgs {
     /// its worker is killed and it fails.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub limit: f64,
+    /// Search even when the tuning cache holds the kernel (the search
+    /// starts from the cached options).
+    #[arg(long)]
+    pub again: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
     /// List the tuning cache instead.
     #[arg(long, conflicts_with = "file")]
     pub show: bool,
@@ -69,7 +81,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
             ));
         }
     }
-    if a.generations == 0 || a.population == 0 {
+    if a.generations == 0 || a.population == Some(0) {
         return Err("error: --generations and --population must be at least 1".to_string());
     }
     let source = engine::Source::read_tc(file).map_err(message)?;
@@ -84,13 +96,15 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         args: vec!["tune-worker".to_string()],
         limit: Duration::from_secs_f64(a.limit),
     };
+    let population = a.population.unwrap_or(Params::default().population);
     let params = Params {
-        population: a.population,
+        population,
         generations: a.generations,
-        elites: (a.population / 10).max(1),
+        elites: (population / 10).max(1),
         seed: a.seed,
         ..Params::default()
     };
+    let interrupted = on_ctrl_c();
     let bar =
         ProgressBar::with_draw_target(Some(a.generations as u64), ProgressDrawTarget::stderr());
     if let Ok(style) =
@@ -103,7 +117,9 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         def: &def.name,
         sizes: &sizes,
         params,
+        fit_population: a.population.is_none(),
         budget: Duration::from_secs_f64(a.budget),
+        again: a.again,
     };
     let tuned = tune(
         &request,
@@ -119,12 +135,33 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
                 p.failed
             ));
         },
-        &|| false,
+        &|| interrupted.load(Ordering::Relaxed),
     )
     .map_err(message)?;
     bar.finish_and_clear();
+    if a.json {
+        return Ok(json(&def.name, &tuned));
+    }
     let ms = |ns: u64| ns as f64 / 1e6;
     let mut out = String::new();
+    if tuned.from_cache {
+        if let Some((options, ns)) = &tuned.best {
+            let _ = writeln!(
+                out,
+                "{}: in the tuning cache (found in {:.1} ms): {:.4} ms tuned ({:.2}x the untuned {:.4} ms); `--again` searches again",
+                def.name,
+                tuned.seconds * 1e3,
+                ms(*ns),
+                tuned.default_ns as f64 / *ns as f64,
+                ms(tuned.default_ns)
+            );
+            out.push_str(&kernel::print_options(options));
+        }
+        return Ok(out);
+    }
+    if tuned.interrupted {
+        out.push_str("stopped by Ctrl-C; what was found so far:\n");
+    }
     if let Some(why) = &tuned.damaged {
         let _ = writeln!(
             out,
@@ -133,10 +170,12 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     }
     let _ = writeln!(
         out,
-        "{}: untuned {:.4} ms; {} candidates measured, {} failed",
+        "{}: untuned {:.4} ms; {} candidates measured ({} per generation) in {:.1} s, {} failed",
         def.name,
         ms(tuned.default_ns),
         tuned.measured,
+        tuned.population,
+        tuned.seconds,
         tuned.failed.len()
     );
     match &tuned.best {
@@ -157,6 +196,41 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         None => out.push_str("no candidate ran\n"),
     }
     Ok(out)
+}
+
+/// A flag the first Ctrl-C sets; the second exits at once, with the
+/// status a shell gives a process SIGINT ended. When the handler cannot be
+/// installed (another one is), Ctrl-C keeps its default: it ends tessera.
+fn on_ctrl_c() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = Arc::clone(&flag);
+    let _ = ctrlc::set_handler(move || {
+        if set.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+        eprintln!("stopping: the search keeps what it found (Ctrl-C again exits at once)");
+    });
+    flag
+}
+
+/// What tuning found, as one JSON object (times in nanoseconds; the
+/// trajectory's points are `[seconds, best_ns]`).
+fn json(def: &str, t: &engine::tune::tuner::Tuned) -> String {
+    let value = serde_json::json!({
+        "def": def,
+        "default_ns": t.default_ns,
+        "best_ns": t.best.as_ref().map(|(_, ns)| *ns),
+        "options": t.best.as_ref().map(|(o, _)| kernel::print_options(o)),
+        "measured": t.measured,
+        "failed": t.failed,
+        "population": t.population,
+        "stored": t.stored,
+        "from_cache": t.from_cache,
+        "interrupted": t.interrupted,
+        "trajectory": t.trajectory,
+        "seconds": t.seconds,
+    });
+    format!("{value}\n")
 }
 
 fn show(cache: &TuneCache) -> Result<String, engine::Error> {

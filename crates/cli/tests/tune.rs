@@ -2,11 +2,14 @@
 //! grouped convolution tuned for two generations measures its candidates
 //! in workers, reports the untuned time and the best, and `--show` lists
 //! what the cache kept (the winner exactly when the report says it was
-//! kept); a def with nothing to tune, one whose kernel cannot run
+//! kept), which a second tune finds there; Ctrl-C stops a search, which
+//! reports what it found; a def with nothing to tune, one whose kernel cannot run
 //! unattended (a scalar parameter) and bad arguments are refused.
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn tessera(cache: &PathBuf, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -59,6 +62,15 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
     } else {
         assert_eq!(shown, "the tuning cache is empty\n");
     }
+    // Tuning the same kernel again finds it in the cache, measuring
+    // nothing, exactly when it was kept.
+    let (code, again, err) = tessera(&cache, &args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        again.starts_with("gconv: in the tuning cache (found in "),
+        kept,
+        "{again}"
+    );
     // Another process benchmarking the same kernel takes the tuned
     // options from the cache, exactly when they were kept.
     let mut bench = vec!["bench", "examples/paper/gconv.tc"];
@@ -71,6 +83,78 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
         kept,
         "{out}"
     );
+}
+
+#[test]
+fn ctrl_c_stops_the_search_and_keeps_what_it_found() {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tune-cli-ctrl-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    // 25 generations of 100 would take many minutes.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "tune",
+            "examples/paper/gconv.tc",
+            "--size",
+            "N=2",
+            "--size",
+            "G=4",
+            "--size",
+            "C=4",
+            "--size",
+            "F=4",
+            "--size",
+            "H=12",
+            "--size",
+            "W=12",
+            "--size",
+            "KH=3",
+            "--size",
+            "KW=3",
+            "--population",
+            "100",
+            "--budget",
+            "3600",
+        ])
+        .env("TESSERA_CACHE_DIR", &cache)
+        .current_dir(testkit::root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tessera runs");
+    std::thread::sleep(Duration::from_secs(12));
+    let signalled = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let mut out = String::new();
+    let mut err = String::new();
+    child.stdout.take().map(|mut p| p.read_to_string(&mut out));
+    child.stderr.take().map(|mut p| p.read_to_string(&mut err));
+    let code = child.wait().expect("tessera ends").code();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(15),
+        "took {:?} to stop",
+        signalled.elapsed()
+    );
+    // Stopped during the search, it reports what it found; stopped while
+    // the untuned kernel was measured (a slow machine), it says so.
+    match code {
+        Some(0) => {
+            assert!(
+                out.starts_with("stopped by Ctrl-C; what was found so far:\ngconv: untuned "),
+                "{out}"
+            );
+            assert!(out.contains("best "), "{out}");
+        }
+        Some(1) => assert!(
+            err.contains("stopped before the untuned kernel was measured"),
+            "{err}"
+        ),
+        other => panic!("exit {other:?}: {out}{err}"),
+    }
 }
 
 #[test]

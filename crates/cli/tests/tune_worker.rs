@@ -1,7 +1,7 @@
 //! Isolated measurement (`engine::tune::worker` with `tessera tune-worker`):
 //! a candidate that crashes, one that hangs and one 1000 times slower than
 //! the best are each isolated and reported, and the jobs around them are
-//! measured.
+//! measured; a stopped measurement ends the running worker at once.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -41,19 +41,22 @@ fn job(fault: Option<&str>, best_ns: Option<u64>) -> Job {
 fn crashing_hanging_and_slow_candidates_are_isolated_and_reported() {
     // Compiled first, under a generous limit; the kernel cache then
     // serves the jobs below, whose limit is short so the hang ends soon.
-    let replies = workers(Duration::from_secs(120)).measure(&[job(None, None)]);
+    let replies = workers(Duration::from_secs(120)).measure(&[job(None, None)], &|| false);
     let w = workers(Duration::from_secs(5));
     let Reply::Time { median_ns } = replies[0] else {
         panic!("{replies:?}")
     };
     assert!(median_ns > 0);
     let started = Instant::now();
-    let replies = w.measure(&[
-        job(Some("abort"), None),
-        job(Some("hang"), None),
-        job(Some("slow"), Some(median_ns)),
-        job(None, Some(median_ns)),
-    ]);
+    let replies = w.measure(
+        &[
+            job(Some("abort"), None),
+            job(Some("hang"), None),
+            job(Some("slow"), Some(median_ns)),
+            job(None, Some(median_ns)),
+        ],
+        &|| false,
+    );
     match &replies[0] {
         Reply::Failed { reason } => assert!(reason.contains("signal 6"), "{reason}"),
         other => panic!("the crash: {other:?}"),
@@ -73,13 +76,34 @@ fn crashing_hanging_and_slow_candidates_are_isolated_and_reported() {
 }
 
 #[test]
+fn stopping_kills_the_running_worker_and_replies_for_the_jobs_before_it() {
+    // The first job compiles under no stop; the kernel cache then serves
+    // the job before the hang at once.
+    let w = workers(Duration::from_secs(120));
+    assert!(matches!(
+        w.measure(&[job(None, None)], &|| false)[..],
+        [Reply::Time { .. }]
+    ));
+    let started = Instant::now();
+    let stop_at = Duration::from_secs(4);
+    let replies = w.measure(
+        &[job(None, None), job(Some("hang"), None), job(None, None)],
+        &|| started.elapsed() >= stop_at,
+    );
+    // The hang was stopped, not timed out (its limit is 120 s), and the
+    // job after it was never started.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(matches!(replies[..], [Reply::Time { .. }]), "{replies:?}");
+}
+
+#[test]
 fn a_job_that_cannot_run_fails_with_why() {
     let w = workers(Duration::from_secs(30));
     let mut bad_options = job(None, None);
     bad_options.options = "step s\n  tile m=0\n".to_string();
     let mut bad_program = job(None, None);
     bad_program.program = "def f(".to_string();
-    let replies = w.measure(&[bad_options, bad_program]);
+    let replies = w.measure(&[bad_options, bad_program], &|| false);
     match &replies[0] {
         Reply::Failed { reason } => assert!(reason.contains("line 2"), "{reason}"),
         other => panic!("{other:?}"),

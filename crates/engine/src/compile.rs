@@ -40,6 +40,9 @@ pub struct Options {
     /// compiled code (loop stages, packed weights), which would copy them
     /// back into order on every run.
     pub output_layouts: bool,
+    /// Compile with the kernel options `tessera tune` kept for a kernel
+    /// when the tuning cache holds them (off: the cost models' choices).
+    pub tuned: bool,
 }
 
 impl Default for Options {
@@ -51,6 +54,7 @@ impl Default for Options {
             library: true,
             layout: true,
             output_layouts: true,
+            tuned: true,
         }
     }
 }

@@ -46,7 +46,7 @@ pub fn compile_constants(
     let mut resolved = options.resolve()?;
     let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
     // Options `tessera tune` found for this kernel, when none are given.
-    let tuned = if resolved.kernel_options.steps.is_empty() {
+    let tuned = if options.tuned && resolved.kernel_options.steps.is_empty() {
         crate::tune::tuner::cached(program, def, sizes, &resolved.target, &cache)
     } else {
         None

@@ -52,6 +52,8 @@ pub enum Error {
     /// The machine or the file system: a target file, the caches, an
     /// output directory.
     Environment(String),
+    /// The user stopped the work (Ctrl-C) before it had a result.
+    Interrupted(String),
     /// A bug in tessera; the message says what went wrong.
     Internal(String),
 }
@@ -80,6 +82,7 @@ impl fmt::Display for Error {
             | Error::Sizes(message)
             | Error::Compiled(message)
             | Error::Environment(message)
+            | Error::Interrupted(message)
             | Error::Internal(message) => write!(f, "error: {message}"),
             Error::NotLowered { reason, .. } => write!(f, "error: cannot lower: {reason}"),
             Error::Build(e) => write!(f, "error: {e}"),

@@ -18,7 +18,9 @@
 //!
 //! Guarantees: the best candidate reported is the fastest that was timed,
 //! never a failed or pruned one; the search stops when `stop` says so
-//! (Ctrl-C, the budget) between generations and reports what it found.
+//! (Ctrl-C, the budget) between generations, or when `measure` stops
+//! within one (its outcomes then cover the first candidates only), and
+//! reports what it found.
 
 use std::collections::HashMap;
 
@@ -78,7 +80,8 @@ pub struct Progress {
 }
 
 /// Measures a generation's new candidates, given the best time so far:
-/// one outcome per candidate, in order.
+/// one outcome per candidate, in order; fewer when it was stopped (the
+/// outcomes are then the first candidates').
 pub type Measure<'a> = dyn FnMut(&[Genome], Option<f64>) -> Vec<Outcome> + 'a;
 
 /// What a search found.
@@ -95,8 +98,9 @@ pub struct Report {
 /// Searches the space whose gene `g` has `genes[g]` values (at least one
 /// each), starting from `seeds`. `measure` gets the generation's
 /// candidates not measured before and the best time so far, and gives one
-/// outcome per candidate; `progress` sees each generation's end; `stop`
-/// is asked before each generation.
+/// outcome per candidate (or per first candidates, when it stopped);
+/// `progress` sees each generation's end; `stop` is asked before each
+/// generation.
 pub fn search(
     genes: &[usize],
     params: &Params,

@@ -4,10 +4,13 @@
 //! the winner kept in the tuning cache (`cache.rs`) when it beats both the
 //! default and what the cache held.
 //!
-//! Generation zero starts from the cost models' record and the cached
-//! one. The search stops at its last generation, at the budget, or when
-//! `interrupted` says so (Ctrl-C), and keeps what it found either way,
-//! when it is at least 3% faster than the default and the cached entry.
+//! A kernel the cache holds is answered from it, without measuring,
+//! unless the caller asks to search again. Generation zero starts from the
+//! cost models' record and the cached one. The search stops at its last
+//! generation, at the budget, or when `interrupted` says so (Ctrl-C),
+//! stopping the candidate being measured, and keeps what it found either
+//! way, when it is at least 3% faster than the default and the cached
+//! entry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -33,8 +36,22 @@ pub struct Request<'a> {
     pub def: &'a str,
     pub sizes: &'a BTreeMap<String, i64>,
     pub params: Params,
+    /// When set, the population is scaled down to what the budget can
+    /// measure in [`GENERATIONS_IN_BUDGET`] generations (by the untuned
+    /// kernel's measuring time), from `params.population` at most.
+    pub fit_population: bool,
     pub budget: Duration,
+    /// Search even when the cache holds an entry (seeded by it); otherwise
+    /// a cached entry is the answer, found without measuring anything.
+    pub again: bool,
 }
+
+/// The generations a budget-scaled population leaves room for: a genetic
+/// search needs several to breed from its measurements.
+pub const GENERATIONS_IN_BUDGET: f64 = 6.0;
+
+/// The smallest budget-scaled population.
+const MIN_POPULATION: usize = 8;
 
 /// What tuning found.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,13 +63,25 @@ pub struct Tuned {
     /// Candidates measured, and the reasons of those that failed.
     pub measured: usize,
     pub failed: Vec<String>,
+    /// The population each generation had.
+    pub population: usize,
     /// Whether the cache now holds the winner (it beat the default and the
     /// cache's entry).
     pub stored: bool,
     /// The cache entry before tuning, if it held a usable one.
     pub cached: Option<u64>,
+    /// Whether the answer is the cache's entry, found without a search.
+    pub from_cache: bool,
+    /// Whether `interrupted` stopped the search (it kept what it found).
+    pub interrupted: bool,
     /// A damaged cache entry found, and why.
     pub damaged: Option<String>,
+    /// When the best time so far improved: seconds since tuning began, and
+    /// the new best (the untuned kernel's time first).
+    pub trajectory: Vec<(f64, u64)>,
+    /// How long tuning took, in seconds (for an answer from the cache: the
+    /// lookup, the key's making included).
+    pub seconds: f64,
 }
 
 /// The tuning cache's key for `def` of `program` at `sizes` on this
@@ -109,7 +138,10 @@ pub fn cached(
     }
 }
 
-/// Tunes `req` with `executor`, keeping the winner in `cache`.
+/// Tunes `req` with `executor`, keeping the winner in `cache`; a cached
+/// entry is the answer unless `req.again`. `interrupted` (Ctrl-C) stops
+/// the search, which keeps what it found; an error when it stops the
+/// untuned kernel's measurement.
 pub fn tune(
     req: &Request,
     executor: &dyn Executor,
@@ -117,13 +149,30 @@ pub fn tune(
     progress: &mut dyn FnMut(&Progress),
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Tuned, Error> {
-    let text = ir::print_program(req.program);
+    let started = Instant::now();
     let key = cache_key(req.program, req.def, req.sizes)?;
     let (held, damaged) = match cache.get(&key)? {
         Lookup::Hit(e, o) => (Some((e, o)), None),
         Lookup::Miss => (None, None),
         Lookup::Damaged(why) => (None, Some(why)),
     };
+    if let (Some((entry, options)), false) = (&held, req.again) {
+        return Ok(Tuned {
+            default_ns: entry.default_ns,
+            best: Some((options.clone(), entry.time_ns)),
+            measured: 0,
+            failed: Vec::new(),
+            population: 0,
+            stored: false,
+            cached: Some(entry.time_ns),
+            from_cache: true,
+            interrupted: false,
+            damaged: None,
+            trajectory: Vec::new(),
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    let text = ir::print_program(req.program);
     let resolved = compile::Options::default().resolve()?;
     let sizes: HashMap<String, i64> = req.sizes.clone().into_iter().collect();
     let def = req
@@ -152,8 +201,9 @@ pub fn tune(
         compile_only: false,
         fault: None,
     };
+    let default_started = Instant::now();
     let default_ns = match executor
-        .measure(&[job(&kernel::Options::default(), None)])
+        .measure(&[job(&kernel::Options::default(), None)], interrupted)
         .pop()
     {
         Some(Reply::Time { median_ns }) => median_ns,
@@ -163,21 +213,39 @@ pub fn tune(
                 req.def
             )))
         }
+        None => {
+            return Err(Error::Interrupted(
+                "stopped before the untuned kernel was measured; the tuning cache is as it was"
+                    .to_string(),
+            ))
+        }
         other => {
             return Err(Error::Internal(format!(
                 "internal error: the untuned kernel gave no time: {other:?}"
             )))
         }
     };
+    let mut params = req.params.clone();
+    if req.fit_population {
+        // The untuned kernel's measurement (a worker's start, the compile,
+        // the warm-up and the timed runs) stands for every candidate's.
+        let each = default_started.elapsed().as_secs_f64().max(1e-3);
+        let fits = (req.budget.as_secs_f64() / (GENERATIONS_IN_BUDGET * each)) as usize;
+        params.population = fits.clamp(MIN_POPULATION, req.params.population.max(1));
+        params.elites = (params.population / 10).max(1);
+    }
+    let mut trajectory = vec![(started.elapsed().as_secs_f64(), default_ns)];
     let mut seeds = vec![space.encode(&taken)];
     if let Some((_, o)) = &held {
         seeds.push(space.encode(o));
     }
-    let started = Instant::now();
+    // The budget counts from the start: the untuned kernel's measurement
+    // is part of it.
+    let stop = || interrupted() || started.elapsed() >= req.budget;
     let mut failed = Vec::new();
     let report = genetic::search(
         &space.sizes(),
-        &req.params,
+        &params,
         &seeds,
         &mut |genomes, best| {
             let best_ns = best
@@ -187,8 +255,8 @@ pub fn tune(
                 .iter()
                 .map(|g| job(&space.decode(g), Some(best_ns)))
                 .collect();
-            executor
-                .measure(&jobs)
+            let outcomes: Vec<Outcome> = executor
+                .measure(&jobs, &stop)
                 .into_iter()
                 .map(|r| match r {
                     Reply::Time { median_ns } => Outcome::Time(median_ns as f64 / 1e9),
@@ -198,10 +266,22 @@ pub fn tune(
                         Outcome::Failed(reason)
                     }
                 })
-                .collect()
+                .collect();
+            let fastest = outcomes
+                .iter()
+                .filter_map(|o| match o {
+                    Outcome::Time(t) => Some((t * 1e9) as u64),
+                    _ => None,
+                })
+                .min();
+            if let Some(ns) = fastest.filter(|&ns| ns < trajectory.last().map_or(u64::MAX, |p| p.1))
+            {
+                trajectory.push((started.elapsed().as_secs_f64(), ns));
+            }
+            outcomes
         },
         progress,
-        &|| interrupted() || started.elapsed() >= req.budget,
+        &stop,
     );
     let best = report
         .best
@@ -230,8 +310,13 @@ pub fn tune(
         best,
         measured: report.measured.len(),
         failed,
+        population: params.population,
         stored,
         cached,
+        from_cache: false,
+        interrupted: interrupted(),
         damaged,
+        trajectory,
+        seconds: started.elapsed().as_secs_f64(),
     })
 }

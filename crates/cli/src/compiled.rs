@@ -44,6 +44,7 @@ impl CompileArgs {
             layout: !self.no_layout,
             output_layouts: true,
             tuned: !self.untuned,
+            kernel_options: kernel::Options::default(),
         }
     }
 }

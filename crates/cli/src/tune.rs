@@ -29,7 +29,13 @@ pub struct TuneArgs {
     /// bound.
     #[arg(long = "size", value_name = "SYM=N")]
     pub sizes: Vec<String>,
-    /// Stop after this many seconds (between generations).
+    /// An input whose value is the same on every run (weights,
+    /// repeatable), as `bench --constant` declares it: what depends on it
+    /// alone runs once, and the kernel tuned is the rest.
+    #[arg(long = "constant", value_name = "NAME")]
+    pub constants: Vec<String>,
+    /// Stop after this many seconds (the candidate being measured is
+    /// stopped).
     #[arg(long, default_value_t = 60.0)]
     pub budget: f64,
     /// Generations of the search (TC's default: 25).
@@ -116,6 +122,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         program: source.program(),
         def: &def.name,
         sizes: &sizes,
+        constants: &a.constants.iter().cloned().collect(),
         params,
         fit_population: a.population.is_none(),
         budget: Duration::from_secs_f64(a.budget),
@@ -188,9 +195,15 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
                 if tuned.stored {
                     ", kept in the tuning cache"
                 } else {
-                    "; not 3% faster than the untuned kernel and the cache's entry, not kept"
+                    "; not kept: not 3% faster than the untuned kernel measured beside it, or the cache's entry already"
                 }
             );
+            if let Some(secs) = tuned.checked {
+                let _ = writeln!(
+                    out,
+                    "(the untuned kernel's outputs, which every winner matched, agree with the interpreter's: checked in {secs:.1} s)"
+                );
+            }
             out.push_str(&kernel::print_options(options));
         }
         None => out.push_str("no candidate ran\n"),
@@ -229,6 +242,7 @@ fn json(def: &str, t: &engine::tune::tuner::Tuned) -> String {
         "interrupted": t.interrupted,
         "trajectory": t.trajectory,
         "seconds": t.seconds,
+        "checked_seconds": t.checked,
     });
     format!("{value}\n")
 }

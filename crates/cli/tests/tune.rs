@@ -63,7 +63,7 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
         assert_eq!(shown, "the tuning cache is empty\n");
     }
     // Tuning the same kernel again finds it in the cache, measuring
-    // nothing, exactly when it was kept.
+    // nothing, exactly when it was kept; otherwise it searches again.
     let (code, again, err) = tessera(&cache, &args);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -71,6 +71,7 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
         kept,
         "{again}"
     );
+    let kept = kept || again.contains("kept in the tuning cache");
     // Another process benchmarking the same kernel takes the tuned
     // options from the cache, exactly when they were kept.
     let mut bench = vec!["bench", "examples/paper/gconv.tc"];
@@ -173,7 +174,7 @@ fn nothing_to_tune_and_bad_arguments_are_refused() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["tune", &scaled, "--size", "N=4096", "--generations", "1"],
-            "`scaled` cannot be tuned: its untuned kernel failed to run: scalar parameter `s` has no value",
+            "`scaled` cannot be tuned: scalar parameter `s` has no value",
         ),
         (
             &[

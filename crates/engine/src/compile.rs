@@ -43,6 +43,9 @@ pub struct Options {
     /// Compile with the kernel options `tessera tune` kept for a kernel
     /// when the tuning cache holds them (off: the cost models' choices).
     pub tuned: bool,
+    /// The kernel passes' choices (`kernel::Options`); empty leaves them
+    /// to the cost models, or to the tuning cache with `tuned`.
+    pub kernel_options: kernel::Options,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             layout: true,
             output_layouts: true,
             tuned: true,
+            kernel_options: kernel::Options::default(),
         }
     }
 }
@@ -71,7 +75,7 @@ impl Options {
                 kernel::Verify::AtEnd
             },
             library: self.library,
-            kernel_options: kernel::Options::default(),
+            kernel_options: self.kernel_options.clone(),
         })
     }
 }

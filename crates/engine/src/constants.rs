@@ -34,6 +34,63 @@ pub struct Built {
     pub packing: onnx::Packing,
 }
 
+/// A def split at its load-time statements: the program holding both
+/// defs, the def every run compiles and the one run once at load.
+#[derive(Debug)]
+pub(crate) struct Split {
+    pub program: Program,
+    pub run: Def,
+    pub load: Def,
+    /// The sizes of the run def: the def's, and those of what the load
+    /// def packs.
+    pub run_sizes: Sizes,
+}
+
+/// `def` of `program` (in the layouts it compiles in) split at the
+/// statements that depend on the tensors `names` alone; `None` when none
+/// does.
+pub(crate) fn split(
+    program: &Program,
+    def: &Def,
+    sizes: &Sizes,
+    names: &HashSet<String>,
+) -> Result<Option<Split>, Error> {
+    let load_name = fresh_def_name(program, &format!("{}_load", def.name));
+    let Some(hoisted) = (!names.is_empty())
+        .then(|| opt::hoist::hoist_constants(def, names, &load_name))
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let mut split = program.clone();
+    if let Some(slot) = split.defs.iter_mut().find(|d| d.name == def.name) {
+        *slot = hoisted.run.clone();
+    }
+    split.defs.push(hoisted.load.clone());
+    let mut run_sizes = sizes.clone();
+    for (sym, value) in &hoisted.sizes {
+        let v = value
+            .eval_map(sizes)
+            .map_err(|e| Error::Internal(format!("internal error: a packed size: {e:?}")))?;
+        run_sizes.insert(sym.clone(), v);
+    }
+    Ok(Some(Split {
+        program: split,
+        run: hoisted.run,
+        load: hoisted.load,
+        run_sizes,
+    }))
+}
+
+/// The names of the tensors among `constants`.
+pub(crate) fn tensor_names(constants: &HashMap<String, Arg>) -> HashSet<String> {
+    constants
+        .iter()
+        .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
 /// Compiles `def` of `program` for `sizes` with `constants` (arguments by
 /// parameter name) known now.
 pub fn compile_constants(
@@ -45,9 +102,11 @@ pub fn compile_constants(
 ) -> Result<Built, Error> {
     let mut resolved = options.resolve()?;
     let cache = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
-    // Options `tessera tune` found for this kernel, when none are given.
+    let names = tensor_names(&constants);
+    // Options `tessera tune` found for this kernel (with these constants),
+    // when none are given.
     let tuned = if options.tuned && resolved.kernel_options.steps.is_empty() {
-        crate::tune::tuner::cached(program, def, sizes, &resolved.target, &cache)
+        crate::tune::tuner::cached(program, def, sizes, &names, &resolved.target, &cache)
     } else {
         None
     };
@@ -61,16 +120,7 @@ pub fn compile_constants(
         .flatten();
     let program = blocked.as_ref().unwrap_or(program);
     let def = program.def(&def.name).unwrap_or(def);
-    let names: HashSet<String> = constants
-        .iter()
-        .filter(|(_, a)| matches!(a, Arg::Tensor(_)))
-        .map(|(n, _)| n.clone())
-        .collect();
-    let load_name = fresh_def_name(program, &format!("{}_load", def.name));
-    let hoisted = (!names.is_empty())
-        .then(|| opt::hoist::hoist_constants(def, &names, &load_name))
-        .flatten();
-    let Some(hoisted) = hoisted else {
+    let Some(split) = split(program, def, sizes, &names)? else {
         let mut compiled = compile::compile_with(
             program,
             def,
@@ -86,13 +136,7 @@ pub fn compile_constants(
             packing: onnx::Packing::default(),
         });
     };
-    let mut split = program.clone();
-    if let Some(slot) = split.defs.iter_mut().find(|d| d.name == def.name) {
-        *slot = hoisted.run.clone();
-    }
-    split.defs.push(hoisted.load.clone());
-
-    let load_args: HashMap<String, Arg> = hoisted
+    let load_args: HashMap<String, Arg> = split
         .load
         .params
         .iter()
@@ -103,50 +147,45 @@ pub fn compile_constants(
         })
         .collect();
     let mut started = Instant::now();
-    let packed = match compile::compile_with(&split, &hoisted.load, sizes, &resolved, &cache, false)
-    {
-        Ok(load) => {
-            // The packing is the load def's run; compiling it is the build's.
-            started = Instant::now();
-            let mut state = load.prepare(&load_args)?;
-            load.run_state(&mut state, None).map_err(Error::Compiled)?;
-            load.outputs(&state)?
-        }
-        Err(Error::NotLowered { .. }) => {
-            interp::run(&split, &load_name, &load_args, sizes, interp::Mode::Real).map_err(|e| {
-                Error::Run {
-                    def: e.def,
-                    message: e.message,
-                    rendered: None,
-                }
-            })?
-        }
-        Err(e) => return Err(e),
-    };
+    let packed =
+        match compile::compile_with(&split.program, &split.load, sizes, &resolved, &cache, false) {
+            Ok(load) => {
+                // The packing is the load def's run; compiling it is the build's.
+                started = Instant::now();
+                let mut state = load.prepare(&load_args)?;
+                load.run_state(&mut state, None).map_err(Error::Compiled)?;
+                load.outputs(&state)?
+            }
+            Err(Error::NotLowered { .. }) => interp::run(
+                &split.program,
+                &split.load.name,
+                &load_args,
+                sizes,
+                interp::Mode::Real,
+            )
+            .map_err(|e| Error::Run {
+                def: e.def,
+                message: e.message,
+                rendered: None,
+            })?,
+            Err(e) => return Err(e),
+        };
     let mut packing = onnx::Packing::default();
     for (_, t) in &packed {
         packing.add(t, 0.0);
     }
     packing.seconds = started.elapsed().as_secs_f64();
 
-    let mut run_sizes = sizes.clone();
-    for (sym, value) in &hoisted.sizes {
-        let v = value
-            .eval_map(sizes)
-            .map_err(|e| Error::Internal(format!("internal error: a packed size: {e:?}")))?;
-        run_sizes.insert(sym.clone(), v);
-    }
-    let compiled = compile::compile_with(
-        &split,
-        &hoisted.run,
-        &run_sizes,
+    let mut compiled = compile::compile_with(
+        &split.program,
+        &split.run,
+        &split.run_sizes,
         &resolved,
         &cache,
         options.output_layouts,
     )?;
     let mut fixed = constants;
     fixed.extend(packed.into_iter().map(|(n, t)| (n, Arg::Tensor(t))));
-    let mut compiled = compiled;
     compiled.tuned_ns = tuned_ns;
     Ok(Built {
         compiled,

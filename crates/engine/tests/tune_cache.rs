@@ -4,7 +4,7 @@
 //! keys separate every part they are made of, and concurrent writers of
 //! one key leave one whole entry, the fastest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use engine::tune::cache::{key, Entry, Lookup, TuneCache, FORMAT};
@@ -21,11 +21,16 @@ fn entry(time_ns: u64) -> Entry {
         format: FORMAT.to_string(),
         def: "tmm".to_string(),
         sizes: [("M".to_string(), 128), ("N".to_string(), 64)].into(),
+        constants: vec!["B".to_string()],
         options: "step s1_C\n  tile m=32\n  vectorize on\n".to_string(),
         time_ns,
         default_ns: 2 * time_ns,
         candidates: 40,
     }
+}
+
+fn none() -> BTreeSet<String> {
+    BTreeSet::new()
 }
 
 fn sizes() -> BTreeMap<String, i64> {
@@ -35,7 +40,7 @@ fn sizes() -> BTreeMap<String, i64> {
 #[test]
 fn an_entry_reads_back_and_only_a_faster_one_replaces_it() {
     let (c, _) = cache("roundtrip");
-    let k = key("def tmm ...", "tmm", &sizes(), "target", "gcc 12");
+    let k = key("def tmm ...", "tmm", &sizes(), &none(), "target", "gcc 12");
     assert_eq!(c.get(&k).unwrap(), Lookup::Miss);
     assert!(c.put(&k, &entry(1000)).unwrap());
     let Lookup::Hit(e, o) = c.get(&k).unwrap() else {
@@ -53,26 +58,27 @@ fn an_entry_reads_back_and_only_a_faster_one_replaces_it() {
 }
 
 #[test]
-fn keys_separate_programs_defs_sizes_targets_and_compilers() {
-    let base = key("p", "d", &sizes(), "t", "c");
+fn keys_separate_programs_defs_sizes_constants_targets_and_compilers() {
+    let base = key("p", "d", &sizes(), &none(), "t", "c");
     let other_sizes: BTreeMap<String, i64> = [("M".to_string(), 256)].into();
     let others = [
-        key("p2", "d", &sizes(), "t", "c"),
-        key("p", "d2", &sizes(), "t", "c"),
-        key("p", "d", &other_sizes, "t", "c"),
-        key("p", "d", &sizes(), "t2", "c"),
-        key("p", "d", &sizes(), "t", "c2"),
+        key("p2", "d", &sizes(), &none(), "t", "c"),
+        key("p", "d2", &sizes(), &none(), "t", "c"),
+        key("p", "d", &other_sizes, &none(), "t", "c"),
+        key("p", "d", &sizes(), &none(), "t2", "c"),
+        key("p", "d", &sizes(), &none(), "t", "c2"),
+        key("p", "d", &sizes(), &["W".to_string()].into(), "t", "c"),
     ];
     for o in others {
         assert_ne!(o, base);
     }
-    assert_eq!(key("p", "d", &sizes(), "t", "c"), base);
+    assert_eq!(key("p", "d", &sizes(), &none(), "t", "c"), base);
 }
 
 #[test]
 fn a_damaged_entry_is_reported_and_never_used() {
     let (c, dir) = cache("damaged");
-    let k = key("p", "d", &sizes(), "t", "c");
+    let k = key("p", "d", &sizes(), &none(), "t", "c");
     let path = dir.join(format!("{k}.json"));
     let mut wrong_format = entry(10);
     wrong_format.format = "tessera-tuning 0".to_string();
@@ -106,7 +112,7 @@ fn a_damaged_entry_is_reported_and_never_used() {
 #[test]
 fn concurrent_writers_leave_the_fastest_whole_entry() {
     let (c, _) = cache("concurrent");
-    let k = key("p", "d", &sizes(), "t", "c");
+    let k = key("p", "d", &sizes(), &none(), "t", "c");
     std::thread::scope(|s| {
         for t in 0..8u64 {
             let c = c.clone();

@@ -3,12 +3,14 @@
 //! (`tuning` in `kernel::cache_dir()`).
 //!
 //! An entry is `KEY.json`, human-readable JSON with a format line, the
-//! def, its sizes, the options in their text form (`kernel::options`),
-//! the tuned time, the untuned default's time and how many candidates
-//! were measured. The key ([`key`]) is a hash of the format, tessera's
-//! version, the printed program, the def, the sorted sizes, the target's
-//! codegen text and the C compiler's identity: a kernel tuned for another
-//! machine, compiler or tessera is another key.
+//! def, its sizes, the inputs declared constant, the options in their
+//! text form (`kernel::options`), the tuned time, the untuned default's
+//! time and how many candidates were measured. The key ([`key`]) is a hash
+//! of the format, tessera's version, the printed program, the def, the
+//! sorted sizes, the constant inputs (with them, the kernel is the def
+//! without its load step), the target's codegen text and the C compiler's
+//! identity: a kernel tuned for another machine, compiler or tessera is
+//! another key.
 //!
 //! The kernel cache's rules hold (`codegen::cache`): an entry is written
 //! to a scratch file and renamed into place, so a reader sees no entry or
@@ -18,7 +20,7 @@
 //! format or options that do not parse is reported as damaged, with why,
 //! and never used.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use codegen::cache::{hash_parts, lock_key, read_if_present, write_atomically};
@@ -27,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::Error;
 
 /// The format line of every entry.
-pub const FORMAT: &str = "tessera-tuning 1";
+pub const FORMAT: &str = "tessera-tuning 2";
 
 /// One kernel's tuned options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,9 @@ pub struct Entry {
     pub format: String,
     pub def: String,
     pub sizes: BTreeMap<String, i64>,
+    /// The inputs declared constant (their load step is not the kernel's).
+    #[serde(default)]
+    pub constants: Vec<String>,
     /// The kernel options, in their text form.
     pub options: String,
     /// The median time of the tuned kernel, in nanoseconds.
@@ -58,22 +63,25 @@ pub enum Lookup {
     Damaged(String),
 }
 
-/// The key of `def` of the printed program `program` at `sizes`, for the
-/// target whose codegen text is `target` and the C compiler `compiler`.
+/// The key of `def` of the printed program `program` at `sizes` with the
+/// inputs `constants` declared constant, for the target whose codegen text is `target` and the C compiler `compiler`.
 pub fn key(
     program: &str,
     def: &str,
     sizes: &BTreeMap<String, i64>,
+    constants: &BTreeSet<String>,
     target: &str,
     compiler: &str,
 ) -> String {
     let sizes: String = sizes.iter().map(|(n, v)| format!("{n}={v};")).collect();
+    let constants: String = constants.iter().map(|n| format!("{n};")).collect();
     hash_parts(&[
         FORMAT,
         env!("CARGO_PKG_VERSION"),
         program,
         def,
         &sizes,
+        &constants,
         target,
         compiler,
     ])
@@ -95,6 +103,11 @@ impl TuneCache {
             ))
         })?;
         Ok(TuneCache { dir })
+    }
+
+    /// The directory of the entries.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// tessera's per-user cache: `tuning` in `kernel::cache_dir()`.

@@ -1,17 +1,21 @@
 //! A measurement job: one candidate of a search (a TC program, a def, its
-//! sizes and the kernel options to compile it with) to compile, check
+//! sizes, the inputs declared constant and the kernel options to compile
+//! it with) to compile, check
 //! against the interpreter once and time, and the reply. Jobs and replies
 //! are JSON, so that a job can run in another process (`worker.rs`, the
 //! `tessera tune-worker` command) or, later, on another machine.
 //!
 //! The first run, on fresh memory, is not timed; its outputs are checked
-//! against the interpreter when the candidate's time beats the best so
-//! far (only such a candidate can win). Timing follows TC's pruning rules: a candidate whose first
+//! when the candidate's time beats the best so far (only such a candidate
+//! can win): against the untuned kernel's saved outputs when the job
+//! names them, which the tuner checks against the interpreter, otherwise
+//! against the interpreter. Timing follows TC's pruning rules: a candidate whose first
 //! timed run takes at least 100 times the best time so far, or whose
 //! warm-up runs take at least 5 times it, is not timed further
 //! (`Reply::Pruned`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use interp::{Arg, Mode, Tensor};
@@ -30,8 +34,23 @@ pub struct Job {
     pub options: String,
     /// The best time so far, for pruning.
     pub best_ns: Option<u64>,
-    /// The seed of the random inputs.
+    /// The seed of the random inputs ([`inputs`]).
     pub seed: u64,
+    /// A directory holding the untuned kernel's outputs on those inputs
+    /// (saved by its job, `save_outputs`), which a would-be winner is
+    /// compared with instead of the interpreter's: the tuner checks them
+    /// against the interpreter once, before it keeps a winner. (An
+    /// executor on other machines ships the directory or leaves it out.)
+    #[serde(default)]
+    pub reference: Option<String>,
+    /// Save the outputs of the first run into this directory (as
+    /// `K.npy`, the def's output `K`) instead of checking them.
+    #[serde(default)]
+    pub save_outputs: Option<String>,
+    /// The inputs declared constant, as `bench --constant` declares them:
+    /// what depends on them alone runs once, before the timed runs.
+    #[serde(default)]
+    pub constants: Vec<String>,
     /// Compile only (the kernel cache keeps the result), so that a
     /// generation's candidates compile in parallel before they are timed
     /// one at a time.
@@ -80,42 +99,33 @@ fn measure(job: &Job) -> Result<Reply, String> {
         .ok_or_else(|| format!("no def `{}`", job.def))?;
     let kernel_options = kernel::parse_options(&job.options)?;
     let given: HashMap<String, i64> = job.sizes.clone().into_iter().collect();
-    let mut args: HashMap<String, Arg> = HashMap::new();
-    let bound = interp::bind_sizes(def, &args, &given).map_err(|e| e.message)?;
-    for (k, p) in def.params.iter().enumerate() {
-        let ir::Param::Tensor(t) = p else {
-            return Err(format!("scalar parameter `{}` has no value", p.name()));
-        };
-        let shape = interp::param_shape(def, t, &bound).map_err(|e| e.message)?;
-        let dtype = def.tensor(t).map_or(ir::DType::F32, |x| x.dtype);
-        args.insert(
-            t.clone(),
-            Arg::Tensor(Tensor::random(dtype, &shape, job.seed + k as u64)),
-        );
-    }
-    let mut resolved = compile::Options::default()
-        .resolve()
+    let bound = interp::bind_sizes(def, &HashMap::new(), &given).map_err(|e| e.message)?;
+    let args = inputs(def, &bound, job.seed)?;
+    // Compiled as `run` and `bench` compile: in their layouts, with the
+    // constants' load step hoisted (the options name this program's steps).
+    let options = compile::Options {
+        tuned: false,
+        kernel_options,
+        ..compile::Options::default()
+    };
+    let constants: HashMap<String, Arg> = job
+        .constants
+        .iter()
+        .filter_map(|n| args.get(n).map(|a| (n.clone(), a.clone())))
+        .collect();
+    let built = crate::constants::compile_constants(&program, def, &bound, &options, constants)
         .map_err(|e| e.to_string())?;
-    resolved.kernel_options = kernel_options;
-    let cache = codegen::cache::KernelCache::open_default().map_err(|e| e.to_string())?;
-    // Rewritten into the layouts `run` and `bench` compile (the options
-    // name the steps of that program).
-    let blocked = compile::layout(&program, def, &bound, &resolved.target);
-    let compiled_program = blocked.as_ref().unwrap_or(&program);
-    let compiled_def = compiled_program.def(&job.def).unwrap_or(def);
-    let compiled = compile::compile_with(
-        compiled_program,
-        compiled_def,
-        &bound,
-        &resolved,
-        &cache,
-        false,
-    )
-    .map_err(|e| e.to_string())?;
+    let compiled = built.compiled;
     if job.compile_only {
         return Ok(Reply::Time { median_ns: 0 });
     }
-    let mut state = compiled.prepare(&args).map_err(|e| e.to_string())?;
+    let mut run_args: HashMap<String, Arg> = args
+        .iter()
+        .filter(|(n, _)| !job.constants.contains(n))
+        .map(|(n, a)| (n.clone(), a.clone()))
+        .collect();
+    run_args.extend(built.fixed);
+    let mut state = compiled.prepare(&run_args).map_err(|e| e.to_string())?;
     let slow = job.fault.as_deref() == Some("slow");
     let timed = |state: &mut runtime::State| -> Result<Duration, String> {
         let t = Instant::now();
@@ -162,31 +172,89 @@ fn measure(job: &Job) -> Result<Reply, String> {
     let timing = crate::cost::timing::time_runs(&compiled, &mut state, RUNS, 0, false)
         .map_err(|e| e.to_string())?;
     let median = nanos(Duration::from_secs_f64(timing.median()));
-    // Only a candidate that would win is checked against the interpreter
-    // (a slower one never wins, and the check can cost more than timing).
-    if job.best_ns.is_none_or(|b| median < b) {
-        let want = interp::run(&program, &job.def, &args, &given, Mode::Real)
-            .map_err(|e| format!("the interpreter: {}", e.message))?;
-        for ((name, got), (_, w)) in outputs.iter().zip(&want) {
+    if let Some(dir) = &job.save_outputs {
+        let tensors: Vec<Tensor> = outputs.iter().map(|(_, t)| t.clone()).collect();
+        write_outputs(Path::new(dir), &tensors)?;
+    } else if job.best_ns.is_none_or(|b| median < b) {
+        // Only a candidate that would win is checked (a slower one never
+        // wins, and the check can cost more than timing).
+        let (want, whose) = match &job.reference {
+            Some(dir) => (
+                read_outputs(Path::new(dir), outputs.len())?,
+                "the untuned kernel's",
+            ),
+            None => (
+                interp::run(&program, &job.def, &args, &given, Mode::Real)
+                    .map_err(|e| format!("the interpreter: {}", e.message))?
+                    .into_iter()
+                    .map(|(_, t)| t)
+                    .collect(),
+                "the interpreter's",
+            ),
+        };
+        for ((name, got), w) in outputs.iter().zip(&want) {
             if let Some(i) = differs(got, w) {
-                return Err(format!(
-                    "wrong result: `{name}`[{i}] differs from the interpreter's"
-                ));
+                return Err(format!("wrong result: `{name}`[{i}] differs from {whose}"));
             }
         }
     }
     Ok(Reply::Time { median_ns: median })
 }
 
+/// The random arguments of a job of `def` at the bound sizes `bound`
+/// (every parameter a tensor; tensor `k` drawn with seed `seed + k`).
+pub fn inputs(
+    def: &ir::Def,
+    bound: &HashMap<String, i64>,
+    seed: u64,
+) -> Result<HashMap<String, Arg>, String> {
+    let mut args: HashMap<String, Arg> = HashMap::new();
+    for (k, p) in def.params.iter().enumerate() {
+        let ir::Param::Tensor(t) = p else {
+            return Err(format!("scalar parameter `{}` has no value", p.name()));
+        };
+        let shape = interp::param_shape(def, t, bound).map_err(|e| e.message)?;
+        let dtype = def.tensor(t).map_or(ir::DType::F32, |x| x.dtype);
+        args.insert(
+            t.clone(),
+            Arg::Tensor(Tensor::random(dtype, &shape, seed + k as u64)),
+        );
+    }
+    Ok(args)
+}
+
+/// Writes `outputs` into `dir`, output `k` as `k.npy`.
+pub fn write_outputs(dir: &Path, outputs: &[Tensor]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+    for (k, t) in outputs.iter().enumerate() {
+        npy::write(&dir.join(format!("{k}.npy")), t)?;
+    }
+    Ok(())
+}
+
+/// The `outputs` outputs [`write_outputs`] wrote into `dir`.
+pub fn read_outputs(dir: &Path, outputs: usize) -> Result<Vec<Tensor>, String> {
+    (0..outputs)
+        .map(|k| {
+            npy::read(&dir.join(format!("{k}.npy"))).map_err(|e| format!("the saved outputs: {e}"))
+        })
+        .collect()
+}
+
 /// The first element where `got` and `want` differ beyond rounding
-/// (floats within 1e-3 of their magnitude, `opt::verify::agree`: the
-/// options reorder reductions).
-fn differs(got: &Tensor, want: &Tensor) -> Option<usize> {
+/// (floats within 1e-3 of their magnitude plus the output's largest,
+/// `opt::verify::agree`: the options reorder reductions, and an element
+/// that cancels to near zero keeps the rounding of its large terms).
+pub fn differs(got: &Tensor, want: &Tensor) -> Option<usize> {
     if got.shape() != want.shape() {
         return Some(0);
     }
     let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let scale = w
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0f64, |m, x| m.max(x.abs()));
     g.iter()
         .zip(&w)
-        .position(|(a, b)| !opt::verify::agree(*a, *b, 1e-3, 1.0))
+        .position(|(a, b)| !opt::verify::agree(*a, *b, 1e-3, scale))
 }

@@ -12,13 +12,13 @@
 //! way, when it is at least 3% faster than the default and the cached
 //! entry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ir::Program;
 
 use super::cache::{self, Entry, Lookup, TuneCache};
-use super::genetic::{self, Outcome, Params, Progress};
+use super::genetic::{self, Genome, Outcome, Params, Progress};
 use super::job::{Job, Reply};
 use super::space::Space;
 use super::worker::Executor;
@@ -35,6 +35,9 @@ pub struct Request<'a> {
     pub program: &'a Program,
     pub def: &'a str,
     pub sizes: &'a BTreeMap<String, i64>,
+    /// The inputs declared constant (`bench --constant`): the kernel tuned
+    /// is the def without what depends on them alone.
+    pub constants: &'a BTreeSet<String>,
     pub params: Params,
     /// When set, the population is scaled down to what the budget can
     /// measure in [`GENERATIONS_IN_BUDGET`] generations (by the untuned
@@ -82,14 +85,19 @@ pub struct Tuned {
     /// How long tuning took, in seconds (for an answer from the cache: the
     /// lookup, the key's making included).
     pub seconds: f64,
+    /// How long checking the untuned kernel's outputs against the
+    /// interpreter took, in seconds, when a winner was to be kept (the
+    /// check follows the search; `seconds` includes it).
+    pub checked: Option<f64>,
 }
 
-/// The tuning cache's key for `def` of `program` at `sizes` on this
-/// machine and compiler.
+/// The tuning cache's key for `def` of `program` at `sizes` with the
+/// inputs `constants` declared constant, on this machine and compiler.
 pub fn cache_key(
     program: &Program,
     def: &str,
     sizes: &BTreeMap<String, i64>,
+    constants: &BTreeSet<String>,
 ) -> Result<String, Error> {
     let resolved = compile::Options::default().resolve()?;
     let kernels = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
@@ -97,19 +105,21 @@ pub fn cache_key(
         &ir::print_program(program),
         def,
         sizes,
+        constants,
         &resolved.target.codegen_text(),
         kernels.compiler_id(),
     ))
 }
 
 /// The options the tuning cache holds for `def` of `program` at `sizes`
-/// on `target` with the compiler of `kernels`, and their tuned time; `None`
+/// with the tensors `constants` declared constant, on `target` with the compiler of `kernels`, and their tuned time; `None`
 /// when it holds none, or a damaged entry, or cannot be read (compiling
 /// never fails for the tuning cache).
 pub fn cached(
     program: &Program,
     def: &ir::Def,
     sizes: &HashMap<String, i64>,
+    constants: &HashSet<String>,
     target: &kernel::Target,
     kernels: &codegen::cache::KernelCache,
 ) -> Option<(kernel::Options, u64)> {
@@ -128,6 +138,7 @@ pub fn cached(
         &ir::print_program(program),
         &def.name,
         &sorted,
+        &constants.iter().cloned().collect(),
         &target.codegen_text(),
         kernels.compiler_id(),
     );
@@ -150,7 +161,7 @@ pub fn tune(
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
-    let key = cache_key(req.program, req.def, req.sizes)?;
+    let key = cache_key(req.program, req.def, req.sizes, req.constants)?;
     let (held, damaged) = match cache.get(&key)? {
         Lookup::Hit(e, o) => (Some((e, o)), None),
         Lookup::Miss => (None, None),
@@ -170,6 +181,7 @@ pub fn tune(
             damaged: None,
             trajectory: Vec::new(),
             seconds: started.elapsed().as_secs_f64(),
+            checked: None,
         });
     }
     let text = ir::print_program(req.program);
@@ -179,11 +191,41 @@ pub fn tune(
         .program
         .def(req.def)
         .ok_or_else(|| Error::Usage(format!("no def `{}`", req.def)))?;
+    for name in req.constants {
+        if !def
+            .params
+            .iter()
+            .any(|p| matches!(p, ir::Param::Tensor(t) if t == name))
+        {
+            return Err(Error::Usage(format!(
+                "--constant `{name}` is not a tensor input of `{}`",
+                req.def
+            )));
+        }
+    }
+    // A job's inputs are random tensors: a scalar has no value to take.
+    if let Some(p) = def
+        .params
+        .iter()
+        .find(|p| !matches!(p, ir::Param::Tensor(_)))
+    {
+        return Err(Error::Usage(format!(
+            "`{}` cannot be tuned: scalar parameter `{}` has no value",
+            req.def,
+            p.name()
+        )));
+    }
     // The program `run` and `bench` compile: in their layouts.
     let blocked = compile::layout(req.program, def, &sizes, &resolved.target);
     let compiled = blocked.as_ref().unwrap_or(req.program);
-    let (taken, indices) =
-        runtime::options_taken(compiled, req.def, &sizes, &resolved).map_err(Error::Build)?;
+    let compiled_def = compiled.def(req.def).unwrap_or(def);
+    let names: HashSet<String> = req.constants.iter().cloned().collect();
+    let split = crate::constants::split(compiled, compiled_def, &sizes, &names)?;
+    let (taken, indices) = match &split {
+        Some(s) => runtime::options_taken(&s.program, &s.run.name, &s.run_sizes, &resolved),
+        None => runtime::options_taken(compiled, req.def, &sizes, &resolved),
+    }
+    .map_err(Error::Build)?;
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(
@@ -191,21 +233,34 @@ pub fn tune(
             req.def
         )));
     }
+    // The untuned kernel's outputs, saved by its job: every would-be
+    // winner is compared with them, and they are checked against the
+    // interpreter once, before a winner is kept.
+    let reference = Reference(
+        cache
+            .dir()
+            .join(format!("reference-{key}-{}", std::process::id())),
+    );
     let job = |options: &kernel::Options, best_ns: Option<u64>| Job {
         program: text.clone(),
         def: req.def.to_string(),
         sizes: req.sizes.clone(),
         options: kernel::print_options(options),
         best_ns,
-        seed: 7,
+        seed: SEED,
+        reference: Some(reference.0.to_string_lossy().into_owned()),
+        save_outputs: None,
+        constants: req.constants.iter().cloned().collect(),
         compile_only: false,
         fault: None,
     };
     let default_started = Instant::now();
-    let default_ns = match executor
-        .measure(&[job(&kernel::Options::default(), None)], interrupted)
-        .pop()
-    {
+    let untuned = Job {
+        reference: None,
+        save_outputs: Some(reference.0.to_string_lossy().into_owned()),
+        ..job(&kernel::Options::default(), None)
+    };
+    let default_ns = match executor.measure(&[untuned], interrupted).pop() {
         Some(Reply::Time { median_ns }) => median_ns,
         Some(Reply::Failed { reason }) => {
             return Err(Error::Usage(format!(
@@ -225,12 +280,21 @@ pub fn tune(
             )))
         }
     };
+    // The untuned kernel's measurement (a worker's start, the compile, the
+    // warm-up and the timed runs) stands for every candidate's.
+    let each = default_started.elapsed().as_secs_f64().max(1e-3);
+    // The time the finalists' second measurement takes is kept from the
+    // search's budget (a third of it at most). Their kernels are compiled
+    // then: a job is a worker's start, the inputs, the warm-up and the
+    // runs.
+    let timing_job = TIMING_JOB_S + 20.0 * default_ns as f64 / 1e9;
+    let reserve = Duration::from_secs_f64(
+        (timing_job * ((FINALISTS + 2) * ROUNDS) as f64).min(req.budget.as_secs_f64() / 3.0),
+    );
     let mut params = req.params.clone();
     if req.fit_population {
-        // The untuned kernel's measurement (a worker's start, the compile,
-        // the warm-up and the timed runs) stands for every candidate's.
-        let each = default_started.elapsed().as_secs_f64().max(1e-3);
-        let fits = (req.budget.as_secs_f64() / (GENERATIONS_IN_BUDGET * each)) as usize;
+        let search = (req.budget - reserve).as_secs_f64();
+        let fits = (search / (GENERATIONS_IN_BUDGET * each)) as usize;
         params.population = fits.clamp(MIN_POPULATION, req.params.population.max(1));
         params.elites = (params.population / 10).max(1);
     }
@@ -240,8 +304,8 @@ pub fn tune(
         seeds.push(space.encode(o));
     }
     // The budget counts from the start: the untuned kernel's measurement
-    // is part of it.
-    let stop = || interrupted() || started.elapsed() >= req.budget;
+    // is part of it, and so is the finalists'.
+    let stop = || interrupted() || started.elapsed() + reserve >= req.budget;
     let mut failed = Vec::new();
     let report = genetic::search(
         &space.sizes(),
@@ -283,20 +347,58 @@ pub fn tune(
         progress,
         &stop,
     );
-    let best = report
-        .best
-        .map(|(g, t)| (space.decode(&g), (t * 1e9) as u64));
+    // The search's times are single measurements on a machine whose
+    // speed drifts: its best is partly luck. Unless stopped, the finalists
+    // (the fastest few and the cached options) are measured again beside
+    // the untuned kernel, in turns, and the medians decide.
+    let mut finalists: Vec<(Genome, f64)> = report
+        .measured
+        .iter()
+        .filter_map(|(g, o)| match o {
+            Outcome::Time(t) => Some((g.clone(), *t)),
+            _ => None,
+        })
+        .collect();
+    finalists.sort_by(|a, b| a.1.total_cmp(&b.1));
+    finalists.truncate(FINALISTS);
+    let mut candidates: Vec<Genome> = finalists.iter().map(|(g, _)| g.clone()).collect();
+    if let Some((_, o)) = &held {
+        let g = space.encode(o);
+        if !candidates.contains(&g) {
+            candidates.push(g);
+        }
+    }
+    let confirmed = if interrupted() || candidates.is_empty() {
+        None
+    } else {
+        confirm(executor, &job, &space, &candidates, interrupted)
+    };
+    let (default_ns, best) = match confirmed {
+        Some((default_ns, best)) => (default_ns, best),
+        None => (
+            default_ns,
+            report
+                .best
+                .map(|(g, t)| (space.decode(&g), (t * 1e9) as u64)),
+        ),
+    };
     let cached = held.as_ref().map(|(e, _)| e.time_ns);
     let mut stored = false;
+    let mut checked = None;
     if let Some((options, ns)) = &best {
         let beats = |other: u64| (*ns as f64) < KEEP * other as f64;
-        if beats(default_ns) && cached.is_none_or(beats) {
+        let is_cached = held.as_ref().is_some_and(|(_, o)| o == options);
+        if beats(default_ns) && !is_cached {
+            let checking = Instant::now();
+            check_reference(req.program, def, &sizes, &reference.0)?;
+            checked = Some(checking.elapsed().as_secs_f64());
             stored = cache.put(
                 &key,
                 &Entry {
                     format: cache::FORMAT.to_string(),
                     def: req.def.to_string(),
                     sizes: req.sizes.clone(),
+                    constants: req.constants.iter().cloned().collect(),
                     options: kernel::print_options(options),
                     time_ns: *ns,
                     default_ns,
@@ -318,5 +420,107 @@ pub fn tune(
         damaged,
         trajectory,
         seconds: started.elapsed().as_secs_f64(),
+        checked,
     })
+}
+
+/// The seed of the jobs' random inputs.
+const SEED: u64 = 7;
+
+/// Checks the untuned kernel's outputs saved in `dir` against the
+/// interpreter's on the same inputs: an error names the first element
+/// that differs (a bug in tessera: nothing is kept).
+fn check_reference(
+    program: &Program,
+    def: &ir::Def,
+    sizes: &HashMap<String, i64>,
+    dir: &std::path::Path,
+) -> Result<(), Error> {
+    let failed = |m: String| Error::Internal(format!("internal error: {m}; nothing was kept"));
+    let args = super::job::inputs(def, sizes, SEED).map_err(failed)?;
+    let want = interp::run(program, &def.name, &args, sizes, interp::Mode::Real)
+        .map_err(|e| failed(format!("the interpreter: {}", e.message)))?;
+    let got = super::job::read_outputs(dir, want.len()).map_err(failed)?;
+    for ((name, w), g) in want.iter().zip(&got) {
+        if let Some(i) = super::job::differs(g, w) {
+            return Err(failed(format!(
+                "the untuned kernel's `{name}`[{i}] differs from the interpreter's"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A directory of the untuned kernel's outputs, removed when tuning ends.
+struct Reference(std::path::PathBuf);
+
+impl Drop for Reference {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A timing job's cost besides its runs, in seconds: a worker's start,
+/// its inputs and the warm-up (`cost::timing`: at least 0.25 s).
+const TIMING_JOB_S: f64 = 0.4;
+
+/// The fastest candidates of a search measured again.
+const FINALISTS: usize = 3;
+
+/// The rounds in which the finalists and the untuned kernel are measured
+/// again, in turns.
+const ROUNDS: usize = 3;
+
+/// Measures the untuned kernel and `candidates` again, in turns, for
+/// [`ROUNDS`] rounds: the untuned kernel's median over the rounds, and the
+/// candidate whose time over the untuned kernel's in the same round has
+/// the least median, with its median time. Pairing a candidate with the
+/// untuned kernel measured beside it cancels a slow spell of the machine
+/// that spans a round. `None` when stopped or nothing ran.
+fn confirm(
+    executor: &dyn Executor,
+    job: &dyn Fn(&kernel::Options, Option<u64>) -> Job,
+    space: &Space,
+    candidates: &[Genome],
+    interrupted: &dyn Fn() -> bool,
+) -> Option<(u64, Option<(kernel::Options, u64)>)> {
+    let mut jobs = vec![job(&kernel::Options::default(), None)];
+    jobs.extend(candidates.iter().map(|g| job(&space.decode(g), None)));
+    // times[j][r]: job j's time in round r, when it gave one.
+    let mut times: Vec<Vec<Option<u64>>> = vec![Vec::new(); jobs.len()];
+    for _ in 0..ROUNDS {
+        let replies = executor.measure(&jobs, interrupted);
+        if replies.len() < jobs.len() {
+            return None;
+        }
+        for (t, r) in times.iter_mut().zip(replies) {
+            t.push(match r {
+                Reply::Time { median_ns } => Some(median_ns),
+                _ => None,
+            });
+        }
+    }
+    let median = |mut v: Vec<f64>| -> Option<f64> {
+        v.sort_by(f64::total_cmp);
+        (v.len() == ROUNDS).then(|| v[v.len() / 2])
+    };
+    let default: Vec<u64> = times[0].iter().flatten().copied().collect();
+    let default_ns = median(default.iter().map(|&t| t as f64).collect())? as u64;
+    let best = candidates
+        .iter()
+        .zip(&times[1..])
+        .filter_map(|(g, t)| {
+            let ratios: Vec<f64> = t
+                .iter()
+                .zip(&times[0])
+                .filter_map(|(c, d)| {
+                    Some(c.as_ref().copied()? as f64 / d.as_ref().copied()? as f64)
+                })
+                .collect();
+            let own: Vec<f64> = t.iter().flatten().map(|&x| x as f64).collect();
+            Some((g, median(ratios)?, median(own)? as u64))
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(g, _, ns)| (space.decode(g), ns));
+    Some((default_ns, best))
 }

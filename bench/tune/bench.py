@@ -118,15 +118,21 @@ def main():
                 reached = [s for s, ns in t["trajectory"] if ns / 1e6 < target_ms]
                 row["faster_than_metaschedule_after_s"] = reached[0] if reached else None
         tuned, untuned = [], []
-        if "nothing to tune" in row.get("tune_error", ""):
-            # The tuned kernel is the untuned one.
+        t = row.get("tune")
+        if "nothing to tune" in row.get("tune_error", "") or (t and not t["stored"]):
+            # Nothing was kept: the tuned kernel is the untuned one.
             row["speedup"] = 1.0
             rows.append(row)
             continue
+        # Enough runs that a fast kernel's median is not the machine's
+        # noise: at least --runs, and at least 0.3 s of them.
+        runs = a.runs
+        if t:
+            runs = max(runs, int(0.3e9 / max(t["default_ns"], 1)))
         try:
             for _ in range(a.rounds):
-                tuned.append(bench_ms(a.tessera, w, env, a.runs, False))
-                untuned.append(bench_ms(a.tessera, w, env, a.runs, True))
+                tuned.append(bench_ms(a.tessera, w, env, runs, False))
+                untuned.append(bench_ms(a.tessera, w, env, runs, True))
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             row["bench_error"] = str(e)
         row["tuned_rounds_ms"], row["untuned_rounds_ms"] = tuned, untuned
@@ -147,7 +153,7 @@ def main():
             (f"{r['speedup']:.2f}" if "tuned_ms" in r else "1.00 (same kernel)") if "speedup" in r else "n/a",
             str(t["measured"]) if t else "-",
             f"{t['seconds']:.1f}" if t else "-",
-            ("yes" if t["stored"] else "no") if t else "nothing to tune",
+            ("yes" if t["stored"] else "no (nothing 3% faster)") if t else "nothing to tune",
         ]
         print("| " + " | ".join(cells) + " |")
     ratios = [r["speedup"] for r in rows if "speedup" in r]

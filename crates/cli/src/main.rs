@@ -83,9 +83,10 @@ enum Command {
     /// views, in-place updates, loops and branches) into a functional TC
     /// program (TensorSSA), print it and the mutations it removed.
     Functionalize(functionalize::FunctionalizeArgs),
-    /// Tune a TC def's kernel options: a genetic search (TC §6), every
-    /// candidate checked and timed in a worker process of its own; the
-    /// winner is kept in the tuning cache (`--show` lists it).
+    /// Tune the kernel options of a TC def or an ONNX model: a genetic
+    /// search (TC §6), every candidate checked and timed in a worker
+    /// process of its own; the winner is kept in the tuning cache
+    /// (`--show` lists it).
     Tune(tune::TuneArgs),
     /// Measure one autotuning job read as JSON from standard input (the
     /// autotuner's worker process; not for direct use).

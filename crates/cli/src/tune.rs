@@ -1,10 +1,11 @@
-//! `tessera tune`: tune a TC def's kernel options (the genetic search of
-//! TC §6, each candidate measured in a worker process of its own) and keep
-//! the winner in the tuning cache; `--show` lists the cache. A kernel the
+//! `tessera tune`: tune the kernel options of a TC def or an ONNX model
+//! (the genetic search of TC §6, each candidate measured in a worker
+//! process of its own; a model's weights are its constants, as `run` and
+//! `bench` take them) and keep the winner in the tuning cache; `--show` lists the cache. A kernel the
 //! cache holds is answered from it unless `--again`. The first Ctrl-C
 //! stops the search and keeps what it found; a second one exits at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 #[derive(clap::Args, Debug)]
 pub struct TuneArgs {
-    /// The TC file.
+    /// The TC file, or an `.onnx` model (its weights are its constants).
     #[arg(required_unless_present = "show")]
     pub file: Option<PathBuf>,
     /// The def to tune (may be left out when the file has one def).
@@ -74,11 +75,18 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     let Some(file) = &a.file else {
         return Err("error: give a TC file to tune, or `--show`".to_string());
     };
-    if file.extension().is_some_and(|e| e == "onnx" || e == "py") {
+    if file.extension().is_some_and(|e| e == "py") {
         return Err(format!(
-            "error: `{}`: tuning ONNX models and Python functions is not built yet; tune a TC file",
+            "error: `{}`: tuning Python functions is not built yet; tune a TC file or an ONNX model",
             file.display()
         ));
+    }
+    let is_model = file.extension().is_some_and(|e| e == "onnx");
+    if is_model && !a.constants.is_empty() {
+        return Err(
+            "error: `--constant` is for TC inputs: a model's initializers are its constants"
+                .to_string(),
+        );
     }
     for (what, v) in [("--budget", a.budget), ("--limit", a.limit)] {
         if !(v.is_finite() && v > 0.0) {
@@ -90,11 +98,24 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     if a.generations == 0 || a.population == Some(0) {
         return Err("error: --generations and --population must be at least 1".to_string());
     }
-    let source = engine::Source::read_tc(file).map_err(message)?;
-    let def = source.pick_def(a.def.as_deref()).map_err(message)?;
     let given = engine::bind::parse_sizes(&a.sizes).map_err(message)?;
-    let bound = interp::bind_sizes(def, &std::collections::HashMap::new(), &given)
-        .map_err(|e| format!("error: {}", e.message))?;
+    let mut source = if is_model {
+        engine::Source::load_onnx(file, a.def.as_deref(), &given, &HashMap::new())
+    } else {
+        engine::Source::read_tc(file)
+    }
+    .map_err(message)?;
+    // A model's weights are its constants, as `run` and `bench` take them.
+    let weights = source.take_weights();
+    let constants: BTreeSet<String> = if is_model {
+        weights.keys().cloned().collect()
+    } else {
+        a.constants.iter().cloned().collect()
+    };
+    let def = source.pick_def(a.def.as_deref()).map_err(message)?;
+    let bound =
+        interp::bind_sizes(def, &weights, &given).map_err(|e| format!("error: {}", e.message))?;
+    drop(weights);
     let sizes: BTreeMap<String, i64> = bound.into_iter().collect();
     let exe = std::env::current_exe().map_err(|e| format!("error: cannot find tessera: {e}"))?;
     let workers = LocalWorkers {
@@ -122,7 +143,8 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         program: source.program(),
         def: &def.name,
         sizes: &sizes,
-        constants: &a.constants.iter().cloned().collect(),
+        constants: &constants,
+        model: is_model.then_some(file.as_path()),
         params,
         fit_population: a.population.is_none(),
         budget: Duration::from_secs_f64(a.budget),

@@ -2,8 +2,9 @@
 //! grouped convolution tuned for two generations measures its candidates
 //! in workers, reports the untuned time and the best, and `--show` lists
 //! what the cache kept (the winner exactly when the report says it was
-//! kept), which a second tune finds there; Ctrl-C stops a search, which
-//! reports what it found; a def with nothing to tune, one whose kernel cannot run
+//! kept), which a second tune finds there; an ONNX model is tuned with its
+//! weights as constants, and `bench` of it finds what was kept; Ctrl-C
+//! stops a search, which reports what it found; a def with nothing to tune, one whose kernel cannot run
 //! unattended (a scalar parameter) and bad arguments are refused.
 
 use std::io::Read;
@@ -78,6 +79,30 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
     bench.extend(sizes);
     bench.extend(["--runs", "3"]);
     let (code, out, err) = tessera(&cache, &bench);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.contains("kernel options from the tuning cache"),
+        kept,
+        "{out}"
+    );
+}
+
+#[test]
+fn an_onnx_model_is_tuned_with_its_weights_as_constants() {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tune-cli-onnx-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let model = "tests/onnx/fixtures/conv_pad1_bias/model.onnx";
+    let (code, out, err) = tessera(
+        &cache,
+        &["tune", model, "--generations", "2", "--population", "3"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("model: untuned "), "{out}");
+    let kept = out.contains("kept in the tuning cache");
+    // `bench` of the model (its weights constant, as the tuner took them)
+    // finds the kernel exactly when it was kept.
+    let (code, out, err) = tessera(&cache, &["bench", model, "--runs", "3"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out.contains("kernel options from the tuning cache"),
@@ -171,7 +196,7 @@ fn nothing_to_tune_and_bad_arguments_are_refused() {
     )
     .expect("written");
     let scaled = scaled.to_string_lossy().into_owned();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["tune", &scaled, "--size", "N=4096", "--generations", "1"],
             "`scaled` cannot be tuned: scalar parameter `s` has no value",
@@ -194,8 +219,17 @@ fn nothing_to_tune_and_bad_arguments_are_refused() {
             "--budget must be a positive number of seconds",
         ),
         (
-            &["tune", "tests/onnx/fixtures/nan_relu/model.onnx"],
-            "tuning ONNX models and Python functions is not built yet",
+            &["tune", "examples/python/quickstart.py"],
+            "tuning Python functions is not built yet",
+        ),
+        (
+            &[
+                "tune",
+                "tests/onnx/fixtures/conv_pad1_bias/model.onnx",
+                "--constant",
+                "W",
+            ],
+            "`--constant` is for TC inputs: a model's initializers are its constants",
         ),
     ];
     for (args, want) in cases {

@@ -33,6 +33,7 @@ fn job(fault: Option<&str>, best_ns: Option<u64>) -> Job {
         best_ns,
         seed: 3,
         compile_only: false,
+        model: None,
         constants: Vec::new(),
         reference: None,
         save_outputs: None,

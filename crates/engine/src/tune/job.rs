@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use interp::{Arg, Mode, Tensor};
+use ir::Program;
 use serde::{Deserialize, Serialize};
 
 use crate::compile;
@@ -26,8 +27,12 @@ use crate::compile;
 /// One candidate to measure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
-    /// The TC program, as text.
+    /// The TC program, as text (empty for a model).
     pub program: String,
+    /// The ONNX model the job imports instead, by path: its weights are
+    /// its own, its other inputs random.
+    #[serde(default)]
+    pub model: Option<String>,
     pub def: String,
     pub sizes: BTreeMap<String, i64>,
     /// The kernel options, in their text form (`kernel::options`).
@@ -73,8 +78,16 @@ pub enum Reply {
     Pruned { seen_ns: u64 },
 }
 
-/// The timed runs after the warm-up.
+/// The fewest timed runs after the warm-up; a fast kernel gets more, up
+/// to [`TIMED_SECONDS`] of them (a median of ten 40 µs runs is mostly the
+/// machine's noise).
 const RUNS: u32 = 10;
+
+/// The time a fast kernel's timed runs fill, in seconds.
+const TIMED_SECONDS: f64 = 0.05;
+
+/// The most timed runs.
+const MOST_RUNS: u32 = 1000;
 
 /// Runs the job in `input` (JSON) in this process; the reply as JSON.
 pub fn run_json(input: &str) -> Result<String, String> {
@@ -90,17 +103,57 @@ pub fn run(job: &Job) -> Reply {
     }
 }
 
+/// What a job runs: its program, the def's arguments and the bound sizes.
+#[derive(Debug)]
+pub struct Setup {
+    pub program: Program,
+    /// Random tensors drawn from the job's seed ([`inputs`]); a model's
+    /// weights are its own.
+    pub args: HashMap<String, Arg>,
+    pub sizes: HashMap<String, i64>,
+}
+
+/// Reads the job's program (or imports its model) and makes its
+/// arguments.
+pub fn setup(job: &Job) -> Result<Setup, String> {
+    let given: HashMap<String, i64> = job.sizes.clone().into_iter().collect();
+    let (program, weights) = match &job.model {
+        Some(path) => {
+            let mut source =
+                crate::Source::load_onnx(Path::new(path), None, &given, &HashMap::new())
+                    .map_err(|e| e.to_string())?;
+            let weights = source.take_weights();
+            (source.program().clone(), weights)
+        }
+        None => {
+            let checked = tc::check_source(&job.program)
+                .map_err(|d| format!("the program does not check: {d:?}"))?;
+            (checked.program, HashMap::new())
+        }
+    };
+    let def = program
+        .def(&job.def)
+        .ok_or_else(|| format!("no def `{}`", job.def))?;
+    let sizes = interp::bind_sizes(def, &weights, &given).map_err(|e| e.message)?;
+    let mut args = inputs(def, &sizes, job.seed, &weights)?;
+    args.extend(weights);
+    Ok(Setup {
+        program,
+        args,
+        sizes,
+    })
+}
+
 fn measure(job: &Job) -> Result<Reply, String> {
-    let checked =
-        tc::check_source(&job.program).map_err(|d| format!("the program does not check: {d:?}"))?;
-    let program = checked.program;
+    let Setup {
+        program,
+        args,
+        sizes: bound,
+    } = setup(job)?;
     let def = program
         .def(&job.def)
         .ok_or_else(|| format!("no def `{}`", job.def))?;
     let kernel_options = kernel::parse_options(&job.options)?;
-    let given: HashMap<String, i64> = job.sizes.clone().into_iter().collect();
-    let bound = interp::bind_sizes(def, &HashMap::new(), &given).map_err(|e| e.message)?;
-    let args = inputs(def, &bound, job.seed)?;
     // Compiled as `run` and `bench` compile: in their layouts, with the
     // constants' load step hoisted (the options name this program's steps).
     let options = compile::Options {
@@ -169,7 +222,9 @@ fn measure(job: &Job) -> Result<Reply, String> {
     }
     // Timed as `tessera bench` times (a warm-up of at least 0.25 s, then
     // the median), so that a tuned time and a benchmark agree.
-    let timing = crate::cost::timing::time_runs(&compiled, &mut state, RUNS, 0, false)
+    let runs = (TIMED_SECONDS / warm_min.as_secs_f64().max(1e-9))
+        .clamp(RUNS as f64, MOST_RUNS as f64) as u32;
+    let timing = crate::cost::timing::time_runs(&compiled, &mut state, runs, 0, false)
         .map_err(|e| e.to_string())?;
     let median = nanos(Duration::from_secs_f64(timing.median()));
     if let Some(dir) = &job.save_outputs {
@@ -184,7 +239,7 @@ fn measure(job: &Job) -> Result<Reply, String> {
                 "the untuned kernel's",
             ),
             None => (
-                interp::run(&program, &job.def, &args, &given, Mode::Real)
+                interp::run(&program, &job.def, &args, &bound, Mode::Real)
                     .map_err(|e| format!("the interpreter: {}", e.message))?
                     .into_iter()
                     .map(|(_, t)| t)
@@ -202,14 +257,18 @@ fn measure(job: &Job) -> Result<Reply, String> {
 }
 
 /// The random arguments of a job of `def` at the bound sizes `bound`
-/// (every parameter a tensor; tensor `k` drawn with seed `seed + k`).
+/// (tensor `k` drawn with seed `seed + k`), but for those in `given`.
 pub fn inputs(
     def: &ir::Def,
     bound: &HashMap<String, i64>,
     seed: u64,
+    given: &HashMap<String, Arg>,
 ) -> Result<HashMap<String, Arg>, String> {
     let mut args: HashMap<String, Arg> = HashMap::new();
     for (k, p) in def.params.iter().enumerate() {
+        if given.contains_key(p.name()) {
+            continue;
+        }
         let ir::Param::Tensor(t) = p else {
             return Err(format!("scalar parameter `{}` has no value", p.name()));
         };

@@ -38,6 +38,9 @@ pub struct Request<'a> {
     /// The inputs declared constant (`bench --constant`): the kernel tuned
     /// is the def without what depends on them alone.
     pub constants: &'a BTreeSet<String>,
+    /// The ONNX model `program` was imported from: the jobs import it
+    /// again, and run with its weights (`constants` names them).
+    pub model: Option<&'a std::path::Path>,
     pub params: Params,
     /// When set, the population is scaled down to what the budget can
     /// measure in [`GENERATIONS_IN_BUDGET`] generations (by the untuned
@@ -242,7 +245,12 @@ pub fn tune(
             .join(format!("reference-{key}-{}", std::process::id())),
     );
     let job = |options: &kernel::Options, best_ns: Option<u64>| Job {
-        program: text.clone(),
+        program: if req.model.is_some() {
+            String::new()
+        } else {
+            text.clone()
+        },
+        model: req.model.map(|p| p.to_string_lossy().into_owned()),
         def: req.def.to_string(),
         sizes: req.sizes.clone(),
         options: kernel::print_options(options),
@@ -390,7 +398,7 @@ pub fn tune(
         let is_cached = held.as_ref().is_some_and(|(_, o)| o == options);
         if beats(default_ns) && !is_cached {
             let checking = Instant::now();
-            check_reference(req.program, def, &sizes, &reference.0)?;
+            check_reference(&job(&kernel::Options::default(), None), &reference.0)?;
             checked = Some(checking.elapsed().as_secs_f64());
             stored = cache.put(
                 &key,
@@ -427,19 +435,20 @@ pub fn tune(
 /// The seed of the jobs' random inputs.
 const SEED: u64 = 7;
 
-/// Checks the untuned kernel's outputs saved in `dir` against the
-/// interpreter's on the same inputs: an error names the first element
+/// Checks the untuned kernel's outputs saved in `dir` by `job` against
+/// the interpreter's on the same inputs: an error names the first element
 /// that differs (a bug in tessera: nothing is kept).
-fn check_reference(
-    program: &Program,
-    def: &ir::Def,
-    sizes: &HashMap<String, i64>,
-    dir: &std::path::Path,
-) -> Result<(), Error> {
+fn check_reference(job: &Job, dir: &std::path::Path) -> Result<(), Error> {
     let failed = |m: String| Error::Internal(format!("internal error: {m}; nothing was kept"));
-    let args = super::job::inputs(def, sizes, SEED).map_err(failed)?;
-    let want = interp::run(program, &def.name, &args, sizes, interp::Mode::Real)
-        .map_err(|e| failed(format!("the interpreter: {}", e.message)))?;
+    let setup = super::job::setup(job).map_err(failed)?;
+    let want = interp::run(
+        &setup.program,
+        &job.def,
+        &setup.args,
+        &setup.sizes,
+        interp::Mode::Real,
+    )
+    .map_err(|e| failed(format!("the interpreter: {}", e.message)))?;
     let got = super::job::read_outputs(dir, want.len()).map_err(failed)?;
     for ((name, w), g) in want.iter().zip(&got) {
         if let Some(i) = super::job::differs(g, w) {

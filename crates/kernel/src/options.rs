@@ -14,7 +14,10 @@
 //! - `jam index=points | jam none`: vectorize's register block (the other
 //!   index jammed with the lanes);
 //! - `parallel index | parallel none`: the index parallelize partitions;
-//! - `unroll on|off`: whether unroll copies the step's small inner blocks.
+//! - `unroll on|off`: whether unroll copies the step's small inner blocks;
+//! - `partitions N`: the runtime's partitions per thread of the pool, of a
+//!   step's parallel index, or of a library matmul's product (its chunks
+//!   of C).
 //!
 //! The text form: `step NAME` opens a step's choices, one per line after
 //! it; `#` starts a comment. [`print_options`] and [`parse_options`] round
@@ -41,6 +44,9 @@ pub struct StepOptions {
     /// The index partitioned over the cores, or none.
     pub parallel: Option<Option<String>>,
     pub unroll: Option<bool>,
+    /// The runtime's partitions per thread (a parallel step's, a library
+    /// matmul's chunks).
+    pub partitions: Option<u64>,
 }
 
 impl Options {
@@ -88,6 +94,9 @@ pub fn print_options(options: &Options) -> String {
         }
         if let Some(u) = s.unroll {
             let _ = writeln!(out, "  unroll {}", on_off(u));
+        }
+        if let Some(n) = s.partitions {
+            let _ = writeln!(out, "  partitions {n}");
         }
     }
     out
@@ -168,9 +177,17 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                     _ => return Err(at("`parallel` takes an index name or `none`".to_string())),
                 });
             }
+            "partitions" => {
+                step.partitions = Some(match rest.as_slice() {
+                    [n] => n.parse().ok().filter(|&n: &u64| n > 0).ok_or_else(|| {
+                        at(format!("`partitions` takes a positive number, not `{n}`"))
+                    })?,
+                    _ => return Err(at("`partitions` takes a positive number".to_string())),
+                });
+            }
             other => {
                 return Err(at(format!(
-                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll)"
+                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll, partitions)"
                 )))
             }
         }

@@ -152,7 +152,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
         ("step s\nstep s\n", "line 2: step `s` is given twice"),
         (
             "step s\n  order i j\n",
-            "line 2: unknown choice `order` (choices: tile, vectorize, jam, parallel, unroll)",
+            "line 2: unknown choice `order` (choices: tile, vectorize, jam, parallel, unroll, partitions)",
+        ),
+        (
+            "step s\n  partitions 0\n",
+            "line 2: `partitions` takes a positive number, not `0`",
         ),
         (
             "step s\n  tile i=4\n  tile none\n",
@@ -162,11 +166,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
     for (text, want) in cases {
         assert_eq!(kernel::parse_options(text), Err(want.to_string()), "{text}");
     }
-    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\nstep s2\n  tile none\n";
+    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  partitions 2\nstep s2\n  tile none\n";
     let o = kernel::parse_options(text).expect("parses");
     assert_eq!(
         kernel::print_options(&o),
-        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\nstep s2\n  tile none\n"
+        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  partitions 2\nstep s2\n  tile none\n"
     );
     assert_eq!(kernel::parse_options(&kernel::print_options(&o)), Ok(o));
 }

@@ -79,6 +79,9 @@ pub struct Executable {
     fresh: Vec<Vec<usize>>,
     /// For each step, the product the library runs instead of its C.
     library: Vec<Option<Library>>,
+    /// For each step, its partitions per thread of the pool (a parallel
+    /// step's; a library matmul's chunks).
+    partitions: Vec<u64>,
     /// Steps not run, and why.
     skip: Vec<Skip>,
     /// The shapes of the def's tensor parameters and results.
@@ -292,9 +295,19 @@ pub fn build(
     } else {
         Placement::Pool
     };
+    let partitions = block
+        .stmts
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Block(b) => partitions_per_thread(b, &options.kernel_options),
+            _ => None,
+        })
+        .map(|p| p.unwrap_or(PARTITIONS_PER_THREAD))
+        .collect();
     Ok(Executable {
         placement,
         library,
+        partitions,
         skip,
         shapes,
         param,
@@ -375,7 +388,26 @@ fn optimize_recording(
             errs.join("\n  ")
         ))
     })?;
-    let (taken, indices) = cx.into_parts();
+    let (mut taken, indices) = cx.into_parts();
+    // The partitions are the runtime's choice: recorded where they matter,
+    // for a step it splits into more than one part per thread.
+    let threads = rayon::current_num_threads();
+    for s in &block.stmts {
+        let StmtKind::Block(b) = &s.kind else {
+            continue;
+        };
+        let splits = if b.is_library() {
+            !b.tags.contains("band")
+                && matmul::spec(b, &block).is_some_and(|spec| spec.splits(threads))
+        } else {
+            b.idxs
+                .iter()
+                .any(|i| i.tags.contains("parallel") && i.range > threads as u64)
+        };
+        if let Some(n) = partitions_per_thread(b, &options.kernel_options).filter(|_| splits) {
+            taken.record(&b.name, |o| o.partitions = Some(n));
+        }
+    }
     Ok((block, taken, indices))
 }
 
@@ -414,6 +446,20 @@ fn interface_shapes(
         out.insert(name.clone(), shape);
     }
     Ok(out)
+}
+
+/// The partitions per thread of step `b` that the runtime splits: the
+/// options' for a `#parallel` step or a library matmul, else the default;
+/// `None` for a step it runs whole.
+fn partitions_per_thread(b: &Block, options: &kernel::Options) -> Option<u64> {
+    let default = if b.is_library() && !b.tags.contains("band") {
+        matmul::CHUNKS_PER_THREAD as u64
+    } else if b.tags.contains("parallel") {
+        PARTITIONS_PER_THREAD
+    } else {
+        return None;
+    };
+    Some(options.step(&b.name).partitions.unwrap_or(default))
 }
 
 /// Partitions of a `#parallel` step per thread of the pool (when its range
@@ -651,7 +697,7 @@ impl Executable {
                 (None, _) => vec![(0, 1)],
                 (Some(range), None) => vec![(0, range as i64)],
                 (Some(range), Some(threads)) => {
-                    let n = (threads.max(1) as u64 * PARTITIONS_PER_THREAD)
+                    let n = (threads.max(1) as u64 * self.partitions[k])
                         .min(range)
                         .max(1);
                     (0..n)
@@ -667,7 +713,13 @@ impl Executable {
             match &self.library[k] {
                 Some(lib) => {
                     let accumulate = k == 0 || self.skip[k - 1] != Skip::Fill;
-                    self.run_library(lib, state, accumulate, threads.is_some())?;
+                    self.run_library(
+                        lib,
+                        state,
+                        accumulate,
+                        threads.is_some(),
+                        self.partitions[k],
+                    )?;
                 }
                 None => self
                     .kernel
@@ -695,6 +747,7 @@ impl Executable {
         state: &mut State,
         accumulate: bool,
         parallel: bool,
+        per_thread: u64,
     ) -> Result<(), String> {
         let buffers = lib.buffers();
         let lens = buffers.map(|b| self.c.buffers[b].len);
@@ -707,10 +760,10 @@ impl Executable {
         let c = Arc::make_mut(&mut c_slot);
         let result = match lib {
             Library::Matmul(s) if s.dtype == DType::F32 => {
-                matmul_on::<f32>(s, a, b, c, lens, accumulate, parallel)
+                matmul_on::<f32>(s, a, b, c, lens, accumulate, parallel.then_some(per_thread))
             }
             Library::Matmul(s) if s.dtype == DType::F64 => {
-                matmul_on::<f64>(s, a, b, c, lens, accumulate, parallel)
+                matmul_on::<f64>(s, a, b, c, lens, accumulate, parallel.then_some(per_thread))
             }
             Library::Band(s) if s.dtype == DType::F32 => {
                 band_on::<f32>(s, a, b, c, lens, accumulate, parallel)
@@ -749,7 +802,8 @@ impl Executable {
     }
 }
 
-/// [`matmul::run`] on slots holding buffers of `lens` elements.
+/// [`matmul::run`] on slots holding buffers of `lens` elements; on the
+/// pool, with `split` chunks per thread, or with `None` on this thread.
 fn matmul_on<T: Element + matmul::Element>(
     spec: &MatmulSpec,
     a: &Buffer,
@@ -757,13 +811,15 @@ fn matmul_on<T: Element + matmul::Element>(
     c: &mut Buffer,
     lens: [usize; 3],
     accumulate: bool,
-    parallel: bool,
+    split: Option<u64>,
 ) -> Result<(), String> {
     let missing = || "a library matmul's buffer does not fit its slot".to_string();
     let a = a.view::<T>(lens[0]).ok_or_else(missing)?;
     let b = b.view::<T>(lens[1]).ok_or_else(missing)?;
     let c = c.view_mut::<T>(lens[2]).ok_or_else(missing)?;
-    matmul::run_with(spec, a, b, c, accumulate, parallel).map_err(|e| e.to_string())
+    let per_thread = split.map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    matmul::run_with(spec, a, b, c, accumulate, split.is_some(), per_thread)
+        .map_err(|e| e.to_string())
 }
 
 /// [`band::run`] on slots holding buffers of `lens` elements.

@@ -131,7 +131,24 @@ pub struct MatmulSpec {
     pub c: Operand,
 }
 
+/// Whether `points` matmuls of `flops` each run batch points in parallel,
+/// each on one thread, rather than one after another, each split into
+/// chunks.
+fn batch_parallel(points: usize, flops: usize, threads: usize) -> bool {
+    threads > 1 && points > 1 && (points >= 4 * threads || flops < SMALL_FLOPS)
+}
+
 impl MatmulSpec {
+    /// Whether a run on `threads` threads splits its products into chunks
+    /// of C, so that their number per thread matters.
+    pub fn splits(&self, threads: usize) -> bool {
+        let points = usize::try_from(self.batch_points()).unwrap_or(usize::MAX);
+        let flops =
+            usize::try_from(self.flops() / self.batch_points().max(1)).unwrap_or(usize::MAX);
+        let extent = usize::try_from(self.m.max(self.n)).unwrap_or(usize::MAX);
+        threads > 1 && !batch_parallel(points, flops, threads) && extent / MIN_CHUNK > 1
+    }
+
     /// The root buffers read: A's and B's (possibly the same).
     pub fn reads(&self) -> [usize; 2] {
         [self.a.buffer, self.b.buffer]
@@ -612,15 +629,15 @@ impl Plan {
     }
 
     /// Batch point `p` of the plan as chunks of C for `threads` threads:
-    /// about [`CHUNKS_PER_THREAD`] per thread, none narrower than
-    /// [`MIN_CHUNK`], along C's columns unless C has more rows.
-    fn chunks(&self, threads: usize) -> Vec<Plan> {
+    /// about `per_thread` per thread, none narrower than [`MIN_CHUNK`],
+    /// along C's columns unless C has more rows.
+    fn chunks(&self, threads: usize, per_thread: usize) -> Vec<Plan> {
         let (along_rows, extent) = if self.m > self.n {
             (true, self.m)
         } else {
             (false, self.n)
         };
-        let count = (threads * CHUNKS_PER_THREAD).min(extent / MIN_CHUNK).max(1);
+        let count = (threads * per_thread.max(1)).min(extent / MIN_CHUNK).max(1);
         (0..count)
             .map(|q| {
                 let (lo, hi) = (extent * q / count, extent * (q + 1) / count);
@@ -634,9 +651,10 @@ impl Plan {
     }
 }
 
-/// Chunks of one large matmul per thread of the pool: enough that a thread
-/// slowed by the machine leaves its share to the others.
-const CHUNKS_PER_THREAD: usize = 4;
+/// Chunks of one large matmul per thread of the pool, unless the kernel
+/// options say otherwise (`partitions`): enough that a thread slowed by
+/// the machine leaves its share to the others.
+pub const CHUNKS_PER_THREAD: usize = 4;
 
 /// The fewest columns (or rows) of C in a chunk: the library's kernels
 /// work on panels of a few dozen, and each chunk packs the shared operand
@@ -693,14 +711,15 @@ pub fn run<T: Element>(
     b: &[T],
     c: &mut [T],
 ) -> Result<(), MatmulError> {
-    run_with(spec, a, b, c, true, true)
+    run_with(spec, a, b, c, true, true, CHUNKS_PER_THREAD)
 }
 
 /// [`run`], or with `accumulate` false `C = A·B`: the elements of C the
 /// spec reaches are overwritten, so C's old values there need not be
 /// initialized (the runtime skips an identity store before a matmul).
 /// With `parallel` false every product runs on the calling thread, which
-/// then need not be in (or hand work to) any rayon pool.
+/// then need not be in (or hand work to) any rayon pool; otherwise a large
+/// one is split into about `chunks_per_thread` chunks per thread.
 pub fn run_with<T: Element>(
     spec: &MatmulSpec,
     a: &[T],
@@ -708,6 +727,7 @@ pub fn run_with<T: Element>(
     c: &mut [T],
     accumulate: bool,
     parallel: bool,
+    chunks_per_thread: usize,
 ) -> Result<(), MatmulError> {
     let accum = if accumulate {
         Accum::Add
@@ -737,14 +757,12 @@ pub fn run_with<T: Element>(
         .saturating_mul(plan.n)
         .saturating_mul(plan.k)
         .saturating_mul(2);
-    let batch_parallel =
-        threads > 1 && plan.points > 1 && (plan.points >= 4 * threads || each < SMALL_FLOPS);
-    if batch_parallel {
+    if batch_parallel(plan.points, each, threads) {
         (0..plan.points)
             .into_par_iter()
             .for_each(|p| matmul_point(&plan, a, b, &dst, p, accum));
     } else {
-        let chunks = plan.chunks(threads);
+        let chunks = plan.chunks(threads, chunks_per_thread);
         for p in 0..plan.points {
             chunks
                 .par_iter()

@@ -549,3 +549,47 @@ fn kernel_options_change_the_kernel_and_keep_the_results() {
     let exe = check_options(&serial, &cache, &p, "tmm", &sizes, &[]);
     assert_eq!(parallel(&exe.block), Vec::<String>::new());
 }
+
+#[test]
+fn partitions_per_thread_are_recorded_where_they_matter_and_keep_the_results() {
+    let cache = cache("partitions");
+    let p = load("examples/paper/tmm.tc");
+    // C has 256 columns: four of the library's chunks at least, and a
+    // parallel index of generated code with more points than threads.
+    let sizes = [("M", 48), ("K", 32), ("N", 256)];
+    let bound: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    for library in [true, false] {
+        let (taken, _) =
+            runtime::options_taken(&p, "tmm", &bound, &options(library)).expect("builds");
+        let split: Vec<&String> = taken
+            .steps
+            .iter()
+            .filter(|(_, s)| s.partitions.is_some())
+            .map(|(n, _)| n)
+            .collect();
+        if rayon::current_num_threads() > 1 {
+            assert!(!split.is_empty(), "library {library}: {taken:?}");
+        }
+        for n in [1, 3, 16] {
+            let mut given = kernel::Options::default();
+            for name in &split {
+                given.record(name, |s| s.partitions = Some(n));
+            }
+            let o = runtime::Options {
+                kernel_options: given,
+                ..options(library)
+            };
+            check_options(&o, &cache, &p, "tmm", &sizes, &[]);
+        }
+    }
+    // A product too small to split has no partitions to choose.
+    let small: HashMap<String, i64> = [("M", 8), ("K", 8), ("N", 8)]
+        .iter()
+        .map(|(k, v)| (k.to_string(), *v))
+        .collect();
+    let (taken, _) = runtime::options_taken(&p, "tmm", &small, &options(true)).expect("builds");
+    assert!(
+        taken.steps.values().all(|s| s.partitions.is_none()),
+        "{taken:?}"
+    );
+}

@@ -104,14 +104,14 @@ fn time<T: Element>(spec: &MatmulSpec, lens: [usize; 3]) -> Option<f64> {
     };
     let mut c = vec![T::ONE; lens[2]];
     let b = b.as_deref().unwrap_or(&a);
-    matmul::run_with(spec, &a, b, &mut c, false, true).ok()?;
+    matmul::run_with(spec, &a, b, &mut c, false, true, matmul::CHUNKS_PER_THREAD).ok()?;
     let (mut best, mut spent) = (f64::INFINITY, 0.0);
     for run in 0..MAX_RUNS {
         if run >= MIN_RUNS && spent >= TIMING {
             break;
         }
         let start = Instant::now();
-        matmul::run_with(spec, &a, b, &mut c, false, true).ok()?;
+        matmul::run_with(spec, &a, b, &mut c, false, true, matmul::CHUNKS_PER_THREAD).ok()?;
         let t = start.elapsed().as_secs_f64();
         best = best.min(t);
         spent += t;

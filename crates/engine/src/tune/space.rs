@@ -6,7 +6,9 @@
 //! levels (its whole range, or one of TC's tile values for it); vectors on
 //! or off, where vectorize chose; the jam's points (none, the model's, half
 //! or twice it), where it jammed; the parallel index or none, where
-//! parallelize chose one; unrolling on or off, where unroll unrolled.
+//! parallelize chose one; unrolling on or off, where unroll unrolled; the
+//! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
+//! where it splits a step (a parallel one, a library matmul).
 //! [`Space::decode`] turns a genome into kernel options, and
 //! [`Space::encode`] the options taken into the genome of generation
 //! zero's first seed.
@@ -42,7 +44,15 @@ enum Gene {
     Unroll {
         step: String,
     },
+    /// Partitions per thread: the model's first.
+    Partitions {
+        step: String,
+        values: Vec<u64>,
+    },
 }
+
+/// The partitions per thread a search draws besides the model's.
+const PARTITIONS: [u64; 5] = [1, 2, 4, 8, 16];
 
 /// The genes of one kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,6 +100,14 @@ impl Space {
             if s.unroll == Some(true) {
                 genes.push(Gene::Unroll { step: step.clone() });
             }
+            if let Some(n) = s.partitions {
+                let mut values = vec![n];
+                values.extend(PARTITIONS.iter().filter(|&&p| p != n));
+                genes.push(Gene::Partitions {
+                    step: step.clone(),
+                    values,
+                });
+            }
         }
         Space { genes }
     }
@@ -101,6 +119,7 @@ impl Space {
             .map(|g| match g {
                 Gene::Tile { values, .. } => values.len(),
                 Gene::Jam { values, .. } => values.len(),
+                Gene::Partitions { values, .. } => values.len(),
                 Gene::Vectorize { .. } | Gene::Parallel { .. } | Gene::Unroll { .. } => 2,
             })
             .collect()
@@ -138,6 +157,9 @@ impl Space {
                     s.parallel = Some((v == 0).then(|| index.clone()));
                 }),
                 Gene::Unroll { step } => out.record(step, |s| s.unroll = Some(v == 0)),
+                Gene::Partitions { step, values } => {
+                    out.record(step, |s| s.partitions = Some(values[v]));
+                }
             }
         }
         for (step, levels) in tiles {
@@ -183,6 +205,11 @@ impl Space {
                     usize::from(options.step(step).parallel == Some(None))
                 }
                 Gene::Unroll { step } => usize::from(options.step(step).unroll == Some(false)),
+                Gene::Partitions { step, values } => options
+                    .step(step)
+                    .partitions
+                    .and_then(|n| values.iter().position(|&v| v == n))
+                    .unwrap_or(0),
             })
             .collect()
     }
@@ -194,7 +221,7 @@ mod tests {
 
     fn taken() -> (Options, StepIndices) {
         let options = kernel::parse_options(
-            "step s1\n  tile i=4\n  vectorize on\n  jam i=8\nstep s1_vec\n  parallel i\n",
+            "step s1\n  tile i=4\n  vectorize on\n  jam i=8\nstep s1_vec\n  parallel i\n  partitions 4\n",
         )
         .expect("parses");
         let indices: StepIndices = [(
@@ -215,21 +242,22 @@ mod tests {
         let space = Space::new(&options, &indices);
         // Tiles of `i` (12: whole, then 1 2 3 4 6 8) and `k` (3: whole,
         // then 1 2) at two levels (`j` has one value); vectorize; the jam
-        // (none, 8, 4, 16); the parallel index.
-        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 4, 2]);
+        // (none, 8, 4, 16); the parallel index; its partitions (4, then
+        // 1 2 8 16).
+        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 4, 2, 5]);
         // The default's genome decodes to the options taken.
         let g = space.encode(&options);
-        assert_eq!(g, vec![4, 0, 0, 0, 0, 1, 0]);
+        assert_eq!(g, vec![4, 0, 0, 0, 0, 1, 0, 0]);
         assert_eq!(space.decode(&g), options);
         // Another genome: `i` by 2 then `k` by 1, no vectors, no jam, no
-        // parallel index.
-        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1]);
+        // parallel index, 2 partitions per thread.
+        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1, 2]);
         assert_eq!(
             kernel::print_options(&other),
-            "step s1\n  tile i=2\n  tile k=1\n  vectorize off\n  jam none\nstep s1_vec\n  parallel none\n"
+            "step s1\n  tile i=2\n  tile k=1\n  vectorize off\n  jam none\nstep s1_vec\n  parallel none\n  partitions 2\n"
         );
         // Every tile gene at its first value: untiled.
-        let whole = space.decode(&vec![0; 7]);
+        let whole = space.decode(&vec![0; 8]);
         assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
     }
 }

@@ -232,7 +232,7 @@ pub fn tune(
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(
-            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, vectors, jam, parallel index or unrolling (matrix products run in the matmul library)",
+            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, vectors, jam, parallel index, unrolling or partitions (the matmul library runs products too small to split whole)",
             req.def
         )));
     }

@@ -53,6 +53,7 @@ pub fn to_py(e: engine::Error) -> PyErr {
         E::Input { .. } | E::Npy { .. } | E::Usage(_) => InputError::new_err(message),
         E::Shape { .. } | E::Sizes(_) => ShapeError::new_err(message),
         E::Run { .. } | E::Compiled(_) => RunError::new_err(message),
+        E::Interrupted(_) => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
         E::Read { .. }
         | E::NotLowered { .. }
         | E::Build(_)

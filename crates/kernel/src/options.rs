@@ -15,6 +15,8 @@
 //!   index jammed with the lanes);
 //! - `parallel index | parallel none`: the index parallelize partitions;
 //! - `unroll on|off`: whether unroll copies the step's small inner blocks;
+//! - `fuse on|off`: whether fuse joins the step with the stage after it
+//!   (named before fusing: `s1_O_init`);
 //! - `partitions N`: the runtime's partitions per thread of the pool, of a
 //!   step's parallel index, or of a library matmul's product (its chunks
 //!   of C).
@@ -44,6 +46,8 @@ pub struct StepOptions {
     /// The index partitioned over the cores, or none.
     pub parallel: Option<Option<String>>,
     pub unroll: Option<bool>,
+    /// Whether fuse joins the step with the stage after it.
+    pub fuse: Option<bool>,
     /// The runtime's partitions per thread (a parallel step's, a library
     /// matmul's chunks).
     pub partitions: Option<u64>,
@@ -94,6 +98,9 @@ pub fn print_options(options: &Options) -> String {
         }
         if let Some(u) = s.unroll {
             let _ = writeln!(out, "  unroll {}", on_off(u));
+        }
+        if let Some(f) = s.fuse {
+            let _ = writeln!(out, "  fuse {}", on_off(f));
         }
         if let Some(n) = s.partitions {
             let _ = writeln!(out, "  partitions {n}");
@@ -163,6 +170,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
             }
             "vectorize" => step.vectorize = Some(switch(&rest).map_err(&at)?),
             "unroll" => step.unroll = Some(switch(&rest).map_err(&at)?),
+            "fuse" => step.fuse = Some(switch(&rest).map_err(&at)?),
             "jam" => {
                 step.jam = Some(match rest.as_slice() {
                     ["none"] => None,
@@ -187,7 +195,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
             }
             other => {
                 return Err(at(format!(
-                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll, partitions)"
+                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll, fuse, partitions)"
                 )))
             }
         }

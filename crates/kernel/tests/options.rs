@@ -2,7 +2,7 @@
 //! for a TC workload is a fixed point (given back, the passes take it
 //! again and make the same kernel), and every variation of it a search
 //! could draw (other tiles, no tiles, vectors off, another or no jam, no
-//! parallel index, no unrolling) yields a kernel that verifies and
+//! parallel index, no unrolling, a fused pair apart) yields a kernel that verifies and
 //! computes the interpreter's results.
 
 mod common;
@@ -67,6 +67,12 @@ fn variations(s: &StepOptions) -> Vec<StepOptions> {
     if s.unroll == Some(true) {
         out.push(StepOptions {
             unroll: Some(false),
+            ..s.clone()
+        });
+    }
+    if s.fuse == Some(true) {
+        out.push(StepOptions {
+            fuse: Some(false),
             ..s.clone()
         });
     }
@@ -152,7 +158,7 @@ fn the_text_form_names_the_line_of_a_mistake() {
         ("step s\nstep s\n", "line 2: step `s` is given twice"),
         (
             "step s\n  order i j\n",
-            "line 2: unknown choice `order` (choices: tile, vectorize, jam, parallel, unroll, partitions)",
+            "line 2: unknown choice `order` (choices: tile, vectorize, jam, parallel, unroll, fuse, partitions)",
         ),
         (
             "step s\n  partitions 0\n",
@@ -166,11 +172,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
     for (text, want) in cases {
         assert_eq!(kernel::parse_options(text), Err(want.to_string()), "{text}");
     }
-    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  partitions 2\nstep s2\n  tile none\n";
+    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n";
     let o = kernel::parse_options(text).expect("parses");
     assert_eq!(
         kernel::print_options(&o),
-        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  partitions 2\nstep s2\n  tile none\n"
+        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n"
     );
     assert_eq!(kernel::parse_options(&kernel::print_options(&o)), Ok(o));
 }

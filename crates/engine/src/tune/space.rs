@@ -8,7 +8,8 @@
 //! or twice it), where it jammed; the parallel index or none, where
 //! parallelize chose one; unrolling on or off, where unroll unrolled; the
 //! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
-//! where it splits a step (a parallel one, a library matmul).
+//! where it splits a step (a parallel one, a library matmul); fusing with
+//! the next stage on or off, where fuse could join them.
 //! [`Space::decode`] turns a genome into kernel options, and
 //! [`Space::encode`] the options taken into the genome of generation
 //! zero's first seed.
@@ -42,6 +43,10 @@ enum Gene {
         index: String,
     },
     Unroll {
+        step: String,
+    },
+    /// Fusing the step with the next stage: on first.
+    Fuse {
         step: String,
     },
     /// Partitions per thread: the model's first.
@@ -100,6 +105,9 @@ impl Space {
             if s.unroll == Some(true) {
                 genes.push(Gene::Unroll { step: step.clone() });
             }
+            if s.fuse.is_some() {
+                genes.push(Gene::Fuse { step: step.clone() });
+            }
             if let Some(n) = s.partitions {
                 let mut values = vec![n];
                 values.extend(PARTITIONS.iter().filter(|&&p| p != n));
@@ -120,7 +128,10 @@ impl Space {
                 Gene::Tile { values, .. } => values.len(),
                 Gene::Jam { values, .. } => values.len(),
                 Gene::Partitions { values, .. } => values.len(),
-                Gene::Vectorize { .. } | Gene::Parallel { .. } | Gene::Unroll { .. } => 2,
+                Gene::Vectorize { .. }
+                | Gene::Parallel { .. }
+                | Gene::Unroll { .. }
+                | Gene::Fuse { .. } => 2,
             })
             .collect()
     }
@@ -157,6 +168,7 @@ impl Space {
                     s.parallel = Some((v == 0).then(|| index.clone()));
                 }),
                 Gene::Unroll { step } => out.record(step, |s| s.unroll = Some(v == 0)),
+                Gene::Fuse { step } => out.record(step, |s| s.fuse = Some(v == 0)),
                 Gene::Partitions { step, values } => {
                     out.record(step, |s| s.partitions = Some(values[v]));
                 }
@@ -205,6 +217,7 @@ impl Space {
                     usize::from(options.step(step).parallel == Some(None))
                 }
                 Gene::Unroll { step } => usize::from(options.step(step).unroll == Some(false)),
+                Gene::Fuse { step } => usize::from(options.step(step).fuse == Some(false)),
                 Gene::Partitions { step, values } => options
                     .step(step)
                     .partitions

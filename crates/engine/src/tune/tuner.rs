@@ -232,7 +232,7 @@ pub fn tune(
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(
-            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, vectors, jam, parallel index, unrolling or partitions (the matmul library runs products too small to split whole)",
+            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, vectors, jam, parallel index, unrolling, fusion or partitions (the matmul library runs products too small to split whole)",
             req.def
         )));
     }
@@ -381,22 +381,23 @@ pub fn tune(
     } else {
         confirm(executor, &job, &space, &candidates, interrupted)
     };
+    // The best and its time over the untuned kernel's.
     let (default_ns, best) = match confirmed {
         Some((default_ns, best)) => (default_ns, best),
         None => (
             default_ns,
-            report
-                .best
-                .map(|(g, t)| (space.decode(&g), (t * 1e9) as u64)),
+            report.best.map(|(g, t)| {
+                let ns = (t * 1e9) as u64;
+                (space.decode(&g), ns, ns as f64 / default_ns as f64)
+            }),
         ),
     };
     let cached = held.as_ref().map(|(e, _)| e.time_ns);
     let mut stored = false;
     let mut checked = None;
-    if let Some((options, ns)) = &best {
-        let beats = |other: u64| (*ns as f64) < KEEP * other as f64;
+    if let Some((options, ns, ratio)) = &best {
         let is_cached = held.as_ref().is_some_and(|(_, o)| o == options);
-        if beats(default_ns) && !is_cached {
+        if *ratio < KEEP && !is_cached {
             let checking = Instant::now();
             check_reference(&job(&kernel::Options::default(), None), &reference.0)?;
             checked = Some(checking.elapsed().as_secs_f64());
@@ -417,7 +418,7 @@ pub fn tune(
     }
     Ok(Tuned {
         default_ns,
-        best,
+        best: best.map(|(o, ns, _)| (o, ns)),
         measured: report.measured.len(),
         failed,
         population: params.population,
@@ -473,26 +474,33 @@ impl Drop for Reference {
 /// its inputs and the warm-up (`cost::timing`: at least 0.25 s).
 const TIMING_JOB_S: f64 = 0.4;
 
+/// A search's winner: its options, its time and its time over the
+/// untuned kernel's.
+type Winner = (kernel::Options, u64, f64);
+
 /// The fastest candidates of a search measured again.
 const FINALISTS: usize = 3;
 
 /// The rounds in which the finalists and the untuned kernel are measured
 /// again, in turns.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 /// Measures the untuned kernel and `candidates` again, in turns, for
-/// [`ROUNDS`] rounds: the untuned kernel's median over the rounds, and the
-/// candidate whose time over the untuned kernel's in the same round has
-/// the least median, with its median time. Pairing a candidate with the
-/// untuned kernel measured beside it cancels a slow spell of the machine
-/// that spans a round. `None` when stopped or nothing ran.
+/// [`ROUNDS`] rounds: the untuned kernel's median time over the rounds,
+/// and the candidate whose time over the untuned kernel's in the same
+/// round has the least median, with its median time and that median
+/// ratio. Pairing a candidate with the untuned kernel measured beside it
+/// cancels a slow spell of the machine that spans a round. The times are
+/// the jobs' medians, as `bench` reports them: a fastest run would favour
+/// a kernel whose median the machine's noise hurts more (one thread
+/// against two). `None` when stopped or nothing ran.
 fn confirm(
     executor: &dyn Executor,
     job: &dyn Fn(&kernel::Options, Option<u64>) -> Job,
     space: &Space,
     candidates: &[Genome],
     interrupted: &dyn Fn() -> bool,
-) -> Option<(u64, Option<(kernel::Options, u64)>)> {
+) -> Option<(u64, Option<Winner>)> {
     let mut jobs = vec![job(&kernel::Options::default(), None)];
     jobs.extend(candidates.iter().map(|g| job(&space.decode(g), None)));
     // times[j][r]: job j's time in round r, when it gave one.
@@ -504,7 +512,7 @@ fn confirm(
         }
         for (t, r) in times.iter_mut().zip(replies) {
             t.push(match r {
-                Reply::Time { median_ns } => Some(median_ns),
+                Reply::Time { median_ns } => Some(median_ns.max(1)),
                 _ => None,
             });
         }
@@ -513,8 +521,8 @@ fn confirm(
         v.sort_by(f64::total_cmp);
         (v.len() == ROUNDS).then(|| v[v.len() / 2])
     };
-    let default: Vec<u64> = times[0].iter().flatten().copied().collect();
-    let default_ns = median(default.iter().map(|&t| t as f64).collect())? as u64;
+    let medians = |t: &[Option<u64>]| median(t.iter().flatten().map(|&x| x as f64).collect());
+    let default_ns = medians(&times[0])? as u64;
     let best = candidates
         .iter()
         .zip(&times[1..])
@@ -522,14 +530,11 @@ fn confirm(
             let ratios: Vec<f64> = t
                 .iter()
                 .zip(&times[0])
-                .filter_map(|(c, d)| {
-                    Some(c.as_ref().copied()? as f64 / d.as_ref().copied()? as f64)
-                })
+                .filter_map(|(c, d)| Some((*c)? as f64 / (*d)? as f64))
                 .collect();
-            let own: Vec<f64> = t.iter().flatten().map(|&x| x as f64).collect();
-            Some((g, median(ratios)?, median(own)? as u64))
+            Some((g, median(ratios)?, medians(t)? as u64))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(g, _, ns)| (space.decode(g), ns));
+        .map(|(g, ratio, ns)| (space.decode(g), ns, ratio));
     Some((default_ns, best))
 }

@@ -29,6 +29,11 @@
 //! inline and stores to the element before loading it, that store sets it;
 //! otherwise the fused block loads the element first.
 //!
+//! The kernel options choose per pair: a stage given `fuse off` ends its
+//! chain (the next stage starts another); the record says `fuse on` for
+//! every stage fused with the one after it, and `fuse off` where a chain
+//! was cut.
+//!
 //! Requires: a verified kernel. Guarantees: every element of `T` sees the
 //! same aggregations of the same values in the same order as before (stages
 //! in order, the points of a stage in row-major order of its remaining
@@ -40,8 +45,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::{
-    Affine, Agg, Block, ChildVerifier, Dim, Index, Pass, RefDir, Refinement, Statement, StmtKind,
-    Tags, Target,
+    Affine, Agg, Block, ChildVerifier, Dim, Index, Pass, PassCx, RefDir, Refinement, Statement,
+    StmtKind, Tags, Target,
 };
 
 #[derive(Debug)]
@@ -52,7 +57,11 @@ impl Pass for Fuse {
         "fuse"
     }
 
-    fn run(&self, root: &mut Block, _target: &Target) -> Result<(), String> {
+    fn run(&self, root: &mut Block, target: &Target) -> Result<(), String> {
+        self.run_with(root, &PassCx::defaults(target))
+    }
+
+    fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         let stmts = std::mem::take(&mut root.stmts);
         let check = ChildVerifier::new(root);
         let mut out = Vec::with_capacity(stmts.len());
@@ -60,20 +69,34 @@ impl Pass for Fuse {
         while i < stmts.len() {
             let mut chain: Vec<Stage> = stage_of(root, &stmts[i]).into_iter().collect();
             let mut end = i + 1;
+            // The options may cut the chain after a stage (`fuse off`):
+            // every pair a chain could join is a choice.
+            let mut cut = None;
             while let Some(first) = chain.first() {
                 match stmts.get(end).and_then(|s| stage_of(root, s)) {
                     Some(s) if s.buffer == first.buffer && s.ranges == first.ranges => {
+                        let last = &chain[chain.len() - 1].block.name;
+                        if cx.given.step(last).fuse == Some(false) {
+                            cut = Some(last.clone());
+                            break;
+                        }
                         chain.push(s);
                         end += 1;
                     }
                     _ => break,
                 }
             }
+            if let Some(name) = cut {
+                cx.record(&name, |o| o.fuse = Some(false));
+            }
             match (chain.len() >= 2)
                 .then(|| fuse(root, &check, &chain))
                 .flatten()
             {
                 Some(fused) => {
+                    for s in &chain[..chain.len() - 1] {
+                        cx.record(&s.block.name, |o| o.fuse = Some(true));
+                    }
                     out.push(fused);
                     i = end;
                 }

@@ -8,9 +8,11 @@
 //! unless the caller asks to search again. Generation zero starts from the
 //! cost models' record and the cached one. The search stops at its last
 //! generation, at the budget, or when `interrupted` says so (Ctrl-C),
-//! stopping the candidate being measured, and keeps what it found either
-//! way, when it is at least 3% faster than the default and the cached
-//! entry.
+//! stopping the candidate being measured. Unless stopped, its fastest
+//! candidates and the cached record are measured again beside the
+//! default, in turns ([`confirm`]); the winner is kept when it is at
+//! least 3% faster than the default, after the default's outputs, which
+//! every would-be winner matched, are checked against the interpreter.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -115,9 +117,10 @@ pub fn cache_key(
 }
 
 /// The options the tuning cache holds for `def` of `program` at `sizes`
-/// with the tensors `constants` declared constant, on `target` with the compiler of `kernels`, and their tuned time; `None`
-/// when it holds none, or a damaged entry, or cannot be read (compiling
-/// never fails for the tuning cache).
+/// with the tensors `constants` declared constant, on `target` with the
+/// compiler of `kernels`, and their tuned time; `None` when it holds none,
+/// or a damaged entry, or cannot be read (compiling never fails for the
+/// tuning cache).
 pub fn cached(
     program: &Program,
     def: &ir::Def,
@@ -475,7 +478,7 @@ impl Drop for Reference {
 const TIMING_JOB_S: f64 = 0.4;
 
 /// A search's winner: its options, its time and its time over the
-/// untuned kernel's.
+/// untuned kernel's (at most: [`confirm`]'s bound).
 type Winner = (kernel::Options, u64, f64);
 
 /// The fastest candidates of a search measured again.
@@ -487,13 +490,15 @@ const ROUNDS: usize = 5;
 
 /// Measures the untuned kernel and `candidates` again, in turns, for
 /// [`ROUNDS`] rounds: the untuned kernel's median time over the rounds,
-/// and the candidate whose time over the untuned kernel's in the same
-/// round has the least median, with its median time and that median
-/// ratio. Pairing a candidate with the untuned kernel measured beside it
-/// cancels a slow spell of the machine that spans a round. The times are
-/// the jobs' medians, as `bench` reports them: a fastest run would favour
-/// a kernel whose median the machine's noise hurts more (one thread
-/// against two). `None` when stopped or nothing ran.
+/// and the candidate most surely faster than it, with its median time and
+/// the upper end of a one-sided 95% confidence interval of its time over
+/// the untuned kernel's (a paired t-test of the rounds' log ratios).
+/// Pairing a candidate with the untuned kernel measured beside it cancels
+/// a slow spell of the machine that spans a round; the interval is wide
+/// where the rounds disagree, so a kernel of a few microseconds, whose
+/// times this machine's noise moves by a third, is kept only for a large
+/// gain. The times are the jobs' medians, as `bench` reports them. `None`
+/// when stopped or nothing ran.
 fn confirm(
     executor: &dyn Executor,
     job: &dyn Fn(&kernel::Options, Option<u64>) -> Job,
@@ -517,24 +522,33 @@ fn confirm(
             });
         }
     }
-    let median = |mut v: Vec<f64>| -> Option<f64> {
-        v.sort_by(f64::total_cmp);
+    let median = |t: &[Option<u64>]| -> Option<u64> {
+        let mut v: Vec<u64> = t.iter().flatten().copied().collect();
+        v.sort_unstable();
         (v.len() == ROUNDS).then(|| v[v.len() / 2])
     };
-    let medians = |t: &[Option<u64>]| median(t.iter().flatten().map(|&x| x as f64).collect());
-    let default_ns = medians(&times[0])? as u64;
+    let default_ns = median(&times[0])?;
     let best = candidates
         .iter()
         .zip(&times[1..])
         .filter_map(|(g, t)| {
-            let ratios: Vec<f64> = t
+            let logs: Vec<f64> = t
                 .iter()
                 .zip(&times[0])
-                .filter_map(|(c, d)| Some((*c)? as f64 / (*d)? as f64))
+                .filter_map(|(c, d)| Some(((*c)? as f64 / (*d)? as f64).ln()))
                 .collect();
-            Some((g, median(ratios)?, medians(t)? as u64))
+            (logs.len() == ROUNDS).then_some(())?;
+            let n = ROUNDS as f64;
+            let mean = logs.iter().sum::<f64>() / n;
+            let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            let upper = (mean + T_95 * (var / n).sqrt()).exp();
+            Some((g, upper, median(t)?))
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(g, ratio, ns)| (space.decode(g), ns, ratio));
+        .map(|(g, upper, ns)| (space.decode(g), ns, upper));
     Some((default_ns, best))
 }
+
+/// Student's t at 95%, one-sided, with [`ROUNDS`] - 1 = 4 degrees of
+/// freedom.
+const T_95: f64 = 2.132;

@@ -153,7 +153,7 @@ def main():
             (f"{r['speedup']:.2f}" if "tuned_ms" in r else "1.00 (same kernel)") if "speedup" in r else "n/a",
             str(t["measured"]) if t else "-",
             f"{t['seconds']:.1f}" if t else "-",
-            ("yes" if t["stored"] else "no (nothing 3% faster)") if t else "nothing to tune",
+            ("yes" if t["stored"] else "no (nothing surely 3% faster)") if t else "nothing to tune",
         ]
         print("| " + " | ".join(cells) + " |")
     ratios = [r["speedup"] for r in rows if "speedup" in r]

@@ -217,7 +217,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
                 if tuned.stored {
                     ", kept in the tuning cache"
                 } else {
-                    "; not kept: not 3% faster than the untuned kernel measured beside it, or the cache's entry already"
+                    "; not kept: not surely 3% faster than the untuned kernel measured beside it (95% confidence), or the cache's entry already"
                 }
             );
             if let Some(secs) = tuned.checked {

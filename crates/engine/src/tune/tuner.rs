@@ -10,9 +10,10 @@
 //! generation, at the budget, or when `interrupted` says so (Ctrl-C),
 //! stopping the candidate being measured. Unless stopped, its fastest
 //! candidates and the cached record are measured again beside the
-//! default, in turns ([`confirm`]); the winner is kept when it is at
-//! least 3% faster than the default, after the default's outputs, which
-//! every would-be winner matched, are checked against the interpreter.
+//! default, in turns ([`confirm`]); the winner is kept when it is 3%
+//! faster than the default with 95% confidence, after the default's
+//! outputs, which every would-be winner matched, are checked against the
+//! interpreter.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -26,9 +27,9 @@ use super::space::Space;
 use super::worker::Executor;
 use crate::{compile, Error};
 
-/// A winner is kept only when it takes at most this fraction of the
-/// default's time (and of the cached entry's): closer than that is within
-/// the noise of two medians on a busy machine.
+/// A winner is kept only when it takes less than this fraction of the
+/// default's time, with 95% confidence: closer than that is within the
+/// noise of two medians on a busy machine.
 const KEEP: f64 = 0.97;
 
 /// What to tune.

@@ -78,7 +78,12 @@ fn a_tuned_kernel_is_reported_and_kept_when_it_wins() {
     let mut bench = vec!["bench", "examples/paper/gconv.tc"];
     bench.extend(sizes);
     bench.extend(["--runs", "3"]);
-    let (code, out, err) = tessera(&cache, &bench);
+    assert_bench_takes_tuned(&cache, &bench, kept);
+}
+
+/// `bench` with `args` says it took tuned options exactly when `kept`.
+fn assert_bench_takes_tuned(cache: &PathBuf, args: &[&str], kept: bool) {
+    let (code, out, err) = tessera(cache, args);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out.contains("kernel options from the tuning cache"),
@@ -102,13 +107,7 @@ fn an_onnx_model_is_tuned_with_its_weights_as_constants() {
     let kept = out.contains("kept in the tuning cache");
     // `bench` of the model (its weights constant, as the tuner took them)
     // finds the kernel exactly when it was kept.
-    let (code, out, err) = tessera(&cache, &["bench", model, "--runs", "3"]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(
-        out.contains("kernel options from the tuning cache"),
-        kept,
-        "{out}"
-    );
+    assert_bench_takes_tuned(&cache, &["bench", model, "--runs", "3"], kept);
 }
 
 #[test]

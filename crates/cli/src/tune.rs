@@ -88,13 +88,14 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
                 .to_string(),
         );
     }
-    for (what, v) in [("--budget", a.budget), ("--limit", a.limit)] {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(format!(
-                "error: {what} must be a positive number of seconds, not {v}"
-            ));
-        }
-    }
+    let seconds = |what: &str, v: f64| {
+        Duration::try_from_secs_f64(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("error: {what} must be a positive number of seconds, not {v}"))
+    };
+    let budget = seconds("--budget", a.budget)?;
+    let limit = seconds("--limit", a.limit)?;
     if a.generations == 0 || a.population == Some(0) {
         return Err("error: --generations and --population must be at least 1".to_string());
     }
@@ -121,7 +122,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     let workers = LocalWorkers {
         program: exe,
         args: vec!["tune-worker".to_string()],
-        limit: Duration::from_secs_f64(a.limit),
+        limit,
     };
     let population = a.population.unwrap_or(Params::default().population);
     let params = Params {
@@ -147,7 +148,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
         model: is_model.then_some(file.as_path()),
         params,
         fit_population: a.population.is_none(),
-        budget: Duration::from_secs_f64(a.budget),
+        budget,
         again: a.again,
     };
     let tuned = tune(

@@ -97,26 +97,6 @@ pub struct Tuned {
     pub checked: Option<f64>,
 }
 
-/// The tuning cache's key for `def` of `program` at `sizes` with the
-/// inputs `constants` declared constant, on this machine and compiler.
-pub fn cache_key(
-    program: &Program,
-    def: &str,
-    sizes: &BTreeMap<String, i64>,
-    constants: &BTreeSet<String>,
-) -> Result<String, Error> {
-    let resolved = compile::Options::default().resolve()?;
-    let kernels = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
-    Ok(cache::key(
-        &ir::print_program(program),
-        def,
-        sizes,
-        constants,
-        &resolved.target.codegen_text(),
-        kernels.compiler_id(),
-    ))
-}
-
 /// The options the tuning cache holds for `def` of `program` at `sizes`
 /// with the tensors `constants` declared constant, on `target` with the
 /// compiler of `kernels`, and their tuned time; `None` when it holds none,
@@ -168,7 +148,17 @@ pub fn tune(
     interrupted: &dyn Fn() -> bool,
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
-    let key = cache_key(req.program, req.def, req.sizes, req.constants)?;
+    let resolved = compile::Options::default().resolve()?;
+    let kernels = codegen::cache::KernelCache::open_default().map_err(Error::cache)?;
+    let text = ir::print_program(req.program);
+    let key = cache::key(
+        &text,
+        req.def,
+        req.sizes,
+        req.constants,
+        &resolved.target.codegen_text(),
+        kernels.compiler_id(),
+    );
     let (held, damaged) = match cache.get(&key)? {
         Lookup::Hit(e, o) => (Some((e, o)), None),
         Lookup::Miss => (None, None),
@@ -191,24 +181,13 @@ pub fn tune(
             checked: None,
         });
     }
-    let text = ir::print_program(req.program);
-    let resolved = compile::Options::default().resolve()?;
     let sizes: HashMap<String, i64> = req.sizes.clone().into_iter().collect();
     let def = req
         .program
         .def(req.def)
         .ok_or_else(|| Error::Usage(format!("no def `{}`", req.def)))?;
     for name in req.constants {
-        if !def
-            .params
-            .iter()
-            .any(|p| matches!(p, ir::Param::Tensor(t) if t == name))
-        {
-            return Err(Error::Usage(format!(
-                "--constant `{name}` is not a tensor input of `{}`",
-                req.def
-            )));
-        }
+        crate::bind::param(def, name)?;
     }
     // A job's inputs are random tensors: a scalar has no value to take.
     if let Some(p) = def
@@ -538,7 +517,9 @@ fn confirm(
                 .zip(&times[0])
                 .filter_map(|(c, d)| Some(((*c)? as f64 / (*d)? as f64).ln()))
                 .collect();
-            (logs.len() == ROUNDS).then_some(())?;
+            if logs.len() < ROUNDS {
+                return None;
+            }
             let n = ROUNDS as f64;
             let mean = logs.iter().sum::<f64>() / n;
             let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);

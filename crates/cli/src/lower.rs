@@ -36,13 +36,15 @@ pub struct LowerArgs {
     pub target: Option<PathBuf>,
     /// Kernel options to take instead of the passes' cost models (the
     /// text `--print-options` prints: `step NAME`, then `tile i=64 j=32`,
-    /// `vectorize on|off`, `jam i=8|none`, `parallel i|none`, `unroll
-    /// on|off`, one per line).
+    /// `order j i k`, `vectorize on|off`, `width 8`, `jam i=8|none`,
+    /// `parallel i|none`, `unroll on|off`, `fuse on|off`, `partitions 4`,
+    /// one per line).
     #[arg(long, value_name = "FILE")]
     pub options: Option<PathBuf>,
     /// Print, after the kernel, the options the passes took: each step's
-    /// tiles, vectorization, jam, parallel index and unrolling (the cost
-    /// models' choices where `--options` sets none).
+    /// tiles, loop order, vectorization and width, jam, parallel index,
+    /// unrolling and fusion (the cost models' choices where `--options`
+    /// sets none).
     #[arg(long)]
     pub print_options: bool,
 }

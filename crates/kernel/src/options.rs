@@ -10,7 +10,13 @@
 //! - `tile`: autotile's tiles, one line per cache level, outermost first,
 //!   each `index=size` for the step's indices (an index left out keeps its
 //!   whole range); `tile none` leaves the step untiled;
+//! - `order i j k`: the order of the step's loops, outermost first: in
+//!   each block of the step's nest (the step, a fused reduction in it),
+//!   the free indices the list names run in the list's order, in the
+//!   places they held; autotile's tiles then follow it, so it is the order
+//!   of the tiles' loops and of the loops inside a tile;
 //! - `vectorize on|off`: whether vectorize splits the step into vectors;
+//! - `width N`: the lanes of its vectors (at most the target's width);
 //! - `jam index=points | jam none`: vectorize's register block (the other
 //!   index jammed with the lanes);
 //! - `parallel index | parallel none`: the index parallelize partitions;
@@ -40,7 +46,11 @@ pub struct StepOptions {
     /// Tiles per cache level, outermost first: each level's tile size by
     /// index name. Empty: untiled.
     pub tiles: Option<Vec<Vec<(String, u64)>>>,
+    /// The loops' order, outermost first (see the module's doc).
+    pub order: Option<Vec<String>>,
     pub vectorize: Option<bool>,
+    /// The vectors' lanes.
+    pub width: Option<u64>,
     /// The index jammed with the vector lanes and its points, or none.
     pub jam: Option<Option<(String, u64)>>,
     /// The index partitioned over the cores, or none.
@@ -79,8 +89,14 @@ pub fn print_options(options: &Options) -> String {
                 let _ = writeln!(out, "  tile {}", sizes.join(" "));
             }
         }
+        if let Some(order) = &s.order {
+            let _ = writeln!(out, "  order {}", order.join(" "));
+        }
         if let Some(v) = s.vectorize {
             let _ = writeln!(out, "  vectorize {}", on_off(v));
+        }
+        if let Some(n) = s.width {
+            let _ = writeln!(out, "  width {n}");
         }
         match &s.jam {
             Some(Some((i, n))) => {
@@ -168,7 +184,17 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                 }
                 levels.push(level);
             }
+            "order" => {
+                if rest.is_empty() || !rest.iter().all(|i| is_name(i)) {
+                    return Err(at("`order` takes index names".to_string()));
+                }
+                if let Some(i) = rest.iter().enumerate().find_map(|(k, i)| rest[..k].contains(i).then_some(i)) {
+                    return Err(at(format!("`order` names `{i}` twice")));
+                }
+                step.order = Some(rest.iter().map(|i| i.to_string()).collect());
+            }
             "vectorize" => step.vectorize = Some(switch(&rest).map_err(&at)?),
+            "width" => step.width = Some(positive("width", &rest).map_err(&at)?),
             "unroll" => step.unroll = Some(switch(&rest).map_err(&at)?),
             "fuse" => step.fuse = Some(switch(&rest).map_err(&at)?),
             "jam" => {
@@ -185,22 +211,27 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                     _ => return Err(at("`parallel` takes an index name or `none`".to_string())),
                 });
             }
-            "partitions" => {
-                step.partitions = Some(match rest.as_slice() {
-                    [n] => n.parse().ok().filter(|&n: &u64| n > 0).ok_or_else(|| {
-                        at(format!("`partitions` takes a positive number, not `{n}`"))
-                    })?,
-                    _ => return Err(at("`partitions` takes a positive number".to_string())),
-                });
-            }
+            "partitions" => step.partitions = Some(positive("partitions", &rest).map_err(&at)?),
             other => {
                 return Err(at(format!(
-                    "unknown choice `{other}` (choices: tile, vectorize, jam, parallel, unroll, fuse, partitions)"
+                    "unknown choice `{other}` (choices: tile, order, vectorize, width, jam, parallel, unroll, fuse, partitions)"
                 )))
             }
         }
     }
     Ok(options)
+}
+
+/// The one positive number choice `key` takes.
+fn positive(key: &str, rest: &[&str]) -> Result<u64, String> {
+    match rest {
+        [n] => n
+            .parse()
+            .ok()
+            .filter(|&n: &u64| n > 0)
+            .ok_or_else(|| format!("`{key}` takes a positive number, not `{n}`")),
+        _ => Err(format!("`{key}` takes a positive number")),
+    }
 }
 
 /// `index=size` with a positive size.

@@ -38,9 +38,10 @@ pub struct PassCx<'a> {
     indices: Mutex<StepIndices>,
 }
 
-/// For each step autotile saw, its free indices and their ranges: the
-/// space a search draws tiles from.
-pub type StepIndices = std::collections::BTreeMap<String, Vec<(String, u64)>>;
+/// For each step autotile saw, the free indices and ranges of every block
+/// of its nest, the step's own first (the space a search draws tiles from),
+/// then its children's, depth first (the loops an `order` permutes).
+pub type StepIndices = std::collections::BTreeMap<String, Vec<Vec<(String, u64)>>>;
 
 impl<'a> PassCx<'a> {
     pub fn new(target: &'a Target, given: &'a Options) -> PassCx<'a> {
@@ -68,8 +69,8 @@ impl<'a> PassCx<'a> {
             .record(name, f);
     }
 
-    /// Records step `name`'s free indices and their ranges.
-    pub fn record_indices(&self, name: &str, indices: Vec<(String, u64)>) {
+    /// Records the free indices and ranges of step `name`'s nest.
+    pub fn record_indices(&self, name: &str, indices: Vec<Vec<(String, u64)>>) {
         self.indices
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -1,33 +1,47 @@
 //! Kernel options (`kernel::options`): the record the cpu pipeline takes
-//! for a TC workload is a fixed point (given back, the passes take it
+//! for each TC workload of the tuner's benchmark (tmm, tbmm, MLP3, gconv,
+//! conv3x3, 2LUT, group and batch normalization, at small sizes) is a fixed point (given back, the passes take it
 //! again and make the same kernel), and every variation of it a search
-//! could draw (other tiles, no tiles, vectors off, another or no jam, no
-//! parallel index, no unrolling, a fused pair apart) yields a kernel that verifies and
-//! computes the interpreter's results.
+//! could draw (other tiles, no tiles, the loops in reverse order, vectors
+//! off or narrower, another or no jam, no parallel index, no unrolling, a
+//! fused pair apart) yields a kernel that verifies and computes the
+//! interpreter's results.
 
 mod common;
 
 use common::load;
 use ir::Program;
-use kernel::{Block, Options, PassCx, StepOptions, Target, Verify};
+use kernel::{Block, Options, PassCx, StepIndices, StepOptions, Target, Verify};
 
 fn cpu() -> Vec<String> {
     kernel::parse_pipeline(kernel::builtin_pipeline("cpu").unwrap_or_default()).expect("cpu")
 }
 
-/// Runs the cpu pipeline on `b` with `given`; the kernel and the options
-/// taken.
-fn run(b: &Block, given: &Options, target: &Target) -> (Block, Options) {
+/// Runs the cpu pipeline on `b` with `given`; the kernel, the options
+/// taken and the steps' loops.
+fn run(b: &Block, given: &Options, target: &Target) -> (Block, Options, StepIndices) {
     let mut b = b.clone();
     let cx = PassCx::new(target, given);
     kernel::run_pipeline_with(&mut b, &cpu(), &cx, Verify::EachPass, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{e}"));
-    (b, cx.taken())
+    let (taken, indices) = cx.into_parts();
+    (b, taken, indices)
 }
 
-/// The variations of one step's options a search draws from.
-fn variations(s: &StepOptions) -> Vec<StepOptions> {
+/// The variations of one step's options (its nest's loops `nest`) a
+/// search draws from.
+fn variations(s: &StepOptions, nest: &[Vec<(String, u64)>]) -> Vec<StepOptions> {
     let mut out = Vec::new();
+    let reversed: Vec<String> = nest
+        .iter()
+        .flat_map(|block| block.iter().rev().map(|(i, _)| i.clone()))
+        .collect();
+    if nest.iter().any(|block| block.len() > 1) {
+        out.push(StepOptions {
+            order: Some(reversed),
+            ..s.clone()
+        });
+    }
     if let Some(levels) = &s.tiles {
         let halved: Vec<Vec<(String, u64)>> = levels
             .iter()
@@ -47,6 +61,12 @@ fn variations(s: &StepOptions) -> Vec<StepOptions> {
             vectorize: Some(false),
             ..s.clone()
         });
+        for w in [8, 4] {
+            out.push(StepOptions {
+                width: Some(w),
+                ..s.clone()
+            });
+        }
     }
     if let Some(Some((i, t))) = &s.jam {
         out.push(StepOptions {
@@ -82,7 +102,7 @@ fn variations(s: &StepOptions) -> Vec<StepOptions> {
 fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) {
     let c = common::case(program, def, sizes, &[], seed);
     let target = Target::generic();
-    let (default, taken) = run(&c.block, &Options::default(), &target);
+    let (default, taken, indices) = run(&c.block, &Options::default(), &target);
     assert!(
         !taken.steps.is_empty(),
         "{def}: the passes recorded no choice"
@@ -93,7 +113,7 @@ fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) {
         Ok(&taken),
         "{def}: the record's text reads back"
     );
-    let (again, retaken) = run(&c.block, &taken, &target);
+    let (again, retaken, _) = run(&c.block, &taken, &target);
     assert_eq!(
         kernel::print_block(&again),
         kernel::print_block(&default),
@@ -101,10 +121,11 @@ fn check(program: &Program, def: &str, sizes: &[(&str, i64)], seed: u64) {
     );
     assert_eq!(retaken, taken, "{def}: and is taken again");
     for (name, step) in &taken.steps {
-        for v in variations(step) {
+        let nest = indices.get(name).map_or(&[][..], Vec::as_slice);
+        for v in variations(step, nest) {
             let mut given = taken.clone();
             given.steps.insert(name.clone(), v.clone());
-            let (b, _) = run(&c.block, &given, &target);
+            let (b, _, _) = run(&c.block, &given, &target);
             common::check_kernel(&b, &c, false, &format!("{name} with {v:?}"));
         }
     }
@@ -141,6 +162,46 @@ fn the_record_taken_is_a_fixed_point_and_its_variations_compute_the_same() {
         ],
         4,
     );
+    let w = |f: &str| load(&format!("bench/workloads/{f}"));
+    check(
+        &w("conv3x3.tc"),
+        "conv3x3",
+        &[
+            ("N", 1),
+            ("C", 8),
+            ("F", 16),
+            ("H", 7),
+            ("W", 7),
+            ("KH", 3),
+            ("KW", 3),
+        ],
+        5,
+    );
+    check(
+        &p("2LUT.tc"),
+        "2LUT",
+        &[
+            ("E1", 30),
+            ("E2", 20),
+            ("D", 16),
+            ("B", 6),
+            ("L1", 5),
+            ("L2", 3),
+        ],
+        6,
+    );
+    check(
+        &w("groupnorm.tc"),
+        "groupnorm",
+        &[("N", 2), ("G", 4), ("D", 4), ("H", 5), ("W", 6)],
+        7,
+    );
+    check(
+        &w("batchnorm.tc"),
+        "batchnorm",
+        &[("N", 3), ("C", 16), ("H", 5), ("W", 7)],
+        8,
+    );
 }
 
 #[test]
@@ -157,8 +218,14 @@ fn the_text_form_names_the_line_of_a_mistake() {
         ),
         ("step s\nstep s\n", "line 2: step `s` is given twice"),
         (
-            "step s\n  order i j\n",
-            "line 2: unknown choice `order` (choices: tile, vectorize, jam, parallel, unroll, fuse, partitions)",
+            "step s\n  reorder i j\n",
+            "line 2: unknown choice `reorder` (choices: tile, order, vectorize, width, jam, parallel, unroll, fuse, partitions)",
+        ),
+        ("step s\n  order i j i\n", "line 2: `order` names `i` twice"),
+        ("step s\n  order\n", "line 2: `order` takes index names"),
+        (
+            "step s\n  width 0\n",
+            "line 2: `width` takes a positive number, not `0`",
         ),
         (
             "step s\n  partitions 0\n",
@@ -172,11 +239,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
     for (text, want) in cases {
         assert_eq!(kernel::parse_options(text), Err(want.to_string()), "{text}");
     }
-    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n";
+    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n";
     let o = kernel::parse_options(text).expect("parses");
     assert_eq!(
         kernel::print_options(&o),
-        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  vectorize off\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n"
+        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n"
     );
     assert_eq!(kernel::parse_options(&kernel::print_options(&o)), Ok(o));
 }

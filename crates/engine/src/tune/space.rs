@@ -3,8 +3,11 @@
 //! the indices of the steps autotile saw.
 //!
 //! The genes of a step: a tile for each free index at each of two cache
-//! levels (its whole range, or one of TC's tile values for it); vectors on
-//! or off, where vectorize chose; the jam's points (none, the model's, half
+//! levels (its whole range, or one of TC's tile values for it); the order
+//! of its loops (as the passes found them, or one index of a block of its
+//! nest moved innermost or outermost in that block); vectors on or off,
+//! and their width (the target's, 8 or 4 lanes), where vectorize chose;
+//! the jam's points (none, the model's, half
 //! or twice it), where it jammed; the parallel index or none, where
 //! parallelize chose one; unrolling on or off, where unroll unrolled; the
 //! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
@@ -30,7 +33,16 @@ enum Gene {
         index: String,
         values: Vec<u64>,
     },
+    /// The loops' order: as found first.
+    Order {
+        step: String,
+        values: Vec<Option<Vec<String>>>,
+    },
     Vectorize {
+        step: String,
+    },
+    /// The vectors' lanes: the target's first.
+    Width {
         step: String,
     },
     Jam {
@@ -56,6 +68,9 @@ enum Gene {
     },
 }
 
+/// The narrower vector widths a search draws, in lanes.
+const WIDTHS: [Option<u64>; 3] = [None, Some(8), Some(4)];
+
 /// The partitions per thread a search draws besides the model's.
 const PARTITIONS: [u64; 5] = [1, 2, 4, 8, 16];
 
@@ -69,7 +84,8 @@ impl Space {
     /// The space around the options `taken`, with the steps' `indices`.
     pub fn new(taken: &Options, indices: &StepIndices) -> Space {
         let mut genes = Vec::new();
-        for (step, free) in indices {
+        for (step, nest) in indices {
+            let free = nest.first().map_or(&[][..], Vec::as_slice);
             for level in 0..LEVELS {
                 for (index, range) in free.iter().filter(|(_, r)| *r > 1) {
                     let mut values = vec![*range];
@@ -82,10 +98,20 @@ impl Space {
                     });
                 }
             }
+            let values = orders(nest);
+            if values.len() > 1 {
+                genes.push(Gene::Order {
+                    step: step.clone(),
+                    values,
+                });
+            }
         }
         for (step, s) in &taken.steps {
             if s.vectorize.is_some() {
                 genes.push(Gene::Vectorize { step: step.clone() });
+            }
+            if s.vectorize == Some(true) {
+                genes.push(Gene::Width { step: step.clone() });
             }
             if let Some(Some((index, t))) = &s.jam {
                 let mut values = vec![None, Some(*t), Some((t / 2).max(1)), Some(t * 2)];
@@ -120,12 +146,34 @@ impl Space {
         Space { genes }
     }
 
+    /// The stage of each gene's step (`s3` of `s3_O_vec`: the kernel's
+    /// third statement, whatever the passes made of it), by which a
+    /// search composes the fastest parts of its candidates.
+    pub fn stages(&self) -> Vec<String> {
+        self.genes
+            .iter()
+            .map(|g| match g {
+                Gene::Tile { step, .. }
+                | Gene::Order { step, .. }
+                | Gene::Vectorize { step }
+                | Gene::Width { step }
+                | Gene::Jam { step, .. }
+                | Gene::Parallel { step, .. }
+                | Gene::Unroll { step }
+                | Gene::Fuse { step }
+                | Gene::Partitions { step, .. } => stage(step).to_string(),
+            })
+            .collect()
+    }
+
     /// How many values each gene has.
     pub fn sizes(&self) -> Vec<usize> {
         self.genes
             .iter()
             .map(|g| match g {
                 Gene::Tile { values, .. } => values.len(),
+                Gene::Order { values, .. } => values.len(),
+                Gene::Width { .. } => WIDTHS.len(),
                 Gene::Jam { values, .. } => values.len(),
                 Gene::Partitions { values, .. } => values.len(),
                 Gene::Vectorize { .. }
@@ -156,7 +204,17 @@ impl Space {
                         levels[*level].push((index.clone(), values[v]));
                     }
                 }
+                Gene::Order { step, values } => {
+                    if let Some(order) = &values[v] {
+                        out.record(step, |s| s.order = Some(order.clone()));
+                    }
+                }
                 Gene::Vectorize { step } => out.record(step, |s| s.vectorize = Some(v == 0)),
+                Gene::Width { step } => {
+                    if let Some(w) = WIDTHS[v] {
+                        out.record(step, |s| s.width = Some(w));
+                    }
+                }
                 Gene::Jam {
                     step,
                     index,
@@ -178,6 +236,12 @@ impl Space {
             let levels: Vec<Vec<(String, u64)>> =
                 levels.into_iter().filter(|l| !l.is_empty()).collect();
             out.record(&step, |s| s.tiles = Some(levels));
+        }
+        // A width means nothing without vectors.
+        for s in out.steps.values_mut() {
+            if s.vectorize == Some(false) {
+                s.width = None;
+            }
         }
         out
     }
@@ -206,8 +270,16 @@ impl Space {
                             .unwrap_or(0),
                     }
                 }
+                Gene::Order { step, values } => {
+                    let want = options.step(step).order;
+                    values.iter().position(|v| *v == want).unwrap_or(0)
+                }
                 Gene::Vectorize { step } => {
                     usize::from(options.step(step).vectorize == Some(false))
+                }
+                Gene::Width { step } => {
+                    let want = options.step(step).width;
+                    WIDTHS.iter().position(|w| *w == want).unwrap_or(0)
                 }
                 Gene::Jam { step, values, .. } => {
                     let want = options.step(step).jam.flatten().map(|(_, t)| t);
@@ -228,6 +300,55 @@ impl Space {
     }
 }
 
+/// The stage a step belongs to: the `sN` its name starts with (lowering
+/// names the steps of statement N so, and the passes keep the prefix), or
+/// the whole name.
+pub fn stage(step: &str) -> &str {
+    let digits = step
+        .strip_prefix('s')
+        .map_or(0, |r| r.chars().take_while(char::is_ascii_digit).count());
+    match step.get(1 + digits..) {
+        Some(rest) if digits > 0 && (rest.is_empty() || rest.starts_with('_')) => {
+            &step[..1 + digits]
+        }
+        _ => step,
+    }
+}
+
+/// The loop orders of a step with `nest` (each block's free indices) a
+/// search draws: as found (`None`), then, in each block with two loops or
+/// more, each loop moved innermost and outermost in it (named by the
+/// block's indices alone: the other blocks keep their order).
+fn orders(nest: &[Vec<(String, u64)>]) -> Vec<Option<Vec<String>>> {
+    let mut out = vec![None];
+    for block in nest {
+        let names: Vec<&String> = block
+            .iter()
+            .filter(|(_, r)| *r > 1)
+            .map(|(i, _)| i)
+            .collect();
+        if names.len() < 2 {
+            continue;
+        }
+        for (k, moved) in names.iter().enumerate() {
+            let rest = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(_, n)| (*n).clone());
+            let last: Vec<String> = rest.clone().chain([(*moved).clone()]).collect();
+            let first: Vec<String> = [(*moved).clone()].into_iter().chain(rest).collect();
+            for order in [last, first] {
+                let as_found = order.iter().zip(&names).all(|(a, b)| a == *b);
+                if !as_found && !out.contains(&Some(order.clone())) {
+                    out.push(Some(order));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,14 +360,42 @@ mod tests {
         .expect("parses");
         let indices: StepIndices = [(
             "s1".to_string(),
-            vec![
+            vec![vec![
                 ("i".to_string(), 12),
                 ("j".to_string(), 1),
                 ("k".to_string(), 3),
-            ],
+            ]],
         )]
         .into();
         (options, indices)
+    }
+
+    #[test]
+    fn a_step_belongs_to_the_stage_its_name_starts_with() {
+        assert_eq!(stage("s3_O_vec"), "s3");
+        assert_eq!(stage("s12_masks_1_vec"), "s12");
+        assert_eq!(stage("s2"), "s2");
+        assert_eq!(stage("sum_1"), "sum_1");
+        assert_eq!(stage("s_x"), "s_x");
+        assert_eq!(stage("s1x_y"), "s1x_y");
+    }
+
+    #[test]
+    fn orders_move_each_loop_innermost_and_outermost_in_its_block() {
+        let block = |names: &[&str]| names.iter().map(|n| (n.to_string(), 4)).collect::<Vec<_>>();
+        let got = orders(&[block(&["n", "f"]), block(&["c", "kh", "kw"])]);
+        let want: Vec<Option<Vec<String>>> = [
+            None,
+            Some(vec!["f", "n"]),
+            Some(vec!["kh", "kw", "c"]),
+            Some(vec!["c", "kw", "kh"]),
+            Some(vec!["kh", "c", "kw"]),
+            Some(vec!["kw", "c", "kh"]),
+        ]
+        .into_iter()
+        .map(|o| o.map(|o| o.into_iter().map(String::from).collect()))
+        .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
@@ -254,23 +403,29 @@ mod tests {
         let (options, indices) = taken();
         let space = Space::new(&options, &indices);
         // Tiles of `i` (12: whole, then 1 2 3 4 6 8) and `k` (3: whole,
-        // then 1 2) at two levels (`j` has one value); vectorize; the jam
-        // (none, 8, 4, 16); the parallel index; its partitions (4, then
-        // 1 2 8 16).
-        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 4, 2, 5]);
+        // then 1 2) at two levels (`j` has one value); the loops' order (as
+        // found, or `k` before `i`); vectorize; the width (the target's, 8,
+        // 4); the jam (none, 8, 4, 16); the parallel index; its partitions
+        // (4, then 1 2 8 16).
+        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 2, 3, 4, 2, 5]);
         // The default's genome decodes to the options taken.
         let g = space.encode(&options);
-        assert_eq!(g, vec![4, 0, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(g, vec![4, 0, 0, 0, 0, 0, 0, 1, 0, 0]);
         assert_eq!(space.decode(&g), options);
-        // Another genome: `i` by 2 then `k` by 1, no vectors, no jam, no
-        // parallel index, 2 partitions per thread.
-        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1, 2]);
+        // Another genome: `i` by 2 then `k` by 1, `k` outermost, 8 lanes,
+        // no jam, no parallel index, 2 partitions per thread.
+        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2]);
         assert_eq!(
             kernel::print_options(&other),
-            "step s1\n  tile i=2\n  tile k=1\n  vectorize off\n  jam none\nstep s1_vec\n  parallel none\n  partitions 2\n"
+            "step s1\n  tile i=2\n  tile k=1\n  order k i\n  vectorize on\n  width 8\n  jam none\nstep s1_vec\n  parallel none\n  partitions 2\n"
         );
+        assert_eq!(space.encode(&other), vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2]);
+        // Without vectors, the width gene says nothing.
+        let scalar = space.decode(&vec![2, 0, 0, 1, 1, 1, 1, 0, 1, 2]);
+        assert_eq!(scalar.step("s1").vectorize, Some(false));
+        assert_eq!(scalar.step("s1").width, None);
         // Every tile gene at its first value: untiled.
-        let whole = space.decode(&vec![0; 8]);
+        let whole = space.decode(&vec![0; 10]);
         assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
     }
 }

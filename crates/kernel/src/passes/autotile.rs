@@ -85,14 +85,27 @@ impl Pass for Autotile {
     fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_block(root, |b, check| {
             let name = b.name.clone();
-            let free: Vec<(String, u64)> = b
-                .idxs
-                .iter()
-                .filter(|ix| ix.affine.is_none())
-                .map(|ix| (ix.name.clone(), ix.range))
-                .collect();
-            cx.record_indices(&name, free);
-            let taken = match cx.given.step(&name).tiles {
+            let mut nest = Vec::new();
+            loops(b, &mut nest);
+            cx.record_indices(&name, nest);
+            let given = cx.given.step(&name);
+            if let Some(order) = &given.order {
+                let mut reordered = b.clone();
+                reorder(&mut reordered, order);
+                if check.verify(&reordered).is_ok() {
+                    *b = reordered;
+                    let mut taken = Vec::new();
+                    loops(b, &mut taken);
+                    let taken: Vec<String> = taken
+                        .into_iter()
+                        .flatten()
+                        .map(|(i, _)| i)
+                        .filter(|i| order.contains(i))
+                        .collect();
+                    cx.record(&name, |s| s.order = Some(taken));
+                }
+            }
+            let taken = match given.tiles {
                 Some(levels) => {
                     let (tiled, taken) = tile_given(b, &levels);
                     if tiled != *b && check.verify(&tiled).is_ok() {
@@ -123,6 +136,47 @@ impl Pass for Autotile {
             cx.record(&name, |s| s.tiles = Some(taken));
         });
         Ok(())
+    }
+}
+
+/// The free indices and ranges of every block of `b`'s nest, `b`'s own
+/// first, then its children's, depth first: the loops an `order` option
+/// permutes.
+fn loops(b: &Block, out: &mut Vec<Vec<(String, u64)>>) {
+    let free: Vec<(String, u64)> = b
+        .idxs
+        .iter()
+        .filter(|ix| ix.affine.is_none())
+        .map(|ix| (ix.name.clone(), ix.range))
+        .collect();
+    if !free.is_empty() {
+        out.push(free);
+    }
+    for s in &b.stmts {
+        if let StmtKind::Block(c) = &s.kind {
+            loops(c, out);
+        }
+    }
+}
+
+/// Puts the free indices of every block of `b`'s nest that `order` names in
+/// its order, in the places they held. A block's points are a parallel
+/// iteration space, so its loops may run in any order; only the order of a
+/// reduction's additions changes (and the results up to rounding).
+fn reorder(b: &mut Block, order: &[String]) {
+    let rank = |ix: &Index| order.iter().position(|o| *o == ix.name);
+    let places: Vec<usize> = (0..b.idxs.len())
+        .filter(|&k| b.idxs[k].affine.is_none() && rank(&b.idxs[k]).is_some())
+        .collect();
+    let mut named: Vec<Index> = places.iter().map(|&k| b.idxs[k].clone()).collect();
+    named.sort_by_key(|ix| rank(ix));
+    for (k, ix) in places.into_iter().zip(named) {
+        b.idxs[k] = ix;
+    }
+    for s in &mut b.stmts {
+        if let StmtKind::Block(c) = &mut s.kind {
+            reorder(c, order);
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! separate tail block (tagged `#tail`) after the vectorized one.
 //!
 //! The width is the target's vector register size over the element size of
-//! the written view (16 `float32` lanes with AVX-512). An index shorter
+//! the written view (16 `float32` lanes with AVX-512), or a narrower one
+//! the step's `width` option gives (the C backend then masks the lanes
+//! off that it does not use). An index shorter
 //! than the width, but at least a quarter of it, is one partial vector (a
 //! 14-wide image row: 14 of 16 lanes), and so is a tail of at least a
 //! quarter of the width.
@@ -93,6 +95,7 @@ impl Pass for Vectorize {
                 if taken.vectorize.is_some() {
                     cx.record(&b.name, |s| {
                         s.vectorize = taken.vectorize;
+                        s.width = taken.width;
                         s.jam = taken.jam;
                     });
                 }
@@ -172,7 +175,15 @@ fn vectorized(
         .enumerate()
         .find(|(_, dim)| dim.stride == 1)?;
     let access = out.access.get(d)?;
-    let lanes = u64::from(target.vector_bits / out.dtype.bits().max(8));
+    let most = u64::from(target.vector_bits / out.dtype.bits().max(8));
+    // A given width narrower than the target's; recorded when taken.
+    let lanes = match given.width {
+        Some(w) if w < most => {
+            taken.width = Some(w);
+            w
+        }
+        _ => most,
+    };
     if lanes < 2 {
         return None;
     }
@@ -253,6 +264,17 @@ fn vectorized(
     for s in &mut outer.stmts {
         if let StmtKind::Block(inner) = &mut s.kind {
             inner.tags.insert("vector".to_string());
+            // The lanes are the innermost loop and the jammed points the
+            // one around it (the C backend's vector code takes them so),
+            // whatever order the step's loops were given.
+            if let Some((j, _)) = jam {
+                let at = |n: &str| inner.idxs.iter().position(|ix| ix.name == n);
+                if let (Some(l), Some(j)) = (at(&x), at(&b.idxs[j].name)) {
+                    if j > l {
+                        inner.idxs.swap(j, l);
+                    }
+                }
+            }
         }
     }
     let mut pieces = vec![outer];

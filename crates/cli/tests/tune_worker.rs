@@ -47,10 +47,24 @@ fn crashing_hanging_and_slow_candidates_are_isolated_and_reported() {
     // serves the jobs below, whose limit is short so the hang ends soon.
     let replies = workers(Duration::from_secs(120)).measure(&[job(None, None)], &|| false);
     let w = workers(Duration::from_secs(5));
-    let Reply::Time { median_ns } = replies[0] else {
+    let Reply::Time {
+        median_ns,
+        ref steps,
+    } = replies[0]
+    else {
         panic!("{replies:?}")
     };
     assert!(median_ns > 0);
+    // The steps' own times: the kernel's one statement's steps, each a
+    // part of a run, in the same unit.
+    assert!(!steps.is_empty());
+    for (name, &ns) in steps {
+        assert!(name.starts_with("s1_"), "{steps:?}");
+        assert!(
+            ns <= 10 * median_ns,
+            "{name}: {ns} ns in a run of {median_ns} ns"
+        );
+    }
     let started = Instant::now();
     let replies = w.measure(
         &[

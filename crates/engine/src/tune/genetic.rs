@@ -12,6 +12,17 @@
 //! proportional to their fitness (the inverse of their time; a failed or
 //! pruned candidate has none), otherwise it is a copy of one such parent;
 //! then each gene mutates to a random value with probability `mutation`.
+//!
+//! Beyond TC: when the caller puts each gene in a group (the genes of one
+//! stage of a kernel, whose time it measures apart) and gives each timed
+//! candidate's time per group, each generation after the first also holds
+//! the composite of the fastest parts seen so far: every group's genes from
+//! the candidate whose time in that group was least. A kernel's stages run
+//! one after another, so where their choices do not interact the composite
+//! is as fast as the sum of the best parts, which breeding alone finds only
+//! by the luck of crossing the right parents (the three passes of a
+//! normalization were each best in a different candidate).
+//!
 //! A candidate measured once is never measured again: its outcome is
 //! remembered. Every draw comes from one generator seeded by
 //! [`Params::seed`], so a search is reproducible given the same outcomes.
@@ -57,6 +68,10 @@ impl Default for Params {
     }
 }
 
+/// A timed candidate's time in each group of genes, in seconds (`None`
+/// where it was not measured apart); empty without groups.
+pub type Parts = Vec<Option<f64>>;
+
 /// What measuring a candidate gave.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -80,9 +95,9 @@ pub struct Progress {
 }
 
 /// Measures a generation's new candidates, given the best time so far:
-/// one outcome per candidate, in order; fewer when it was stopped (the
-/// outcomes are then the first candidates').
-pub type Measure<'a> = dyn FnMut(&[Genome], Option<f64>) -> Vec<Outcome> + 'a;
+/// one outcome per candidate, in order, with its parts; fewer when it was
+/// stopped (the outcomes are then the first candidates').
+pub type Measure<'a> = dyn FnMut(&[Genome], Option<f64>) -> Vec<(Outcome, Parts)> + 'a;
 
 /// What a search found.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,13 +111,15 @@ pub struct Report {
 }
 
 /// Searches the space whose gene `g` has `genes[g]` values (at least one
-/// each), starting from `seeds`. `measure` gets the generation's
+/// each) and is in group `groups[g]` (`groups` empty: no groups), starting
+/// from `seeds`. `measure` gets the generation's
 /// candidates not measured before and the best time so far, and gives one
 /// outcome per candidate (or per first candidates, when it stopped);
 /// `progress` sees each generation's end; `stop` is asked before each
 /// generation.
 pub fn search(
     genes: &[usize],
+    groups: &[usize],
     params: &Params,
     seeds: &[Genome],
     measure: &mut Measure,
@@ -131,6 +148,7 @@ pub fn search(
         }
     }
     let mut seen: HashMap<Genome, Outcome> = HashMap::new();
+    let mut parts: HashMap<Genome, Parts> = HashMap::new();
     let mut report = Report {
         best: None,
         measured: Vec::new(),
@@ -152,7 +170,12 @@ pub fn search(
         } else {
             measure(&fresh, best)
         };
-        for (g, o) in fresh.into_iter().zip(outcomes) {
+        for (g, (o, p)) in fresh.into_iter().zip(outcomes) {
+            if matches!(o, Outcome::Time(_))
+                && p.len() == 1 + groups.iter().max().copied().unwrap_or(0)
+            {
+                parts.insert(g.clone(), p);
+            }
             if let Outcome::Time(t) = o {
                 if t.is_finite() && report.best.as_ref().is_none_or(|(_, b)| t < *b) {
                     report.best = Some((g.clone(), t));
@@ -172,15 +195,58 @@ pub fn search(
                 .filter(|(_, o)| matches!(o, Outcome::Failed(_)))
                 .count(),
         });
-        generation = breed(&generation, &seen, genes, params, population, &mut rng);
+        let composite = composite(groups, &parts, &seen);
+        generation = breed(
+            &generation,
+            &seen,
+            composite,
+            genes,
+            params,
+            population,
+            &mut rng,
+        );
     }
     report
+}
+
+/// The composite of the fastest parts in `parts`: each group's genes from
+/// the candidate whose time in it was least (when no candidate was timed
+/// in a group, from the fastest candidate overall); `None` when it was
+/// measured already or there are no groups.
+fn composite(
+    groups: &[usize],
+    parts: &HashMap<Genome, Parts>,
+    seen: &HashMap<Genome, Outcome>,
+) -> Option<Genome> {
+    let count = 1 + *groups.iter().max()?;
+    // Ties go to the least genome, so that the search is reproducible.
+    let least = |key: &dyn Fn(&Genome) -> Option<f64>| {
+        parts
+            .keys()
+            .filter_map(|g| key(g).map(|t| (t, g)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)))
+            .map(|(_, g)| g)
+    };
+    let fastest = least(&|g| match seen.get(g) {
+        Some(Outcome::Time(t)) => Some(*t),
+        _ => None,
+    })?;
+    let from: Vec<&Genome> = (0..count)
+        .map(|k| least(&|g| parts[g][k]).unwrap_or(fastest))
+        .collect();
+    let child: Genome = groups
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| from[k][i])
+        .collect();
+    (!seen.contains_key(&child)).then_some(child)
 }
 
 /// The next generation from `current`, whose outcomes are in `seen`.
 fn breed(
     current: &[Genome],
     seen: &HashMap<Genome, Outcome>,
+    composite: Option<Genome>,
     genes: &[usize],
     params: &Params,
     population: usize,
@@ -201,6 +267,9 @@ fn breed(
         .take(params.elites.min(population))
         .map(|(g, _)| (*g).clone())
         .collect();
+    if let Some(c) = composite.filter(|_| next.len() < population) {
+        next.push(c);
+    }
     // Parents: this generation's timed candidates, by fitness.
     let parents: Vec<(&Genome, f64)> = current
         .iter()
@@ -284,13 +353,21 @@ mod tests {
             .sum::<f64>()
     }
 
+    /// Every candidate timed by `cost`, without parts.
+    fn timed(gs: &[Genome], cost: impl Fn(&Genome) -> f64) -> Vec<(Outcome, Parts)> {
+        gs.iter()
+            .map(|g| (Outcome::Time(cost(g)), Vec::new()))
+            .collect()
+    }
+
     fn run(params: &Params, seeds: &[Genome], target: &[usize]) -> Report {
         let genes = vec![8; target.len()];
         search(
             &genes,
+            &[],
             params,
             seeds,
-            &mut |gs, _| gs.iter().map(|g| Outcome::Time(cost(g, target))).collect(),
+            &mut |gs, _| timed(gs, |g| cost(g, target)),
             &mut |_| {},
             &|| false,
         )
@@ -322,6 +399,45 @@ mod tests {
     }
 
     #[test]
+    fn the_composite_of_the_fastest_parts_is_measured_next() {
+        // Two groups of two genes; each seed is optimal in one group only.
+        let target = [3, 7, 0, 5];
+        let groups = [0, 0, 1, 1];
+        let seeds = [vec![3, 7, 1, 1], vec![1, 1, 0, 5]];
+        let part = |g: &Genome, k: usize| {
+            (0..4)
+                .filter(|&i| groups[i] == k)
+                .map(|i| g[i].abs_diff(target[i]) as f64)
+                .sum::<f64>()
+        };
+        let params = Params {
+            population: 4,
+            generations: 2,
+            elites: 1,
+            ..Params::default()
+        };
+        let r = search(
+            &[8; 4],
+            &groups,
+            &params,
+            &seeds,
+            &mut |gs, _| {
+                gs.iter()
+                    .map(|g| {
+                        let parts = vec![Some(part(g, 0)), Some(part(g, 1))];
+                        (Outcome::Time(cost(g, &target)), parts)
+                    })
+                    .collect()
+            },
+            &mut |_| {},
+            &|| false,
+        );
+        // The second generation's first new candidate is the composite.
+        assert_eq!(r.measured[4].0, target.to_vec(), "{:?}", r.measured);
+        assert_eq!(r.best, Some((target.to_vec(), 1.0)));
+    }
+
+    #[test]
     fn a_seed_is_measured_first_and_the_best_never_gets_worse() {
         let target = [1, 1, 1, 1];
         let seed = vec![1, 1, 1, 2];
@@ -334,9 +450,10 @@ mod tests {
         let genes = vec![8; 4];
         let r = search(
             &genes,
+            &[],
             &params,
             std::slice::from_ref(&seed),
-            &mut |gs, _| gs.iter().map(|g| Outcome::Time(cost(g, &target))).collect(),
+            &mut |gs, _| timed(gs, |g| cost(g, &target)),
             &mut |p| bests.push(p.best.expect("timed")),
             &|| false,
         );
@@ -358,6 +475,7 @@ mod tests {
         };
         let r = search(
             &genes,
+            &[],
             &params,
             &[],
             &mut |gs, _| {
@@ -367,6 +485,7 @@ mod tests {
                         [_, 0, _] => Outcome::Pruned,
                         _ => Outcome::Time(cost(g, &target)),
                     })
+                    .map(|o| (o, Vec::new()))
                     .collect()
             },
             &mut |_| {},
@@ -381,9 +500,10 @@ mod tests {
         let calls = std::cell::Cell::new(0);
         let r = search(
             &genes,
+            &[],
             &params,
             &[],
-            &mut |gs, _| gs.iter().map(|g| Outcome::Time(cost(g, &target))).collect(),
+            &mut |gs, _| timed(gs, |g| cost(g, &target)),
             &mut |_| {},
             &|| {
                 calls.set(calls.get() + 1);

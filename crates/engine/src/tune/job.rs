@@ -70,8 +70,13 @@ pub struct Job {
 /// What measuring a job gave.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Reply {
-    /// The median of the timed runs.
-    Time { median_ns: u64 },
+    /// The median of the timed runs, and each step's median over a few
+    /// profiled runs after them, by the step's name.
+    Time {
+        median_ns: u64,
+        #[serde(default)]
+        steps: BTreeMap<String, u64>,
+    },
     /// The job did not give a time: why.
     Failed { reason: String },
     /// Timing stopped early: the time that was too slow.
@@ -88,6 +93,9 @@ const TIMED_SECONDS: f64 = 0.05;
 
 /// The most timed runs.
 const MOST_RUNS: u32 = 1000;
+
+/// The most profiled runs that time each step after the timed runs.
+const PROFILED_RUNS: u32 = 10;
 
 /// Runs the job in `input` (JSON) in this process; the reply as JSON.
 pub fn run_json(input: &str) -> Result<String, String> {
@@ -170,7 +178,10 @@ fn measure(job: &Job) -> Result<Reply, String> {
         .map_err(|e| e.to_string())?;
     let compiled = built.compiled;
     if job.compile_only {
-        return Ok(Reply::Time { median_ns: 0 });
+        return Ok(Reply::Time {
+            median_ns: 0,
+            steps: BTreeMap::new(),
+        });
     }
     let mut run_args: HashMap<String, Arg> = args
         .iter()
@@ -227,6 +238,7 @@ fn measure(job: &Job) -> Result<Reply, String> {
     let timing = crate::cost::timing::time_runs(&compiled, &mut state, runs, 0, false)
         .map_err(|e| e.to_string())?;
     let median = nanos(Duration::from_secs_f64(timing.median()));
+    let steps = step_times(&compiled, &mut state, runs.min(PROFILED_RUNS))?;
     if let Some(dir) = &job.save_outputs {
         let tensors: Vec<Tensor> = outputs.iter().map(|(_, t)| t.clone()).collect();
         write_outputs(Path::new(dir), &tensors)?;
@@ -253,7 +265,39 @@ fn measure(job: &Job) -> Result<Reply, String> {
             }
         }
     }
-    Ok(Reply::Time { median_ns: median })
+    Ok(Reply::Time {
+        median_ns: median,
+        steps,
+    })
+}
+
+/// Each step's median time over `runs` profiled runs, by the step's name
+/// (a step the runtime runs twice, such as a tail, counts both times).
+fn step_times(
+    compiled: &compile::Compiled,
+    state: &mut runtime::State,
+    runs: u32,
+) -> Result<BTreeMap<String, u64>, String> {
+    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for _ in 0..runs {
+        let mut profile = Vec::new();
+        compiled.run_state(state, Some(&mut profile))?;
+        let mut run: BTreeMap<String, u64> = BTreeMap::new();
+        for p in profile {
+            *run.entry(p.block).or_default() +=
+                u64::try_from(p.time.as_nanos()).unwrap_or(u64::MAX);
+        }
+        for (name, ns) in run {
+            seen.entry(name).or_default().push(ns);
+        }
+    }
+    Ok(seen
+        .into_iter()
+        .map(|(name, mut ns)| {
+            ns.sort_unstable();
+            (name, ns[ns.len() / 2])
+        })
+        .collect())
 }
 
 /// The random arguments of a job of `def` at the bound sizes `bound`

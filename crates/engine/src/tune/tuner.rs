@@ -23,7 +23,7 @@ use ir::Program;
 use super::cache::{self, Entry, Lookup, TuneCache};
 use super::genetic::{self, Genome, Outcome, Params, Progress};
 use super::job::{Job, Reply};
-use super::space::Space;
+use super::space::{self, Space};
 use super::worker::Executor;
 use crate::{compile, Error};
 
@@ -215,7 +215,7 @@ pub fn tune(
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(
-            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, vectors, jam, parallel index, unrolling, fusion or partitions (the matmul library runs products too small to split whole)",
+            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, loop order, vectors, jam, parallel index, unrolling, fusion or partitions (the matmul library runs products too small to split whole)",
             req.def
         )));
     }
@@ -252,7 +252,7 @@ pub fn tune(
         ..job(&kernel::Options::default(), None)
     };
     let default_ns = match executor.measure(&[untuned], interrupted).pop() {
-        Some(Reply::Time { median_ns }) => median_ns,
+        Some(Reply::Time { median_ns, .. }) => median_ns,
         Some(Reply::Failed { reason }) => {
             return Err(Error::Usage(format!(
                 "`{}` cannot be tuned: its untuned kernel failed to run: {reason}",
@@ -298,8 +298,32 @@ pub fn tune(
     // is part of it, and so is the finalists'.
     let stop = || interrupted() || started.elapsed() + reserve >= req.budget;
     let mut failed = Vec::new();
+    // The genes grouped by stage, and a candidate's time in each stage
+    // from its steps' times: the search composes the fastest stages.
+    let stages = space.stages();
+    let mut names: Vec<&String> = stages.iter().collect();
+    names.sort();
+    names.dedup();
+    let groups: Vec<usize> = stages
+        .iter()
+        .map(|s| names.binary_search(&s).unwrap_or(0))
+        .collect();
+    let parts = |steps: &BTreeMap<String, u64>| -> genetic::Parts {
+        names
+            .iter()
+            .map(|stage| {
+                let ns: Vec<u64> = steps
+                    .iter()
+                    .filter(|(step, _)| space::stage(step) == stage.as_str())
+                    .map(|(_, &ns)| ns)
+                    .collect();
+                (!ns.is_empty()).then(|| ns.iter().sum::<u64>() as f64 / 1e9)
+            })
+            .collect()
+    };
     let report = genetic::search(
         &space.sizes(),
+        &groups,
         &params,
         &seeds,
         &mut |genomes, best| {
@@ -310,21 +334,23 @@ pub fn tune(
                 .iter()
                 .map(|g| job(&space.decode(g), Some(best_ns)))
                 .collect();
-            let outcomes: Vec<Outcome> = executor
+            let outcomes: Vec<(Outcome, genetic::Parts)> = executor
                 .measure(&jobs, &stop)
                 .into_iter()
                 .map(|r| match r {
-                    Reply::Time { median_ns } => Outcome::Time(median_ns as f64 / 1e9),
-                    Reply::Pruned { .. } => Outcome::Pruned,
+                    Reply::Time { median_ns, steps } => {
+                        (Outcome::Time(median_ns as f64 / 1e9), parts(&steps))
+                    }
+                    Reply::Pruned { .. } => (Outcome::Pruned, Vec::new()),
                     Reply::Failed { reason } => {
                         failed.push(reason.clone());
-                        Outcome::Failed(reason)
+                        (Outcome::Failed(reason), Vec::new())
                     }
                 })
                 .collect();
             let fastest = outcomes
                 .iter()
-                .filter_map(|o| match o {
+                .filter_map(|(o, _)| match o {
                     Outcome::Time(t) => Some((t * 1e9) as u64),
                     _ => None,
                 })
@@ -497,7 +523,7 @@ fn confirm(
         }
         for (t, r) in times.iter_mut().zip(replies) {
             t.push(match r {
-                Reply::Time { median_ns } => Some(median_ns.max(1)),
+                Reply::Time { median_ns, .. } => Some(median_ns.max(1)),
                 _ => None,
             });
         }

@@ -17,8 +17,10 @@
 //!   of the tiles' loops and of the loops inside a tile;
 //! - `vectorize on|off`: whether vectorize splits the step into vectors;
 //! - `width N`: the lanes of its vectors (at most the target's width);
-//! - `jam index=points | jam none`: vectorize's register block (the other
-//!   index jammed with the lanes);
+//! - `jam index=points... | jam none`: vectorize's register block: the
+//!   output indices jammed with the lanes and their points, outermost
+//!   first (`jam h=2 w=7`: two rows of seven columns, each point a vector
+//!   of lanes);
 //! - `parallel index | parallel none`: the index parallelize partitions;
 //! - `unroll on|off`: whether unroll copies the step's small inner blocks;
 //! - `fuse on|off`: whether fuse joins the step with the stage after it
@@ -51,8 +53,9 @@ pub struct StepOptions {
     pub vectorize: Option<bool>,
     /// The vectors' lanes.
     pub width: Option<u64>,
-    /// The index jammed with the vector lanes and its points, or none.
-    pub jam: Option<Option<(String, u64)>>,
+    /// The indices jammed with the vector lanes and their points,
+    /// outermost first; empty: none.
+    pub jam: Option<Vec<(String, u64)>>,
     /// The index partitioned over the cores, or none.
     pub parallel: Option<Option<String>>,
     pub unroll: Option<bool>,
@@ -99,10 +102,11 @@ pub fn print_options(options: &Options) -> String {
             let _ = writeln!(out, "  width {n}");
         }
         match &s.jam {
-            Some(Some((i, n))) => {
-                let _ = writeln!(out, "  jam {i}={n}");
+            Some(jam) if jam.is_empty() => out.push_str("  jam none\n"),
+            Some(jam) => {
+                let points: Vec<String> = jam.iter().map(|(i, n)| format!("{i}={n}")).collect();
+                let _ = writeln!(out, "  jam {}", points.join(" "));
             }
-            Some(None) => out.push_str("  jam none\n"),
             None => {}
         }
         match &s.parallel {
@@ -198,11 +202,24 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
             "unroll" => step.unroll = Some(switch(&rest).map_err(&at)?),
             "fuse" => step.fuse = Some(switch(&rest).map_err(&at)?),
             "jam" => {
-                step.jam = Some(match rest.as_slice() {
-                    ["none"] => None,
-                    [w] => Some(sized(w).map_err(&at)?),
-                    _ => return Err(at("`jam` takes `index=points` or `none`".to_string())),
-                });
+                if rest.is_empty() {
+                    return Err(at("`jam` takes `index=points` pairs or `none`".to_string()));
+                }
+                let jam = if rest == ["none"] {
+                    Vec::new()
+                } else {
+                    rest.iter()
+                        .map(|w| sized(w).map_err(&at))
+                        .collect::<Result<Vec<_>, _>>()?
+                };
+                if let Some((i, _)) = jam
+                    .iter()
+                    .enumerate()
+                    .find_map(|(k, (i, _))| jam[..k].iter().any(|(o, _)| o == i).then_some(&jam[k]))
+                {
+                    return Err(at(format!("`jam` names `{i}` twice")));
+                }
+                step.jam = Some(jam);
             }
             "parallel" => {
                 step.parallel = Some(match rest.as_slice() {

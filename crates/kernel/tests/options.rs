@@ -3,7 +3,7 @@
 //! conv3x3, 2LUT, group and batch normalization, at small sizes) is a fixed point (given back, the passes take it
 //! again and make the same kernel), and every variation of it a search
 //! could draw (other tiles, no tiles, the loops in reverse order, vectors
-//! off or narrower, another or no jam, no parallel index, no unrolling, a
+//! off or narrower, another, a two-index or no jam, no parallel index, no unrolling, a
 //! fused pair apart) yields a kernel that verifies and computes the
 //! interpreter's results.
 
@@ -68,15 +68,21 @@ fn variations(s: &StepOptions, nest: &[Vec<(String, u64)>]) -> Vec<StepOptions> 
             });
         }
     }
-    if let Some(Some((i, t))) = &s.jam {
-        out.push(StepOptions {
-            jam: Some(None),
-            ..s.clone()
-        });
-        out.push(StepOptions {
-            jam: Some(Some((i.clone(), (t / 2).max(1)))),
-            ..s.clone()
-        });
+    if let Some([(i, t)]) = s.jam.as_deref() {
+        let mut jams = vec![Vec::new(), vec![(i.clone(), (t / 2).max(1))]];
+        // A register block of two rows of another index by the model's.
+        let other = nest
+            .first()
+            .and_then(|own| own.iter().find(|(o, r)| o != i && *r > 1));
+        if let Some((o, _)) = other {
+            jams.push(vec![(o.clone(), 2), (i.clone(), *t)]);
+        }
+        for jam in jams {
+            out.push(StepOptions {
+                jam: Some(jam),
+                ..s.clone()
+            });
+        }
     }
     if let Some(Some(_)) = &s.parallel {
         out.push(StepOptions {
@@ -223,6 +229,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
         ),
         ("step s\n  order i j i\n", "line 2: `order` names `i` twice"),
         ("step s\n  order\n", "line 2: `order` takes index names"),
+        ("step s\n  jam h=2 h=7\n", "line 2: `jam` names `h` twice"),
+        (
+            "step s\n  jam\n",
+            "line 2: `jam` takes `index=points` pairs or `none`",
+        ),
         (
             "step s\n  width 0\n",
             "line 2: `width` takes a positive number, not `0`",
@@ -239,11 +250,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
     for (text, want) in cases {
         assert_eq!(kernel::parse_options(text), Err(want.to_string()), "{text}");
     }
-    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n";
+    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n";
     let o = kernel::parse_options(text).expect("parses");
     assert_eq!(
         kernel::print_options(&o),
-        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam none\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n"
+        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n"
     );
     assert_eq!(kernel::parse_options(&kernel::print_options(&o)), Ok(o));
 }

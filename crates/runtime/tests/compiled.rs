@@ -593,3 +593,81 @@ fn partitions_per_thread_are_recorded_where_they_matter_and_keep_the_results() {
         "{taken:?}"
     );
 }
+
+#[test]
+fn register_blocks_loop_orders_and_widths_given_compile_to_the_same_results() {
+    let cache = cache("register-blocks");
+    let p = load("bench/workloads/conv3x3.tc");
+    let sizes = [
+        ("N", 2),
+        ("C", 8),
+        ("F", 16),
+        ("H", 6),
+        ("W", 20),
+        ("KH", 3),
+        ("KW", 3),
+    ];
+    let bound: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let (taken, indices) =
+        runtime::options_taken(&p, "conv3x3", &bound, &options(false)).expect("builds");
+    let (step, jam) = taken
+        .steps
+        .iter()
+        .find_map(|(n, s)| match s.jam.as_deref() {
+            Some([j]) => Some((n.clone(), j.clone())),
+            _ => None,
+        })
+        .expect("the default jams the convolution's reduction");
+    let nest = &indices[&step];
+    let mut variations: Vec<kernel::StepOptions> = Vec::new();
+    // The register block along each other index of the step, and two of
+    // its points by the model's.
+    for (index, range) in nest[0].iter().filter(|(i, r)| *i != jam.0 && *r > 1) {
+        variations.push(kernel::StepOptions {
+            jam: Some(vec![(index.clone(), jam.1.min(*range))]),
+            ..Default::default()
+        });
+        variations.push(kernel::StepOptions {
+            jam: Some(vec![(index.clone(), 2), jam.clone()]),
+            ..Default::default()
+        });
+    }
+    // Every block's loops reversed; vectors of 8 lanes.
+    let reversed: Vec<String> = nest
+        .iter()
+        .flat_map(|block| block.iter().rev().map(|(i, _)| i.clone()))
+        .collect();
+    variations.push(kernel::StepOptions {
+        order: Some(reversed),
+        ..Default::default()
+    });
+    variations.push(kernel::StepOptions {
+        width: Some(8),
+        ..Default::default()
+    });
+    let mut jams_taken = 0;
+    for v in variations {
+        let mut given = kernel::Options::default();
+        given.steps.insert(step.clone(), v.clone());
+        let o = runtime::Options {
+            kernel_options: given,
+            ..options(false)
+        };
+        check_options(&o, &cache, &p, "conv3x3", &sizes, &[]);
+        let (got, _) = runtime::options_taken(&p, "conv3x3", &bound, &o).expect("builds");
+        let got = got.step(&step);
+        if v.jam.is_some() && got.jam == v.jam {
+            jams_taken += 1;
+        }
+        if v.order.is_some() {
+            assert!(got.order.is_some(), "the order is taken: {got:?}");
+        }
+        if v.width.is_some() {
+            assert_eq!(got.width, v.width, "the width is taken");
+        }
+    }
+    assert!(
+        jams_taken >= 4,
+        "register blocks along other indices are taken"
+    );
+}

@@ -471,6 +471,10 @@ impl<'a> Func<'a> {
         // Loop variables in index order, with their ranges.
         let mut loops: Vec<(usize, i64)> = Vec::new();
         let mut parallel_var = None;
+        // The loops `vectorize` jammed as a register block of more than
+        // one index (tagged so; a single jammed loop is the one around the
+        // lanes).
+        let mut jammed: Vec<usize> = Vec::new();
         for ix in &b.idxs {
             if let Some(a) = &ix.affine {
                 let l = self
@@ -492,6 +496,9 @@ impl<'a> Func<'a> {
             let v = self.new_var(&ix.name, range);
             if is_parallel {
                 parallel_var = Some(v);
+            }
+            if ix.tags.contains("jam") {
+                jammed.push(v);
             }
             env.insert(ix.name.clone(), Lin::var(v));
             loops.push((v, range));
@@ -666,23 +673,35 @@ impl<'a> Func<'a> {
         // The vector loop as AVX-512 statements: the innermost loop, with
         // the loop around it when the lanes' bounds do not depend on it (a
         // jammed index: the statements that do not depend on it are then
-        // computed once for all its points).
+        // computed once for all its points), or the loops around it that
+        // are a register block of several jammed indices.
         let mut explicit = None;
         if let (true, Some(last)) = (vector, headers.last()) {
             let range = loops.iter().find(|l| l.0 == last.var).map_or(0, |l| l.1);
-            let jam = headers
+            let around = &headers[..headers.len() - 1];
+            let free = |j: &Header| !last.deps.contains(&j.var) && parallel_var != Some(j.var);
+            let block = around
                 .len()
-                .checked_sub(2)
-                .map(|k| &headers[k])
-                .filter(|j| !last.deps.contains(&j.var) && parallel_var != Some(j.var));
+                .checked_sub(jammed.len())
+                .map(|k| &around[k..])
+                .filter(|js| js.len() > 1 && js.iter().all(|j| jammed.contains(&j.var) && free(j)));
+            let jam: Vec<Header> = match block {
+                Some(js) => js.to_vec(),
+                None => around
+                    .last()
+                    .filter(|j| free(j))
+                    .into_iter()
+                    .cloned()
+                    .collect(),
+            };
             if Self::vector_candidate(b, range) {
+                let at = headers.len() - 1 - jam.len();
                 let lanes = vector::Lanes {
                     var: last.var,
                     lo: last.lo.clone(),
                     hi: last.hi.clone(),
-                    jam: jam.cloned(),
+                    jam,
                 };
-                let at = headers.len() - 1 - usize::from(jam.is_some());
                 explicit = Some((at, lanes));
             }
         }

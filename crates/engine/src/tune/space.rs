@@ -7,8 +7,8 @@
 //! of its loops (as the passes found them, or one index of a block of its
 //! nest moved innermost or outermost in that block); vectors on or off,
 //! and their width (the target's, 8 or 4 lanes), where vectorize chose;
-//! the jam's points (none, the model's, half
-//! or twice it), where it jammed; the parallel index or none, where
+//! the register block's jammed index and points (none, the model's, half
+//! or twice its points, or another index of the step), where it jammed; the parallel index or none, where
 //! parallelize chose one; unrolling on or off, where unroll unrolled; the
 //! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
 //! where it splits a step (a parallel one, a library matmul); fusing with
@@ -45,10 +45,11 @@ enum Gene {
     Width {
         step: String,
     },
+    /// The register block: the jammed indices and their points, outermost
+    /// first; none first.
     Jam {
         step: String,
-        index: String,
-        values: Vec<Option<u64>>,
+        values: Vec<Vec<(String, u64)>>,
     },
     Parallel {
         step: String,
@@ -113,13 +114,11 @@ impl Space {
             if s.vectorize == Some(true) {
                 genes.push(Gene::Width { step: step.clone() });
             }
-            if let Some(Some((index, t))) = &s.jam {
-                let mut values = vec![None, Some(*t), Some((t / 2).max(1)), Some(t * 2)];
-                values.dedup();
+            if let Some([(index, t)]) = s.jam.as_deref() {
+                let own = indices.get(step).and_then(|n| n.first());
                 genes.push(Gene::Jam {
                     step: step.clone(),
-                    index: index.clone(),
-                    values,
+                    values: register_blocks(index, *t, own.map_or(&[][..], Vec::as_slice)),
                 });
             }
             if let Some(Some(index)) = &s.parallel {
@@ -215,13 +214,7 @@ impl Space {
                         out.record(step, |s| s.width = Some(w));
                     }
                 }
-                Gene::Jam {
-                    step,
-                    index,
-                    values,
-                } => out.record(step, |s| {
-                    s.jam = Some(values[v].map(|t| (index.clone(), t)));
-                }),
+                Gene::Jam { step, values } => out.record(step, |s| s.jam = Some(values[v].clone())),
                 Gene::Parallel { step, index } => out.record(step, |s| {
                     s.parallel = Some((v == 0).then(|| index.clone()));
                 }),
@@ -281,8 +274,8 @@ impl Space {
                     let want = options.step(step).width;
                     WIDTHS.iter().position(|w| *w == want).unwrap_or(0)
                 }
-                Gene::Jam { step, values, .. } => {
-                    let want = options.step(step).jam.flatten().map(|(_, t)| t);
+                Gene::Jam { step, values } => {
+                    let want = options.step(step).jam.unwrap_or_default();
                     values.iter().position(|v| *v == want).unwrap_or(0)
                 }
                 Gene::Parallel { step, .. } => {
@@ -298,6 +291,43 @@ impl Space {
             })
             .collect()
     }
+}
+
+/// The most points of a register block a search draws: AVX-512's 32
+/// vector registers less a loaded vector, a broadcast and a spare (the C
+/// backend keeps at most 30 accumulators in registers).
+const MOST_POINTS: u64 = 28;
+
+/// The register blocks a search draws for a step whose model jammed
+/// `index` by `points`, with free indices `own` (and their ranges): none;
+/// the model's; half or twice its points; as many points along another
+/// index instead (at most its range); and two or four of another index's
+/// points around the model's (rows of columns, or output-channel blocks of
+/// columns), within [`MOST_POINTS`].
+fn register_blocks(index: &str, points: u64, own: &[(String, u64)]) -> Vec<Vec<(String, u64)>> {
+    let others = || own.iter().filter(|(i, r)| i != index && *r > 1);
+    let model = |p: u64| (index.to_string(), p);
+    let mut out: Vec<Vec<(String, u64)>> = vec![Vec::new()];
+    let mut add = |v: Vec<(String, u64)>| {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    };
+    for p in [points, (points / 2).max(1), points * 2] {
+        add(vec![model(p)]);
+    }
+    for (i, r) in others() {
+        add(vec![(i.clone(), points.min(*r))]);
+    }
+    for (i, r) in others() {
+        for p in [2, 4]
+            .into_iter()
+            .filter(|p| p <= r && p * points <= MOST_POINTS)
+        {
+            add(vec![(i.clone(), p), model(points)]);
+        }
+    }
+    out
 }
 
 /// The stage a step belongs to: the `sN` its name starts with (lowering
@@ -405,9 +435,10 @@ mod tests {
         // Tiles of `i` (12: whole, then 1 2 3 4 6 8) and `k` (3: whole,
         // then 1 2) at two levels (`j` has one value); the loops' order (as
         // found, or `k` before `i`); vectorize; the width (the target's, 8,
-        // 4); the jam (none, 8, 4, 16); the parallel index; its partitions
-        // (4, then 1 2 8 16).
-        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 2, 3, 4, 2, 5]);
+        // 4); the jam (none, i=8, i=4, i=16, k=3: `k` has 3 points, then
+        // k=2 by i=8); the parallel index; its partitions (4, then 1 2 8
+        // 16).
+        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 2, 3, 6, 2, 5]);
         // The default's genome decodes to the options taken.
         let g = space.encode(&options);
         assert_eq!(g, vec![4, 0, 0, 0, 0, 0, 0, 1, 0, 0]);
@@ -420,6 +451,15 @@ mod tests {
             "step s1\n  tile i=2\n  tile k=1\n  order k i\n  vectorize on\n  width 8\n  jam none\nstep s1_vec\n  parallel none\n  partitions 2\n"
         );
         assert_eq!(space.encode(&other), vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2]);
+        // The register block along `k` instead.
+        let along_k = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 4, 0, 0]);
+        assert_eq!(along_k.step("s1").jam, Some(vec![("k".to_string(), 3)]));
+        // Two rows of `k` by the model's 8 of `i`.
+        let block = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 5, 0, 0]);
+        assert_eq!(
+            block.step("s1").jam,
+            Some(vec![("k".to_string(), 2), ("i".to_string(), 8)])
+        );
         // Without vectors, the width gene says nothing.
         let scalar = space.decode(&vec![2, 0, 0, 1, 1, 1, 1, 0, 1, 2]);
         assert_eq!(scalar.step("s1").vectorize, Some(false));

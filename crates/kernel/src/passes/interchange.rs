@@ -13,14 +13,14 @@
 //! `#vector` block over the lanes. Views of `B` that depend on the lane
 //! index are widened to the `W` elements the lanes cover.
 //!
-//! When the vector block also holds a jammed index (`vectorize`'s register
-//! blocking), both are free: the accumulators become `J x W` buffers, and
-//! the reduction's innermost indices are the jammed index and then the
-//! lane. The accumulators' lane dimension is rounded up to a whole number
+//! When the vector block also holds jammed indices (`vectorize`'s register
+//! blocking, one or two of them), all are free: the accumulators become
+//! `J x W` (or `J1 x J2 x W`) buffers, and the reduction's innermost
+//! indices are the jammed indices and then the lane. The accumulators' lane dimension is rounded up to a whole number
 //! of vector registers, so that each row of lanes is one register.
 //!
 //! Requires: a verified kernel. Applies to a `#vector` block without
-//! constraints, with one or two indices of range above 1 that are not
+//! constraints, with one to three indices of range above 1 that are not
 //! passed (the free indices, the lane index `v` last), exactly one child
 //! block `R` (which has no child blocks), scalar statements before and
 //! after it that share no scalar, and local buffers of rank 0; every view
@@ -120,14 +120,14 @@ fn rewrite(b: &Block, target: &Target) -> Option<Block> {
     if !b.constraints.is_empty() {
         return None;
     }
-    // The free indices: the lane index last, and the jammed index (if
+    // The free indices: the lane index last, and the jammed indices (if
     // any) before it.
     let free: Vec<&Index> = b
         .idxs
         .iter()
         .filter(|i| i.affine.is_none() && i.range > 1)
         .collect();
-    if free.is_empty() || free.len() > 2 {
+    if free.is_empty() || free.len() > 3 {
         return None;
     }
     let is_free = |n: &str| free.iter().any(|i| i.name == n);

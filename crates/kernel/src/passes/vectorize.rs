@@ -40,6 +40,14 @@
 //! and the C backend emits the jammed loop inside the vector code,
 //! computing the shared vector once.
 //!
+//! The step's `jam` option gives the register block instead: any output
+//! indices other than the lanes', each with its points, outermost first
+//! (`jam h=2 w=7`: a block of two output rows by seven columns, each
+//! point a vector of lanes), or none. In the vector block the jammed
+//! indices then run in that order, inside the indices of one point,
+//! with the lanes innermost; a block of two or more jammed indices tags
+//! them `#jam`, so that the C backend unrolls them together.
+//!
 //! The split is autotile's rewrite ([`super::autotile::tile_block`]) with
 //! tile 1 on every other index, and the tail is cut off with boundary's
 //! index shift. The vectorized index indexes the written view, so every
@@ -206,29 +214,37 @@ fn vectorized(
     // Without a reduction nothing stays in registers across the jammed
     // points, and jamming makes the stores walk down columns, one row a
     // page apart (a bias broadcast ran twice as slow).
-    let jam = match &given.jam {
-        // A given jam is an output index other than the lanes', so every
+    let jam: Vec<(usize, u64)> = match &given.jam {
+        // A given jam is output indices other than the lanes', so every
         // jammed point keeps an accumulator of its own.
-        Some(Some((name, t))) => b
-            .idxs
-            .iter()
-            .position(|ix| {
-                ix.name == *name
-                    && ix.affine.is_none()
-                    && out.access.iter().any(|a| a.terms.contains_key(name))
-            })
-            .filter(|&j| j != k)
-            .map(|j| (j, (*t).clamp(1, b.idxs[j].range))),
-        Some(None) => None,
-        None if has_reduction(b) => jam_index(b, k, target),
-        None => None,
+        Some(list) => {
+            let mut jam: Vec<(usize, u64)> = Vec::new();
+            for (name, t) in list {
+                let j = b.idxs.iter().position(|ix| {
+                    ix.name == *name
+                        && ix.affine.is_none()
+                        && out.access.iter().any(|a| a.terms.contains_key(name))
+                });
+                if let Some(j) = j.filter(|&j| j != k && jam.iter().all(|(o, _)| *o != j)) {
+                    jam.push((j, (*t).clamp(1, b.idxs[j].range)));
+                }
+            }
+            jam
+        }
+        None if has_reduction(b) => jam_index(b, k, target).into_iter().collect(),
+        None => Vec::new(),
     };
     if taken.jam.is_none() {
-        taken.jam = Some(jam.map(|(j, t)| (b.idxs[j].name.clone(), t)));
+        taken.jam = Some(
+            jam.iter()
+                .map(|&(j, t)| (b.idxs[j].name.clone(), t))
+                .collect(),
+        );
     }
     // A jammed index whose tile does not divide it: the whole tiles and
-    // the points left over are two blocks, each vectorized.
-    if let Some((j, t)) = jam {
+    // the points left over are two blocks, each vectorized (and split
+    // again along the next such index).
+    for &(j, t) in &jam {
         let (name, r) = (b.idxs[j].name.clone(), b.idxs[j].range);
         if r % t != 0 {
             let main = r / t * t;
@@ -251,8 +267,8 @@ fn vectorized(
                 width
             } else if ix.affine.is_some() {
                 ix.range
-            } else if let Some((_, t)) = jam.filter(|(at, _)| *at == j) {
-                t
+            } else if let Some((_, t)) = jam.iter().find(|(at, _)| *at == j) {
+                *t
             } else {
                 1
             }
@@ -261,17 +277,21 @@ fn vectorized(
     let mut outer = tile_block(&body, &tile);
     outer.tags.remove("tiled");
     outer.name = format!("{}_vec", b.name);
+    let innermost: Vec<String> = jam
+        .iter()
+        .map(|&(j, _)| b.idxs[j].name.clone())
+        .chain([x.clone()])
+        .collect();
     for s in &mut outer.stmts {
         if let StmtKind::Block(inner) = &mut s.kind {
             inner.tags.insert("vector".to_string());
-            // The lanes are the innermost loop and the jammed points the
-            // one around it (the C backend's vector code takes them so),
-            // whatever order the step's loops were given.
-            if let Some((j, _)) = jam {
-                let at = |n: &str| inner.idxs.iter().position(|ix| ix.name == n);
-                if let (Some(l), Some(j)) = (at(&x), at(&b.idxs[j].name)) {
-                    if j > l {
-                        inner.idxs.swap(j, l);
+            lanes_innermost(inner, &innermost);
+            // A register block of several indices is tagged so (the C
+            // backend unrolls them all; `interchange` keeps the tags).
+            if jam.len() > 1 {
+                for ix in &mut inner.idxs {
+                    if ix.affine.is_none() && innermost[..jam.len()].contains(&ix.name) {
+                        ix.tags.insert("jam".to_string());
                     }
                 }
             }
@@ -299,6 +319,37 @@ fn vectorized(
         }
     }
     Some(pieces)
+}
+
+/// Puts the vector block's loops of more than one point in the order
+/// `innermost` (the jammed indices, outermost first, then the lanes), as
+/// the C backend's vector code takes them, whatever order the step's loops
+/// were given; the other indices (of one point) keep their places. A
+/// block already so is left as it is.
+fn lanes_innermost(inner: &mut Block, innermost: &[String]) {
+    let looped: Vec<&str> = inner
+        .idxs
+        .iter()
+        .filter(|ix| ix.affine.is_none() && ix.range > 1)
+        .map(|ix| ix.name.as_str())
+        .collect();
+    if looped
+        .iter()
+        .copied()
+        .eq(innermost.iter().map(String::as_str))
+    {
+        return;
+    }
+    let (mut moved, mut kept): (Vec<_>, Vec<_>) = std::mem::take(&mut inner.idxs)
+        .into_iter()
+        .partition(|ix| ix.affine.is_none() && innermost.contains(&ix.name));
+    moved.sort_by_key(|ix| innermost.iter().position(|n| *n == ix.name));
+    let passed = kept
+        .iter()
+        .position(|ix| ix.affine.is_some())
+        .unwrap_or(kept.len());
+    let rest = kept.split_off(passed);
+    inner.idxs = kept.into_iter().chain(moved).chain(rest).collect();
 }
 
 /// The index to jam with the lanes (and its tile): the lanes' registers are

@@ -55,9 +55,10 @@ pub(super) struct Lanes {
     pub(super) var: usize,
     pub(super) lo: String,
     pub(super) hi: String,
-    /// The jammed loop around the lanes, if any. The lanes' bounds do not
-    /// depend on it.
-    pub(super) jam: Option<Header>,
+    /// The jammed loops around the lanes, outermost first (none, the one
+    /// loop around them, or a register block of several). The lanes'
+    /// bounds do not depend on them.
+    pub(super) jam: Vec<Header>,
 }
 
 impl Func<'_> {
@@ -137,9 +138,11 @@ impl Func<'_> {
         self.line(format!("if ({mask}) {{"));
         self.depth += 1;
         let mut vectors: Vectors = HashMap::new();
-        let hoisted = match &lanes.jam {
-            Some(j) => invariant(b, &views, j.var),
-            None => vec![false; b.stmts.len()],
+        let jam: Vec<usize> = lanes.jam.iter().map(|j| j.var).collect();
+        let hoisted = if jam.is_empty() {
+            vec![false; b.stmts.len()]
+        } else {
+            invariant(b, &views, &jam)
         };
         // A reduction's shared loads are the ones a register block reuses
         // from the cache, so the ones worth fetching ahead.
@@ -169,7 +172,7 @@ impl Func<'_> {
                 self.register_blocked(&views, &vectors, &varying, lanes, &mask, points)?
             }
             None => {
-                if let Some(j) = &lanes.jam {
+                for j in &lanes.jam {
                     let n = self.vars[j.var].name.clone();
                     self.line(format!(
                         "for (int64_t {n} = {}; {n} < {}; {n}++) {{",
@@ -182,7 +185,7 @@ impl Func<'_> {
                         return None;
                     }
                 }
-                if lanes.jam.is_some() {
+                for _ in &lanes.jam {
                     self.depth -= 1;
                     self.line("}");
                 }
@@ -390,11 +393,12 @@ fn update(combine: Option<(&str, Option<&str>)>, mask: &str, old: &str, x: &str)
     }
 }
 
-/// Which statements of `b` do not depend on loop variable `j`: constants,
-/// loads of views whose offset does not move with `j` from buffers that no
-/// statement writes, and operations on such values. They compute the same
-/// values at every point of `j`'s loop, so they can run once before it.
-fn invariant(b: &Block, views: &HashMap<String, View>, j: usize) -> Vec<bool> {
+/// Which statements of `b` depend on none of the loop variables `jam`:
+/// constants, loads of views whose offset moves with none of them from
+/// buffers that no statement writes, and operations on such values. They
+/// compute the same values at every point of those loops, so they can run
+/// once before them.
+fn invariant(b: &Block, views: &HashMap<String, View>, jam: &[usize]) -> Vec<bool> {
     let written: Vec<Base> = b
         .stmts
         .iter()
@@ -410,9 +414,9 @@ fn invariant(b: &Block, views: &HashMap<String, View>, j: usize) -> Vec<bool> {
             let (into, ok) = match &s.kind {
                 StmtKind::Load { from, into } => (
                     into,
-                    views
-                        .get(from)
-                        .is_some_and(|v| v.origin.coef(j) == 0 && !written.contains(&v.base)),
+                    views.get(from).is_some_and(|v| {
+                        jam.iter().all(|&j| v.origin.coef(j) == 0) && !written.contains(&v.base)
+                    }),
                 ),
                 StmtKind::Constant { into, .. } => (into, true),
                 StmtKind::Intrinsic { inputs, into, .. } => (

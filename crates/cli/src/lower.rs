@@ -36,8 +36,8 @@ pub struct LowerArgs {
     pub target: Option<PathBuf>,
     /// Kernel options to take instead of the passes' cost models (the
     /// text `--print-options` prints: `step NAME`, then `tile i=64 j=32`,
-    /// `order j i k`, `vectorize on|off`, `width 8`, `jam i=8|none`,
-    /// `parallel i|none`, `unroll on|off`, `fuse on|off`, `partitions 4`,
+    /// `order j i k`, `vectorize on|off`, `width 8`, `jam i=8|h=2 w=7|none`,
+    /// `parallel i|none`, `unroll on|off|4`, `fuse on|off`, `partitions 4`,
     /// one per line).
     #[arg(long, value_name = "FILE")]
     pub options: Option<PathBuf>,

@@ -22,7 +22,9 @@
 //!   first (`jam h=2 w=7`: two rows of seven columns, each point a vector
 //!   of lanes);
 //! - `parallel index | parallel none`: the index parallelize partitions;
-//! - `unroll on|off`: whether unroll copies the step's small inner blocks;
+//! - `unroll on|off|N`: whether unroll copies the step's small inner
+//!   blocks, and the most points of a block it copies (`on`: its default,
+//!   16);
 //! - `fuse on|off`: whether fuse joins the step with the stage after it
 //!   (named before fusing: `s1_O_init`);
 //! - `partitions N`: the runtime's partitions per thread of the pool, of a
@@ -58,7 +60,8 @@ pub struct StepOptions {
     pub jam: Option<Vec<(String, u64)>>,
     /// The index partitioned over the cores, or none.
     pub parallel: Option<Option<String>>,
-    pub unroll: Option<bool>,
+    /// The most points of a block unroll copies (0: none).
+    pub unroll: Option<u64>,
     /// Whether fuse joins the step with the stage after it.
     pub fuse: Option<bool>,
     /// The runtime's partitions per thread (a parallel step's, a library
@@ -116,8 +119,13 @@ pub fn print_options(options: &Options) -> String {
             Some(None) => out.push_str("  parallel none\n"),
             None => {}
         }
-        if let Some(u) = s.unroll {
-            let _ = writeln!(out, "  unroll {}", on_off(u));
+        match s.unroll {
+            Some(0) => out.push_str("  unroll off\n"),
+            Some(crate::passes::unroll::MAX_POINTS) => out.push_str("  unroll on\n"),
+            Some(n) => {
+                let _ = writeln!(out, "  unroll {n}");
+            }
+            None => {}
         }
         if let Some(f) = s.fuse {
             let _ = writeln!(out, "  fuse {}", on_off(f));
@@ -199,7 +207,14 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
             }
             "vectorize" => step.vectorize = Some(switch(&rest).map_err(&at)?),
             "width" => step.width = Some(positive("width", &rest).map_err(&at)?),
-            "unroll" => step.unroll = Some(switch(&rest).map_err(&at)?),
+            "unroll" => {
+                step.unroll = Some(match rest.as_slice() {
+                    ["on"] => crate::passes::unroll::MAX_POINTS,
+                    ["off"] => 0,
+                    _ => positive("unroll", &rest)
+                        .map_err(|_| at("`unroll` takes `on`, `off` or the most points of a block it copies".to_string()))?,
+                });
+            }
             "fuse" => step.fuse = Some(switch(&rest).map_err(&at)?),
             "jam" => {
                 if rest.is_empty() {

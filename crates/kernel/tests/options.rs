@@ -3,8 +3,8 @@
 //! conv3x3, 2LUT, group and batch normalization, at small sizes) is a fixed point (given back, the passes take it
 //! again and make the same kernel), and every variation of it a search
 //! could draw (other tiles, no tiles, the loops in reverse order, vectors
-//! off or narrower, another, a two-index or no jam, no parallel index, no unrolling, a
-//! fused pair apart) yields a kernel that verifies and computes the
+//! off or narrower, another, a two-index or no jam, no parallel index, no
+//! unrolling or of 4 points at most, a fused pair apart) yields a kernel that verifies and computes the
 //! interpreter's results.
 
 mod common;
@@ -90,11 +90,13 @@ fn variations(s: &StepOptions, nest: &[Vec<(String, u64)>]) -> Vec<StepOptions> 
             ..s.clone()
         });
     }
-    if s.unroll == Some(true) {
-        out.push(StepOptions {
-            unroll: Some(false),
-            ..s.clone()
-        });
+    if s.unroll.is_some_and(|n| n > 0) {
+        for n in [0, 4] {
+            out.push(StepOptions {
+                unroll: Some(n),
+                ..s.clone()
+            });
+        }
     }
     if s.fuse == Some(true) {
         out.push(StepOptions {
@@ -231,6 +233,10 @@ fn the_text_form_names_the_line_of_a_mistake() {
         ("step s\n  order\n", "line 2: `order` takes index names"),
         ("step s\n  jam h=2 h=7\n", "line 2: `jam` names `h` twice"),
         (
+            "step s\n  unroll 0\n",
+            "line 2: `unroll` takes `on`, `off` or the most points of a block it copies",
+        ),
+        (
             "step s\n  jam\n",
             "line 2: `jam` takes `index=points` pairs or `none`",
         ),
@@ -250,11 +256,11 @@ fn the_text_form_names_the_line_of_a_mistake() {
     for (text, want) in cases {
         assert_eq!(kernel::parse_options(text), Err(want.to_string()), "{text}");
     }
-    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n";
+    let text = "# a comment\nstep s1_C\n  tile i=8 j=16 # L2\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n  unroll 4\nstep s3\n  unroll off\n";
     let o = kernel::parse_options(text).expect("parses");
     assert_eq!(
         kernel::print_options(&o),
-        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n"
+        "step s1_C\n  tile i=8 j=16\n  tile i=4\n  order j i\n  vectorize off\n  width 8\n  jam h=2 w=7\n  parallel j\n  unroll on\n  fuse off\n  partitions 2\nstep s2\n  tile none\n  jam none\n  unroll 4\nstep s3\n  unroll off\n"
     );
     assert_eq!(kernel::parse_options(&kernel::print_options(&o)), Ok(o));
 }

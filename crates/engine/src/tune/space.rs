@@ -9,7 +9,8 @@
 //! and their width (the target's, 8 or 4 lanes), where vectorize chose;
 //! the register block's jammed index and points (none, the model's, half
 //! or twice its points, or another index of the step), where it jammed; the parallel index or none, where
-//! parallelize chose one; unrolling on or off, where unroll unrolled; the
+//! parallelize chose one; the most points of a block unrolled (the
+//! model's, none, 4, 8 or 16), where unroll unrolled; the
 //! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
 //! where it splits a step (a parallel one, a library matmul); fusing with
 //! the next stage on or off, where fuse could join them.
@@ -55,8 +56,10 @@ enum Gene {
         step: String,
         index: String,
     },
+    /// The most points of a block unrolled: the model's first.
     Unroll {
         step: String,
+        values: Vec<u64>,
     },
     /// Fusing the step with the next stage: on first.
     Fuse {
@@ -71,6 +74,10 @@ enum Gene {
 
 /// The narrower vector widths a search draws, in lanes.
 const WIDTHS: [Option<u64>; 3] = [None, Some(8), Some(4)];
+
+/// The most points of a block unrolled a search draws besides the
+/// model's: none, 4, 8 and 16 (unroll's default).
+const UNROLLS: [u64; 4] = [0, 4, 8, 16];
 
 /// The partitions per thread a search draws besides the model's.
 const PARTITIONS: [u64; 5] = [1, 2, 4, 8, 16];
@@ -127,8 +134,13 @@ impl Space {
                     index: index.clone(),
                 });
             }
-            if s.unroll == Some(true) {
-                genes.push(Gene::Unroll { step: step.clone() });
+            if let Some(n) = s.unroll.filter(|&n| n > 0) {
+                let mut values = vec![n];
+                values.extend(UNROLLS.iter().filter(|&&u| u != n));
+                genes.push(Gene::Unroll {
+                    step: step.clone(),
+                    values,
+                });
             }
             if s.fuse.is_some() {
                 genes.push(Gene::Fuse { step: step.clone() });
@@ -158,7 +170,7 @@ impl Space {
                 | Gene::Width { step }
                 | Gene::Jam { step, .. }
                 | Gene::Parallel { step, .. }
-                | Gene::Unroll { step }
+                | Gene::Unroll { step, .. }
                 | Gene::Fuse { step }
                 | Gene::Partitions { step, .. } => stage(step).to_string(),
             })
@@ -175,10 +187,8 @@ impl Space {
                 Gene::Width { .. } => WIDTHS.len(),
                 Gene::Jam { values, .. } => values.len(),
                 Gene::Partitions { values, .. } => values.len(),
-                Gene::Vectorize { .. }
-                | Gene::Parallel { .. }
-                | Gene::Unroll { .. }
-                | Gene::Fuse { .. } => 2,
+                Gene::Unroll { values, .. } => values.len(),
+                Gene::Vectorize { .. } | Gene::Parallel { .. } | Gene::Fuse { .. } => 2,
             })
             .collect()
     }
@@ -218,7 +228,7 @@ impl Space {
                 Gene::Parallel { step, index } => out.record(step, |s| {
                     s.parallel = Some((v == 0).then(|| index.clone()));
                 }),
-                Gene::Unroll { step } => out.record(step, |s| s.unroll = Some(v == 0)),
+                Gene::Unroll { step, values } => out.record(step, |s| s.unroll = Some(values[v])),
                 Gene::Fuse { step } => out.record(step, |s| s.fuse = Some(v == 0)),
                 Gene::Partitions { step, values } => {
                     out.record(step, |s| s.partitions = Some(values[v]));
@@ -281,7 +291,11 @@ impl Space {
                 Gene::Parallel { step, .. } => {
                     usize::from(options.step(step).parallel == Some(None))
                 }
-                Gene::Unroll { step } => usize::from(options.step(step).unroll == Some(false)),
+                Gene::Unroll { step, values } => options
+                    .step(step)
+                    .unroll
+                    .and_then(|n| values.iter().position(|&v| v == n))
+                    .unwrap_or(0),
                 Gene::Fuse { step } => usize::from(options.step(step).fuse == Some(false)),
                 Gene::Partitions { step, values } => options
                     .step(step)
@@ -385,7 +399,7 @@ mod tests {
 
     fn taken() -> (Options, StepIndices) {
         let options = kernel::parse_options(
-            "step s1\n  tile i=4\n  vectorize on\n  jam i=8\nstep s1_vec\n  parallel i\n  partitions 4\n",
+            "step s1\n  tile i=4\n  vectorize on\n  jam i=8\nstep s1_vec\n  parallel i\n  unroll on\n  partitions 4\n",
         )
         .expect("parses");
         let indices: StepIndices = [(
@@ -436,36 +450,37 @@ mod tests {
         // then 1 2) at two levels (`j` has one value); the loops' order (as
         // found, or `k` before `i`); vectorize; the width (the target's, 8,
         // 4); the jam (none, i=8, i=4, i=16, k=3: `k` has 3 points, then
-        // k=2 by i=8); the parallel index; its partitions (4, then 1 2 8
-        // 16).
-        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 2, 3, 6, 2, 5]);
+        // k=2 by i=8); the parallel index; the most points unrolled (16,
+        // then 0 4 8); its partitions (4, then 1 2 8 16).
+        assert_eq!(space.sizes(), vec![7, 3, 7, 3, 2, 2, 3, 6, 2, 4, 5]);
         // The default's genome decodes to the options taken.
         let g = space.encode(&options);
-        assert_eq!(g, vec![4, 0, 0, 0, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(g, vec![4, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]);
         assert_eq!(space.decode(&g), options);
         // Another genome: `i` by 2 then `k` by 1, `k` outermost, 8 lanes,
-        // no jam, no parallel index, 2 partitions per thread.
-        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2]);
+        // no jam, no parallel index, blocks of 4 points unrolled, 2
+        // partitions per thread.
+        let other = space.decode(&vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2, 2]);
         assert_eq!(
             kernel::print_options(&other),
-            "step s1\n  tile i=2\n  tile k=1\n  order k i\n  vectorize on\n  width 8\n  jam none\nstep s1_vec\n  parallel none\n  partitions 2\n"
+            "step s1\n  tile i=2\n  tile k=1\n  order k i\n  vectorize on\n  width 8\n  jam none\nstep s1_vec\n  parallel none\n  unroll 4\n  partitions 2\n"
         );
-        assert_eq!(space.encode(&other), vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2]);
+        assert_eq!(space.encode(&other), vec![2, 0, 0, 1, 1, 0, 1, 0, 1, 2, 2]);
         // The register block along `k` instead.
-        let along_k = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 4, 0, 0]);
+        let along_k = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0]);
         assert_eq!(along_k.step("s1").jam, Some(vec![("k".to_string(), 3)]));
         // Two rows of `k` by the model's 8 of `i`.
-        let block = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 5, 0, 0]);
+        let block = space.decode(&vec![4, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0]);
         assert_eq!(
             block.step("s1").jam,
             Some(vec![("k".to_string(), 2), ("i".to_string(), 8)])
         );
         // Without vectors, the width gene says nothing.
-        let scalar = space.decode(&vec![2, 0, 0, 1, 1, 1, 1, 0, 1, 2]);
+        let scalar = space.decode(&vec![2, 0, 0, 1, 1, 1, 1, 0, 1, 0, 2]);
         assert_eq!(scalar.step("s1").vectorize, Some(false));
         assert_eq!(scalar.step("s1").width, None);
         // Every tile gene at its first value: untiled.
-        let whole = space.decode(&vec![0; 10]);
+        let whole = space.decode(&vec![0; 11]);
         assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
     }
 }

@@ -4,7 +4,8 @@
 //! A block is unrolled when its parent is not the root (the copies' views
 //! are re-expressed against the grandparent's views, so the parent must
 //! itself refine views), and it has no constraints, no local buffers, no
-//! nested blocks and at most [`MAX_POINTS`] points (`#vector` blocks from
+//! nested blocks and at most [`MAX_POINTS`] points, or the step's `unroll`
+//! option's number (`#vector` blocks from
 //! `vectorize` are the usual case, except those computing `exp`, `sigmoid`
 //! or `erf`, which gcc vectorizes only as a loop). A parent that received copies is tagged
 //! `#unrolled` and is not unrolled itself, so copies never multiply.
@@ -39,7 +40,8 @@ use std::collections::HashMap;
 use crate::pass::{replace_verified, rewrite_each_block};
 use crate::{Affine, Block, Op, Pass, PassCx, RefDir, Refinement, Statement, StmtKind, Target};
 
-/// The most points a block may have to be unrolled.
+/// The most points a block may have to be unrolled, unless the step's
+/// `unroll` option gives another number.
 pub const MAX_POINTS: u64 = 16;
 
 #[derive(Debug)]
@@ -57,8 +59,9 @@ impl Pass for Unroll {
     fn run_with(&self, root: &mut Block, cx: &PassCx) -> Result<(), String> {
         rewrite_each_block(root, |b, check| {
             let name = b.name.clone();
-            if cx.given.step(&name).unroll == Some(false) {
-                cx.record(&name, |s| s.unroll = Some(false));
+            let most = cx.given.step(&name).unroll.unwrap_or(MAX_POINTS);
+            if most == 0 {
+                cx.record(&name, |s| s.unroll = Some(0));
                 return;
             }
             let mut candidates = Vec::new();
@@ -68,10 +71,10 @@ impl Pass for Unroll {
             // are rewritten before it, so the paths of the blocks still to
             // be visited stay valid.
             for (path, k) in candidates.into_iter().rev() {
-                unrolled_any |= replace_verified(b, &path, check, |p| unrolled(p, k));
+                unrolled_any |= replace_verified(b, &path, check, |p| unrolled(p, k, most));
             }
             if unrolled_any {
-                cx.record(&name, |s| s.unroll = Some(true));
+                cx.record(&name, |s| s.unroll = Some(most));
             }
         });
         Ok(())
@@ -93,12 +96,12 @@ fn collect(b: &Block, path: &mut Vec<usize>, out: &mut Vec<(Vec<usize>, usize)>)
 }
 
 /// Whether `c` may be unrolled into its parent.
-fn eligible(c: &Block) -> bool {
+fn eligible(c: &Block, most: u64) -> bool {
     let lane_loop = c.tags.contains("vector") && calls_straight_line_helper(c);
     !c.tags.contains("unrolled")
         && !lane_loop
         && c.constraints.is_empty()
-        && c.points() <= MAX_POINTS
+        && c.points() <= most
         && c.refs.iter().all(|r| r.from.is_some())
         && !c.stmts.iter().any(|s| matches!(s.kind, StmtKind::Block(_)))
 }
@@ -151,11 +154,11 @@ fn points(c: &Block) -> Vec<HashMap<String, Affine>> {
 
 /// `parent` with its child block at statement `k` unrolled, or `None` when
 /// the child is not eligible or a view cannot be re-expressed.
-fn unrolled(parent: &Block, k: usize) -> Option<Block> {
+fn unrolled(parent: &Block, k: usize, most: u64) -> Option<Block> {
     let StmtKind::Block(c) = &parent.stmts.get(k)?.kind else {
         return None;
     };
-    if !eligible(c) {
+    if !eligible(c, most) {
         return None;
     }
     let mut out = parent.clone();

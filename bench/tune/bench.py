@@ -40,15 +40,26 @@ WORKLOADS = [
     ("2LUT", "2LUT.tc", "2LUT", dict(E1=100000, E2=100000, D=64, B=128, L1=50, L2=50), []),
     ("groupnorm", "groupnorm.tc", "groupnorm", dict(N=32, G=32, D=16, H=14, W=14), []),
     ("batchnorm", "batchnorm.tc", "batchnorm", dict(N=32, C=64, H=28, W=28), []),
+    # The conv rows of the single-operator performance table, as ONNX
+    # models (written by models.py into --models; their weights are
+    # initializers, so constants, as `run` and `bench` take them).
+    ("conv3x3 (ONNX)", "conv3x3.onnx", None, {}, []),
+    ("conv5x5b (ONNX)", "conv5x5b.onnx", None, {}, []),
+    ("gconv (ONNX)", "gconv.onnx", None, {}, []),
+    ("convtranspose (ONNX)", "convtranspose.onnx", None, {}, []),
 ]
+
+MODELS = os.path.join(ROOT, "target", "bench-tune-models")
 
 # TVM MetaSchedule on this machine, 32 trials per task (issue 21): the
 # time it reached and after how many seconds of tuning.
-METASCHEDULE = {"conv3x3": (2.48, 528.0), "tmm": (7.23, 229.0)}
+METASCHEDULE = {"conv3x3": (2.48, 528.0), "conv3x3 (ONNX)": (2.48, 528.0), "tmm": (7.23, 229.0)}
 
 
 def args_for(w):
     name, file, def_, sizes, constants = w
+    if def_ is None:
+        return [os.path.join(MODELS, file)]
     a = [os.path.join(ROOT, "bench", "workloads", file), "--def", def_]
     for k, v in sizes.items():
         a += ["--size", f"{k}={v}"]
@@ -94,6 +105,10 @@ def main():
     for w in WORKLOADS:
         name = w[0]
         if a.only and name not in a.only:
+            continue
+        if w[2] is None and not os.path.exists(args_for(w)[0]):
+            print(f"{name}: skipped: no {args_for(w)[0]} (run.sh writes it with models.py)",
+                  file=sys.stderr)
             continue
         row = {"workload": name, "sizes": w[3], "constants": w[4]}
         started = time.time()

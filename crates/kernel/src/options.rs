@@ -200,7 +200,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                 if rest.is_empty() || !rest.iter().all(|i| is_name(i)) {
                     return Err(at("`order` takes index names".to_string()));
                 }
-                if let Some(i) = rest.iter().enumerate().find_map(|(k, i)| rest[..k].contains(i).then_some(i)) {
+                if let Some(i) = repeated(rest.iter().copied()) {
                     return Err(at(format!("`order` names `{i}` twice")));
                 }
                 step.order = Some(rest.iter().map(|i| i.to_string()).collect());
@@ -227,11 +227,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                         .map(|w| sized(w).map_err(&at))
                         .collect::<Result<Vec<_>, _>>()?
                 };
-                if let Some((i, _)) = jam
-                    .iter()
-                    .enumerate()
-                    .find_map(|(k, (i, _))| jam[..k].iter().any(|(o, _)| o == i).then_some(&jam[k]))
-                {
+                if let Some(i) = repeated(jam.iter().map(|(i, _)| i.as_str())) {
                     return Err(at(format!("`jam` names `{i}` twice")));
                 }
                 step.jam = Some(jam);
@@ -252,6 +248,12 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
         }
     }
     Ok(options)
+}
+
+/// The first name `names` gives a second time.
+fn repeated<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
 }
 
 /// The one positive number choice `key` takes.

@@ -72,6 +72,23 @@ enum Gene {
     },
 }
 
+impl Gene {
+    /// The step whose choice the gene is.
+    fn step(&self) -> &str {
+        match self {
+            Gene::Tile { step, .. }
+            | Gene::Order { step, .. }
+            | Gene::Vectorize { step }
+            | Gene::Width { step }
+            | Gene::Jam { step, .. }
+            | Gene::Parallel { step, .. }
+            | Gene::Unroll { step, .. }
+            | Gene::Fuse { step }
+            | Gene::Partitions { step, .. } => step,
+        }
+    }
+}
+
 /// The narrower vector widths a search draws, in lanes.
 const WIDTHS: [Option<u64>; 3] = [None, Some(8), Some(4)];
 
@@ -163,17 +180,7 @@ impl Space {
     pub fn stages(&self) -> Vec<String> {
         self.genes
             .iter()
-            .map(|g| match g {
-                Gene::Tile { step, .. }
-                | Gene::Order { step, .. }
-                | Gene::Vectorize { step }
-                | Gene::Width { step }
-                | Gene::Jam { step, .. }
-                | Gene::Parallel { step, .. }
-                | Gene::Unroll { step, .. }
-                | Gene::Fuse { step }
-                | Gene::Partitions { step, .. } => stage(step).to_string(),
-            })
+            .map(|g| stage(g.step()).to_string())
             .collect()
     }
 

@@ -37,13 +37,13 @@ pub struct LowerArgs {
     /// Kernel options to take instead of the passes' cost models (the
     /// text `--print-options` prints: `step NAME`, then `tile i=64 j=32`,
     /// `order j i k`, `vectorize on|off`, `width 8`, `jam i=8|h=2 w=7|none`,
-    /// `parallel i|none`, `unroll on|off|4`, `fuse on|off`, `partitions 4`,
-    /// one per line).
+    /// `parallel i|none`, `unroll on|off|4`, `fuse on|off`, `forward on|off`,
+    /// `partitions 4`, one per line).
     #[arg(long, value_name = "FILE")]
     pub options: Option<PathBuf>,
     /// Print, after the kernel, the options the passes took: each step's
     /// tiles, loop order, vectorization and width, jam, parallel index,
-    /// unrolling and fusion (the cost models' choices where `--options`
+    /// unrolling, fusion and forwarding (the cost models' choices where `--options`
     /// sets none).
     #[arg(long)]
     pub print_options: bool,

@@ -27,6 +27,9 @@
 //!   16);
 //! - `fuse on|off`: whether fuse joins the step with the stage after it
 //!   (named before fusing: `s1_O_init`);
+//! - `forward on|off`: whether forward removes the step, a copy of one
+//!   buffer into a temporary in another layout, by making the steps that
+//!   read the temporary read the copy's source instead;
 //! - `partitions N`: the runtime's partitions per thread of the pool, of a
 //!   step's parallel index, or of a library matmul's product (its chunks
 //!   of C).
@@ -64,6 +67,9 @@ pub struct StepOptions {
     pub unroll: Option<u64>,
     /// Whether fuse joins the step with the stage after it.
     pub fuse: Option<bool>,
+    /// Whether forward makes the readers of the step's copy read its
+    /// source.
+    pub forward: Option<bool>,
     /// The runtime's partitions per thread (a parallel step's, a library
     /// matmul's chunks).
     pub partitions: Option<u64>,
@@ -129,6 +135,9 @@ pub fn print_options(options: &Options) -> String {
         }
         if let Some(f) = s.fuse {
             let _ = writeln!(out, "  fuse {}", on_off(f));
+        }
+        if let Some(f) = s.forward {
+            let _ = writeln!(out, "  forward {}", on_off(f));
         }
         if let Some(n) = s.partitions {
             let _ = writeln!(out, "  partitions {n}");
@@ -216,6 +225,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
                 });
             }
             "fuse" => step.fuse = Some(switch(&rest).map_err(&at)?),
+            "forward" => step.forward = Some(switch(&rest).map_err(&at)?),
             "jam" => {
                 if rest.is_empty() {
                     return Err(at("`jam` takes `index=points` pairs or `none`".to_string()));
@@ -242,7 +252,7 @@ pub fn parse_options(text: &str) -> Result<Options, String> {
             "partitions" => step.partitions = Some(positive("partitions", &rest).map_err(&at)?),
             other => {
                 return Err(at(format!(
-                    "unknown choice `{other}` (choices: tile, order, vectorize, width, jam, parallel, unroll, fuse, partitions)"
+                    "unknown choice `{other}` (choices: tile, order, vectorize, width, jam, parallel, unroll, fuse, forward, partitions)"
                 )))
             }
         }

@@ -671,3 +671,46 @@ fn register_blocks_loop_orders_and_widths_given_compile_to_the_same_results() {
         "register blocks along other indices are taken"
     );
 }
+
+#[test]
+fn a_layout_copy_forwarded_to_its_reader_compiles_to_the_same_results() {
+    let cache = cache("forward");
+    let p = load("tests/files/lower/blocked_forward.tc");
+    let sizes = [
+        ("N", 2),
+        ("C", 32),
+        ("H", 7),
+        ("W", 9),
+        ("G", 8),
+        ("KH", 3),
+        ("KW", 3),
+        ("L", 4),
+        ("M", 4),
+    ];
+    let bound: HashMap<String, i64> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let (taken, _) =
+        runtime::options_taken(&p, "blocked", &bound, &options(false)).expect("builds");
+    assert_eq!(
+        taken.step("s1_Xb").forward,
+        Some(false),
+        "the cost model keeps the copy"
+    );
+    let mut given = kernel::Options::default();
+    given.record("s1_Xb", |s| s.forward = Some(true));
+    // The convolution reads the plain input in another loop order too, as
+    // a search may pair them.
+    given.record("s2_Ob_init_fused", |s| {
+        s.order = Some(["l", "kh", "kw"].map(String::from).to_vec())
+    });
+    let o = runtime::Options {
+        kernel_options: given,
+        ..options(false)
+    };
+    check_options(&o, &cache, &p, "blocked", &sizes, &[]);
+    let (got, _) = runtime::options_taken(&p, "blocked", &bound, &o).expect("builds");
+    assert_eq!(
+        got.step("s1_Xb").forward,
+        Some(true),
+        "the copy is forwarded"
+    );
+}

@@ -13,7 +13,9 @@
 //! model's, none, 4, 8 or 16), where unroll unrolled; the
 //! runtime's partitions per thread (the model's, or 1, 2, 4, 8 or 16),
 //! where it splits a step (a parallel one, a library matmul); fusing with
-//! the next stage on or off, where fuse could join them.
+//! the next stage on or off, where fuse could join them; a layout copy
+//! kept or forwarded to its readers (kept first), where forward could
+//! remove it.
 //! [`Space::decode`] turns a genome into kernel options, and
 //! [`Space::encode`] the options taken into the genome of generation
 //! zero's first seed.
@@ -65,6 +67,10 @@ enum Gene {
     Fuse {
         step: String,
     },
+    /// Forwarding the step's copy to its readers: off first.
+    Forward {
+        step: String,
+    },
     /// Partitions per thread: the model's first.
     Partitions {
         step: String,
@@ -84,6 +90,7 @@ impl Gene {
             | Gene::Parallel { step, .. }
             | Gene::Unroll { step, .. }
             | Gene::Fuse { step }
+            | Gene::Forward { step }
             | Gene::Partitions { step, .. } => step,
         }
     }
@@ -162,6 +169,9 @@ impl Space {
             if s.fuse.is_some() {
                 genes.push(Gene::Fuse { step: step.clone() });
             }
+            if s.forward.is_some() {
+                genes.push(Gene::Forward { step: step.clone() });
+            }
             if let Some(n) = s.partitions {
                 let mut values = vec![n];
                 values.extend(PARTITIONS.iter().filter(|&&p| p != n));
@@ -195,7 +205,10 @@ impl Space {
                 Gene::Jam { values, .. } => values.len(),
                 Gene::Partitions { values, .. } => values.len(),
                 Gene::Unroll { values, .. } => values.len(),
-                Gene::Vectorize { .. } | Gene::Parallel { .. } | Gene::Fuse { .. } => 2,
+                Gene::Vectorize { .. }
+                | Gene::Parallel { .. }
+                | Gene::Fuse { .. }
+                | Gene::Forward { .. } => 2,
             })
             .collect()
     }
@@ -237,6 +250,7 @@ impl Space {
                 }),
                 Gene::Unroll { step, values } => out.record(step, |s| s.unroll = Some(values[v])),
                 Gene::Fuse { step } => out.record(step, |s| s.fuse = Some(v == 0)),
+                Gene::Forward { step } => out.record(step, |s| s.forward = Some(v == 1)),
                 Gene::Partitions { step, values } => {
                     out.record(step, |s| s.partitions = Some(values[v]));
                 }
@@ -304,6 +318,7 @@ impl Space {
                     .and_then(|n| values.iter().position(|&v| v == n))
                     .unwrap_or(0),
                 Gene::Fuse { step } => usize::from(options.step(step).fuse == Some(false)),
+                Gene::Forward { step } => usize::from(options.step(step).forward == Some(true)),
                 Gene::Partitions { step, values } => options
                     .step(step)
                     .partitions
@@ -489,5 +504,22 @@ mod tests {
         // Every tile gene at its first value: untiled.
         let whole = space.decode(&vec![0; 11]);
         assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_copy_is_kept_first_and_forwarded_second() {
+        let options = kernel::parse_options(
+            "step s1_Xb
+  forward off
+",
+        )
+        .expect("parses");
+        let space = Space::new(&options, &StepIndices::new());
+        assert_eq!(space.sizes(), vec![2]);
+        assert_eq!(space.encode(&options), vec![0]);
+        assert_eq!(space.decode(&vec![0]), options);
+        let forwarded = space.decode(&vec![1]);
+        assert_eq!(forwarded.step("s1_Xb").forward, Some(true));
+        assert_eq!(space.encode(&forwarded), vec![1]);
     }
 }

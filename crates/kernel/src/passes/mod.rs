@@ -3,6 +3,7 @@
 pub mod autotile;
 pub mod boundary;
 pub mod dce;
+pub mod forward;
 pub mod fuse;
 pub mod inline;
 pub mod interchange;
@@ -29,6 +30,7 @@ pub fn all() -> Vec<Box<dyn Pass>> {
         Box::new(autotile::Autotile),
         Box::new(boundary::Boundary),
         Box::new(dce::Dce),
+        Box::new(forward::Forward),
         Box::new(fuse::Fuse),
         Box::new(parallelize::Parallelize),
         Box::new(vectorize::Vectorize),

@@ -109,13 +109,13 @@ fn copies_in_place(root: &Block, k: usize, b: &Block) -> bool {
 }
 
 /// The root buffer that view `r` of a root step refines.
-fn root_ref<'a>(root: &'a Block, r: &Refinement) -> Option<&'a Refinement> {
+pub(crate) fn root_ref<'a>(root: &'a Block, r: &Refinement) -> Option<&'a Refinement> {
     let from = r.from.as_deref()?;
     root.refs.iter().find(|b| b.into == from)
 }
 
 /// Whether root step `k` is the only root statement that writes `name`.
-fn only_writer(root: &Block, k: usize, name: &str) -> bool {
+pub(crate) fn only_writer(root: &Block, k: usize, name: &str) -> bool {
     root.stmts
         .iter()
         .enumerate()
@@ -123,7 +123,7 @@ fn only_writer(root: &Block, k: usize, name: &str) -> bool {
 }
 
 /// Whether a root statement after step `k` writes `name`.
-fn written_after(root: &Block, k: usize, name: &str) -> bool {
+pub(crate) fn written_after(root: &Block, k: usize, name: &str) -> bool {
     root.stmts[k + 1..].iter().any(|s| writes(&s.kind, name))
 }
 

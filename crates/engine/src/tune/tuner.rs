@@ -215,7 +215,7 @@ pub fn tune(
     let space = Space::new(&taken, &indices);
     if space.sizes().is_empty() {
         return Err(Error::Usage(format!(
-            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, loop order, vectors, jam, parallel index, unrolling, fusion or partitions (the matmul library runs products too small to split whole)",
+            "`{}` has nothing to tune at these sizes: no step has a choice of tiles, loop order, vectors, jam, parallel index, unrolling, fusion, forwarding or partitions (the matmul library runs products too small to split whole)",
             req.def
         )));
     }

@@ -194,6 +194,31 @@ impl Space {
             .collect()
     }
 
+    /// The genomes one gene away from `genome`, for the genes of the
+    /// steps in `stages` other than tiles (a single tile rarely matters
+    /// alone, and there are many): each such gene's next value first,
+    /// then each one's value after it, so that a few of them cover every
+    /// gene once.
+    pub fn neighbours(&self, genome: &Genome, stages: &[&str]) -> Vec<Genome> {
+        let sizes = self.sizes();
+        let genes: Vec<usize> = (0..self.genes.len())
+            .filter(|&k| {
+                !matches!(self.genes[k], Gene::Tile { .. })
+                    && stages.contains(&stage(self.genes[k].step()))
+            })
+            .collect();
+        let most = genes.iter().map(|&k| sizes[k]).max().unwrap_or(0);
+        let mut out = Vec::new();
+        for step in 1..most {
+            for &k in genes.iter().filter(|&&k| step < sizes[k]) {
+                let mut g = genome.clone();
+                g[k] = (g[k] + step) % sizes[k];
+                out.push(g);
+            }
+        }
+        out
+    }
+
     /// How many values each gene has.
     pub fn sizes(&self) -> Vec<usize> {
         self.genes
@@ -504,6 +529,38 @@ mod tests {
         // Every tile gene at its first value: untiled.
         let whole = space.decode(&vec![0; 11]);
         assert_eq!(whole.step("s1").tiles, Some(Vec::new()));
+    }
+
+    #[test]
+    fn neighbours_change_one_gene_of_the_stages_given_each_gene_in_turn() {
+        let options = kernel::parse_options(
+            "step s1_X\n  forward off\nstep s2_O\n  tile i=4\n  vectorize on\nstep s2_O_vec\n  unroll on\n",
+        )
+        .expect("parses");
+        let indices: StepIndices = [("s2_O".to_string(), vec![vec![("i".to_string(), 8)]])].into();
+        let space = Space::new(&options, &indices);
+        // Tiles of `i` at two levels (8: whole, then 1 2 4), forward (2
+        // values), vectorize (2), its width (3), unroll (16, then 0 4 8).
+        assert_eq!(space.sizes(), vec![4, 4, 2, 2, 3, 4]);
+        let default = space.encode(&options);
+        assert_eq!(default, vec![3, 0, 0, 0, 0, 0]);
+        // The second stage's genes but its tiles: each one's next value,
+        // then the values after it; the first stage's gene untouched.
+        assert_eq!(
+            space.neighbours(&default, &["s2"]),
+            vec![
+                vec![3, 0, 0, 1, 0, 0],
+                vec![3, 0, 0, 0, 1, 0],
+                vec![3, 0, 0, 0, 0, 1],
+                vec![3, 0, 0, 0, 2, 0],
+                vec![3, 0, 0, 0, 0, 2],
+                vec![3, 0, 0, 0, 0, 3],
+            ]
+        );
+        assert_eq!(
+            space.neighbours(&default, &["s1", "s2"])[0],
+            vec![3, 0, 1, 0, 0, 0]
+        );
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub fn check_operators(loaded: &Loaded) -> Result<(), Error> {
         return Ok(());
     };
     for (k, node) in graph.node.iter().enumerate() {
-        if let Some(why) = crate::ops::unsupported(&Node::new(node, k)) {
+        if let Some(why) = crate::ops::unsupported(&Node::new(node, k), loaded.opset) {
             return Err(Error::unsupported(why));
         }
     }

@@ -25,7 +25,7 @@ use crate::proto::{self, data_type, ModelProto, TensorProto};
 use crate::Error;
 
 /// The default-domain operator sets the importer reads.
-pub const OPSETS: std::ops::RangeInclusive<i64> = 11..=21;
+pub const OPSETS: std::ops::RangeInclusive<i64> = crate::versions::OLDEST..=crate::versions::NEWEST;
 
 /// A decoded model and where it came from (for external data).
 #[derive(Debug)]

@@ -88,18 +88,21 @@ pub const SUPPORTED: &[&str] = &[
 ];
 
 /// Imports one node.
-/// Why no importer handles node `n` (its domain or its operator), if
-/// none does.
-pub fn unsupported(n: &Node) -> Option<String> {
+/// Why no importer handles node `n` (its domain, its operator, or its
+/// operator's version in operator set `opset`), if none does.
+pub fn unsupported(n: &Node, opset: i64) -> Option<String> {
     let domain = n.proto.domain.as_deref().unwrap_or("");
     if !matches!(domain, "" | "ai.onnx") {
         return Some(n.error(format!("the operator domain `{domain}` is not supported")));
     }
-    (!SUPPORTED.contains(&n.op)).then(|| n.error(format!("operator `{}` is not supported", n.op)))
+    if !SUPPORTED.contains(&n.op) {
+        return Some(n.error(format!("operator `{}` is not supported", n.op)));
+    }
+    crate::versions::unimplemented(n.op, opset).map(|why| n.error(why))
 }
 
 pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
-    if let Some(why) = unsupported(n) {
+    if let Some(why) = unsupported(n, im.opset) {
         return Err(why);
     }
     if !blocked::READS_BLOCKED.contains(&n.op) {

@@ -1,0 +1,122 @@
+//! Operator versions. An ONNX model imports a default operator set, and
+//! each of its nodes follows the newest version of its operator's schema
+//! not newer than that set (ONNX's since-versions: Slice has versions 1,
+//! 10, 11 and 13, so a model of operator set 12 has Slice 11). The table
+//! of versions (`since.rs`) is generated from the pinned `onnx` package
+//! (`tests/onnx/versions.py`), so that it cannot drift from the schemas.
+//!
+//! The importers were written for operator sets 11 to 21, and every
+//! version an operator has from set 11 on up to the newest set differs
+//! from the one before only in element types the importers check one by
+//! one (bfloat16, the float8, float4, int4 and int2 types) or in
+//! attributes they do not read, which `Node::finish` refuses by name (a
+//! Cast's `round_mode`, a Range's `stash_type`). An operator's version at
+//! set 11 is therefore the oldest each importer implements, but for the
+//! older versions [`FROM`] lists; an older one (a Slice 1 with its bounds
+//! as attributes, in a model of set 9) is refused, naming the operator,
+//! its version and the set.
+
+mod since;
+
+pub use since::{NEWEST, SINCE};
+
+/// The oldest default operator set whose models tessera reads.
+pub const OLDEST: i64 = 7;
+
+/// The operator set whose operators' versions the importers implement
+/// and every version after them.
+const BASE: i64 = 11;
+
+/// Operators whose importer implements versions older than the one at
+/// [`BASE`], and the oldest: versions whose schemas (attributes, inputs,
+/// outputs and text) equal the one at set 11 but for element types
+/// (Equal 7, Flatten 9, Greater 7, Less 7, MaxPool 10, PRelu 7), or
+/// differ from it only in what the later version adds and the importer
+/// reads when present (Constant 11's `sparse_value`, Gemm 11's optional
+/// C, Cast 9's strings, Slice 11's negative axes).
+const FROM: &[(&str, i64)] = &[
+    ("Cast", 6),
+    ("Constant", 9),
+    ("Equal", 7),
+    ("Flatten", 9),
+    ("Gemm", 7),
+    ("Greater", 7),
+    ("Less", 7),
+    ("MaxPool", 10),
+    ("PRelu", 7),
+    ("Slice", 10),
+];
+
+/// The version of `op`'s schema a node of a model of operator set
+/// `opset` follows; `None` when `op` has no version that old (or is not
+/// in the table).
+pub fn version(op: &str, opset: i64) -> Option<i64> {
+    let (_, versions) = SINCE.iter().find(|(o, _)| *o == op)?;
+    versions.iter().copied().filter(|&v| v <= opset).max()
+}
+
+/// Why a node of operator `op`, in a model of operator set `opset`, is
+/// not imported, if its version is one the importer does not implement.
+pub fn unimplemented(op: &str, opset: i64) -> Option<String> {
+    let (_, versions) = SINCE.iter().find(|(o, _)| *o == op)?;
+    let Some(v) = version(op, opset) else {
+        return Some(format!(
+            "`{op}` is not defined in operator set {opset} (its first version is {})",
+            versions[0]
+        ));
+    };
+    let oldest = FROM
+        .iter()
+        .find(|(o, _)| *o == op)
+        .map(|(_, v)| *v)
+        .or_else(|| version(op, BASE))
+        .unwrap_or(versions[0]);
+    (v < oldest).then(|| {
+        format!(
+            "operator set {opset} gives `{op}` version {v}, which tessera does not implement (it implements `{op}` from version {oldest}, operator set {oldest} on)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_follows_the_newest_version_not_newer_than_its_set() {
+        assert_eq!(version("Slice", 9), Some(1));
+        assert_eq!(version("Slice", 12), Some(11));
+        assert_eq!(version("Conv", NEWEST), Some(22));
+        assert_eq!(version("Gelu", 19), None);
+        assert_eq!(version("NoSuchOp", 13), None);
+    }
+
+    #[test]
+    fn versions_older_than_the_importers_are_refused_by_name() {
+        // Relu 6 is Relu at set 11 too; Conv 22 adds only bfloat16.
+        assert_eq!(unimplemented("Relu", OLDEST), None);
+        assert_eq!(unimplemented("Conv", NEWEST), None);
+        assert_eq!(
+            unimplemented("Slice", 9).as_deref(),
+            Some("operator set 9 gives `Slice` version 1, which tessera does not implement (it implements `Slice` from version 10, operator set 10 on)")
+        );
+        // Slice 10 differs from Slice 11 only in negative axes, which
+        // the importer reads.
+        assert_eq!(unimplemented("Slice", 10), None);
+        assert!(unimplemented("Softmax", 10).is_some());
+        assert_eq!(
+            unimplemented("Gelu", 19).as_deref(),
+            Some("`Gelu` is not defined in operator set 19 (its first version is 20)")
+        );
+    }
+
+    #[test]
+    fn every_supported_operator_has_its_versions() {
+        for op in crate::SUPPORTED {
+            assert!(
+                SINCE.iter().any(|(o, v)| o == op && !v.is_empty()),
+                "`{op}` is not in the versions table: run tests/onnx/versions.py"
+            );
+        }
+    }
+}

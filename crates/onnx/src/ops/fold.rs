@@ -121,12 +121,26 @@ pub fn gather(im: &mut Importer, n: &Node) -> Result<(), String> {
 }
 
 pub fn cast(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
     let code = n
         .int("to")?
         .ok_or_else(|| n.error("attribute `to` is required"))?;
     let to = load::dtype(code as i32)
         .ok_or_else(|| n.error(format!("cast to type code {code} is not supported")))?;
+    cast_to(im, n, to)
+}
+
+/// `CastLike`: `Cast` to the element type of its second input (whose
+/// values it does not read).
+pub fn cast_like(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let to = im.value(n, 1)?.dtype();
+    cast_to(im, n, to)
+}
+
+/// Input 0 of `n` converted to `to`, as `Cast` converts.
+fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    // Saturation matters only for the float8 types, which are refused
+    // before this.
     if im.opset >= 19 {
         let _ = n.int("saturate")?;
     }

@@ -16,7 +16,7 @@ mod load;
 mod ops;
 mod proto;
 mod signature;
-pub mod versions;
+mod versions;
 
 pub use build::Packing;
 pub use error::{Error, ErrorKind};

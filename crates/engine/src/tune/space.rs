@@ -209,10 +209,10 @@ impl Space {
             .collect();
         let most = genes.iter().map(|&k| sizes[k]).max().unwrap_or(0);
         let mut out = Vec::new();
-        for step in 1..most {
-            for &k in genes.iter().filter(|&&k| step < sizes[k]) {
+        for offset in 1..most {
+            for &k in genes.iter().filter(|&&k| offset < sizes[k]) {
                 let mut g = genome.clone();
-                g[k] = (g[k] + step) % sizes[k];
+                g[k] = (g[k] + offset) % sizes[k];
                 out.push(g);
             }
         }
@@ -565,12 +565,7 @@ mod tests {
 
     #[test]
     fn a_copy_is_kept_first_and_forwarded_second() {
-        let options = kernel::parse_options(
-            "step s1_Xb
-  forward off
-",
-        )
-        .expect("parses");
+        let options = kernel::parse_options("step s1_Xb\n  forward off\n").expect("parses");
         let space = Space::new(&options, &StepIndices::new());
         assert_eq!(space.sizes(), vec![2]);
         assert_eq!(space.encode(&options), vec![0]);

@@ -7,9 +7,9 @@
 //! A kernel the cache holds is answered from it, without measuring,
 //! unless the caller asks to search again. Generation zero starts from the
 //! cost models' record, the cached one, and the record with one choice
-//! changed in the stages that take most of the untuned kernel's time. The search stops at its last
-//! generation, at the budget, or when `interrupted` says so (Ctrl-C),
-//! stopping the candidate being measured. Unless stopped, its fastest
+//! changed in the stages that take most of the untuned kernel's time. The
+//! search stops at its last generation, at the budget, or when
+//! `interrupted` says so (Ctrl-C), stopping the candidate being measured. Unless stopped, its fastest
 //! candidates and the cached record are measured again beside the
 //! default, in turns ([`confirm`]); the winner is kept when it is 3%
 //! faster than the default with 95% confidence, after the default's

@@ -33,7 +33,7 @@
 
 use std::collections::HashMap;
 
-use crate::passes::view::{only_writer, root_ref, written_after};
+use crate::passes::view::{only_writer, root_ref, written_after, written_and_read};
 use crate::verify::verify_block;
 use crate::{Affine, Agg, Block, Dim, Pass, PassCx, RefDir, Refinement, StmtKind, Target};
 
@@ -96,14 +96,7 @@ fn copy_of(root: &Block, k: usize, b: &Block) -> Option<Copy> {
     if b.is_library() {
         return None;
     }
-    let [first, second] = b.refs.as_slice() else {
-        return None;
-    };
-    let (out, input) = if first.dir == RefDir::Out {
-        (first, second)
-    } else {
-        (second, first)
-    };
+    let (out, input) = written_and_read(b)?;
     let (y, x) = (root_ref(root, out)?, root_ref(root, input)?);
     let [load, store] = b.stmts.as_slice() else {
         return None;

@@ -62,13 +62,8 @@ impl Pass for View {
 /// Whether root step `k`, block `b`, copies a root buffer into a root
 /// temporary in row-major order, as the module doc says.
 fn copies_in_place(root: &Block, k: usize, b: &Block) -> bool {
-    let [first, second] = b.refs.as_slice() else {
+    let Some((out, input)) = written_and_read(b) else {
         return false;
-    };
-    let (out, input) = if first.dir == RefDir::Out {
-        (first, second)
-    } else {
-        (second, first)
     };
     let (Some(y), Some(x)) = (root_ref(root, out), root_ref(root, input)) else {
         return false;
@@ -106,6 +101,19 @@ fn copies_in_place(root: &Block, k: usize, b: &Block) -> bool {
     }
     read_offset(b, out, input, x, &unit)
         .is_some_and(|read| read.normalized() == written.normalized())
+}
+
+/// A step of two views, a copy's shape: the one it writes (if either is
+/// `out`) and the other. The callers check the directions.
+pub(crate) fn written_and_read(b: &Block) -> Option<(&Refinement, &Refinement)> {
+    let [first, second] = b.refs.as_slice() else {
+        return None;
+    };
+    Some(if first.dir == RefDir::Out {
+        (first, second)
+    } else {
+        (second, first)
+    })
 }
 
 /// The root buffer that view `r` of a root step refines.

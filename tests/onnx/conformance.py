@@ -156,9 +156,9 @@ def run_case(tessera, case, work, interp, limit):
     return "pass", ""
 
 
-def run(out, tessera, work, limit, jobs, only):
+def run(out, tessera, work, limit, jobs, only, suites):
     cases = []
-    for suite in SUITES:
+    for suite in suites or SUITES:
         root = os.path.join(out, suite)
         if not os.path.isdir(root):
             sys.exit(f"error: no `{suite}` cases in {out} (run `generate` first)")
@@ -224,13 +224,14 @@ def main():
     r.add_argument("--limit", type=float, default=120.0, help="seconds one run may take")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--only", default=None, help="only cases whose name contains this")
+    r.add_argument("--suite", action="append", choices=SUITES, help="only this suite (repeatable)")
     r.add_argument("--json", default=None)
     r.add_argument("--unsupported", action="store_true", help="also list every refusal")
     a = p.parse_args()
     if a.command == "generate":
         generate(a.out)
         return 0
-    results = run(a.out, os.path.abspath(a.tessera), a.work or os.path.join(a.out, "work"), a.limit, a.jobs, a.only)
+    results = run(a.out, os.path.abspath(a.tessera), a.work or os.path.join(a.out, "work"), a.limit, a.jobs, a.only, a.suite)
     counts, failures = summarize(results)
     if a.unsupported:
         for suite, name, mode, cls, detail in results:

@@ -21,7 +21,7 @@ mod since;
 pub use since::{NEWEST, SINCE};
 
 /// The oldest default operator set whose models tessera reads.
-pub const OLDEST: i64 = 7;
+pub const OLDEST: i64 = 6;
 
 /// The operator set whose operators' versions the importers implement
 /// and every version after them.
@@ -29,22 +29,52 @@ const BASE: i64 = 11;
 
 /// Operators whose importer implements versions older than the one at
 /// [`BASE`], and the oldest: versions whose schemas (attributes, inputs,
-/// outputs and text) equal the one at set 11 but for element types
-/// (Equal 7, Flatten 9, Greater 7, Less 7, MaxPool 10, PRelu 7), or
-/// differ from it only in what the later version adds and the importer
-/// reads when present (Constant 11's `sparse_value`, Gemm 11's optional
-/// C, Cast 9's strings, Slice 11's negative axes).
+/// outputs and text) equal the one at set 11 but for element types and
+/// negative axes (AveragePool 1, Concat 4, Conv 1, ConvTranspose 1,
+/// Flatten 1, Gather 1, MatMul 1, MaxPool 1, the reductions 1, Softmax 1,
+/// Split 2, Squeeze 1, Unsqueeze 1), or differ from it only in what the
+/// later version adds and the importer reads when present (Constant 11's
+/// `sparse_value`, Gemm 11's optional C, Cast 9's strings), or whose
+/// older form the importer reads by the node's version: the arithmetic
+/// and comparisons of sets 1 to 6 with their `broadcast` and `axis`
+/// attributes instead of numpy broadcasting, BatchNormalization 6 and
+/// Dropout 6 with `is_test`, Clip 6 with its bounds as attributes, Pad 2
+/// and Slice 1 with theirs.
 const FROM: &[(&str, i64)] = &[
+    ("Add", 6),
+    ("And", 1),
+    ("AveragePool", 1),
+    ("BatchNormalization", 6),
     ("Cast", 6),
-    ("Constant", 9),
-    ("Equal", 7),
-    ("Flatten", 9),
-    ("Gemm", 7),
-    ("Greater", 7),
-    ("Less", 7),
-    ("MaxPool", 10),
-    ("PRelu", 7),
-    ("Slice", 10),
+    ("Clip", 6),
+    ("Concat", 4),
+    ("Constant", 1),
+    ("Conv", 1),
+    ("ConvTranspose", 1),
+    ("Div", 6),
+    ("Dropout", 6),
+    ("Equal", 1),
+    ("Flatten", 1),
+    ("Gather", 1),
+    ("Gemm", 6),
+    ("Greater", 1),
+    ("Less", 1),
+    ("MatMul", 1),
+    ("MaxPool", 1),
+    ("Mul", 6),
+    ("Or", 1),
+    ("PRelu", 6),
+    ("Pad", 2),
+    ("Pow", 1),
+    ("ReduceMax", 1),
+    ("ReduceMean", 1),
+    ("ReduceSum", 1),
+    ("Slice", 1),
+    ("Softmax", 1),
+    ("Split", 2),
+    ("Squeeze", 1),
+    ("Sub", 6),
+    ("Unsqueeze", 1),
 ];
 
 /// The version of `op`'s schema a node of a model of operator set
@@ -93,17 +123,16 @@ mod tests {
 
     #[test]
     fn versions_older_than_the_importers_are_refused_by_name() {
-        // Relu 6 is Relu at set 11 too; Conv 22 adds only bfloat16.
+        // Relu 6 is Relu at set 11 too; Conv 22 adds only bfloat16; Slice
+        // 1 (bounds as attributes) is read by the node's version.
         assert_eq!(unimplemented("Relu", OLDEST), None);
         assert_eq!(unimplemented("Conv", NEWEST), None);
+        assert_eq!(unimplemented("Slice", 9), None);
+        // Add 1 has `consumed_inputs`, which Add 6 dropped.
         assert_eq!(
-            unimplemented("Slice", 9).as_deref(),
-            Some("operator set 9 gives `Slice` version 1, which tessera does not implement (it implements `Slice` from version 10, operator set 10 on)")
+            unimplemented("Add", 5).as_deref(),
+            Some("operator set 5 gives `Add` version 1, which tessera does not implement (it implements `Add` from version 6, operator set 6 on)")
         );
-        // Slice 10 differs from Slice 11 only in negative axes, which
-        // the importer reads.
-        assert_eq!(unimplemented("Slice", 10), None);
-        assert!(unimplemented("Softmax", 10).is_some());
         assert_eq!(
             unimplemented("Gelu", 19).as_deref(),
             Some("`Gelu` is not defined in operator set 19 (its first version is 20)")

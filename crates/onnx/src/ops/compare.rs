@@ -28,7 +28,8 @@ fn comparison(op: &str) -> (&'static str, fn(f64, f64) -> bool) {
 
 pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let (a, b) = (im.value(n, 0)?, im.value(n, 1)?);
+    let a = im.value(n, 0)?;
+    let b = super::elementwise::legacy_operand(im, n, &a, im.value(n, 1)?)?;
     let logic = matches!(n.op, "And" | "Or");
     let ty = a.dtype();
     let ok = if logic {

@@ -133,11 +133,12 @@ pub(crate) fn broadcast_operands(n: &Node, a: &Value, b: &Value) -> Result<Vec<u
 
 pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    if n.op == "Add" && blocked::add(im, n) {
+    if n.op == "Add" && im.version(n) >= 7 && blocked::add(im, n) {
         return Ok(());
     }
     im.plain_inputs(n);
-    let (a, b) = (im.value(n, 0)?, im.value(n, 1)?);
+    let a = im.value(n, 0)?;
+    let b = legacy_operand(im, n, &a, im.value(n, 1)?)?;
     if a.dtype() != b.dtype() {
         return Err(n.error(format!(
             "operands of types {} and {} (ONNX requires one type)",
@@ -196,6 +197,54 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// Operand `b` of a binary operator of sets 1 to 6 (versions with
+/// `broadcast` and `axis` attributes instead of numpy broadcasting) in
+/// numpy's form. With `broadcast = 1`, B's dimensions are a run of A's
+/// (or ones) starting at `axis` (by default A's last ones), or B is one
+/// element, so
+/// ones appended to B's shape up to A's rank broadcast it the same way;
+/// with `broadcast = 0` the shapes must be equal. From version 7 `b` is
+/// returned as it is.
+pub(crate) fn legacy_operand(
+    im: &mut Importer,
+    n: &Node,
+    a: &Value,
+    b: Value,
+) -> Result<Value, String> {
+    if im.version(n) >= 7 {
+        return Ok(b);
+    }
+    let broadcast = n.int("broadcast")?.unwrap_or(0) != 0;
+    let given = n.int("axis")?;
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    if !broadcast {
+        if sa != sb {
+            return Err(n.error(format!(
+                "shapes {sa:?} and {sb:?} differ, and broadcast = 0 (before operator set 7 only `broadcast = 1` broadcasts)"
+            )));
+        }
+        return Ok(b);
+    }
+    let (ra, rb) = (sa.len(), sb.len());
+    let one = sb.iter().product::<usize>() == 1;
+    let at = match given {
+        Some(x) => super::axis(n, x, ra.max(1))?,
+        None => ra.saturating_sub(rb),
+    };
+    let runs = |k: usize| sb[k] == 1 || sb[k] == sa[at + k];
+    if !one && (at + rb > ra || !(0..rb).all(runs)) {
+        return Err(n.error(format!(
+            "B of shape {sb:?} is not a run of A's dimensions {sa:?} from axis {at}"
+        )));
+    }
+    if one || at + rb == ra {
+        return Ok(b);
+    }
+    let mut shape = sb;
+    shape.resize(ra - at, 1);
+    super::layout::reshaped(im, n, b, shape)
 }
 
 /// Operand `k` as a float32 tensor of the model def.

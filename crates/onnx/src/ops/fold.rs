@@ -46,6 +46,9 @@ pub fn identity(im: &mut Importer, n: &Node) -> Result<(), String> {
         // Inference: the ratio does nothing; training mode is refused.
         let _ = n.float("ratio")?;
         let _ = n.int("seed")?;
+        if im.version(n) < 7 && n.int("is_test")?.unwrap_or(0) == 0 {
+            return Err(n.error("is_test = 0 (training) is not supported (inference only)"));
+        }
         if let Some(k) = n.input(2) {
             let t = im.constant(n, 2, "training_mode")?;
             if ints(&t).first().copied().unwrap_or(0) != 0 {

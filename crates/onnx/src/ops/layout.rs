@@ -13,7 +13,12 @@ use crate::forms::MAX_RANK;
 use crate::import::Importer;
 
 /// `v` with shape `shape` (same element count, row-major order kept).
-fn reshaped(im: &mut Importer, n: &Node, v: Value, shape: Vec<usize>) -> Result<Value, String> {
+pub(crate) fn reshaped(
+    im: &mut Importer,
+    n: &Node,
+    v: Value,
+    shape: Vec<usize>,
+) -> Result<Value, String> {
     match v {
         Value::Const(t) => Ok(Value::Const(t.reshape(&shape).map_err(|e| n.error(e))?)),
         Value::Var(x) => reshape_var(im, n, &x, shape).map(Value::Var),
@@ -286,19 +291,31 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.value(n, 0)?;
     let dims = x.shape().to_vec();
     let r = dims.len();
-    let starts = ints(&im.constant(n, 1, "the starts")?);
-    let ends = ints(&im.constant(n, 2, "the ends")?);
-    let axes: Vec<usize> = match n.input(3) {
-        Some(_) => ints(&im.constant(n, 3, "the axes")?)
-            .iter()
-            .map(|&a| axis(n, a, r))
-            .collect::<Result<_, _>>()?,
+    // Slice 1 has its bounds and axes as attributes, and no steps.
+    let legacy = im.version(n) < 10;
+    let (starts, ends, given_axes, steps) = if legacy {
+        let attr = |name: &str| {
+            n.ints(name)?
+                .ok_or_else(|| n.error(format!("attribute `{name}` is missing")))
+        };
+        (attr("starts")?, attr("ends")?, n.ints("axes")?, None)
+    } else {
+        let optional = |k: usize, what: &str| match n.input(k) {
+            Some(_) => im.constant(n, k, what).map(|t| Some(ints(&t))),
+            None => Ok(None),
+        };
+        (
+            ints(&im.constant(n, 1, "the starts")?),
+            ints(&im.constant(n, 2, "the ends")?),
+            optional(3, "the axes")?,
+            optional(4, "the steps")?,
+        )
+    };
+    let axes: Vec<usize> = match given_axes {
+        Some(a) => a.iter().map(|&a| axis(n, a, r)).collect::<Result<_, _>>()?,
         None => (0..starts.len()).collect(),
     };
-    let steps = match n.input(4) {
-        Some(_) => ints(&im.constant(n, 4, "the steps")?),
-        None => vec![1; starts.len()],
-    };
+    let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
         return Err(n.error("starts, ends, axes and steps differ in length"));
     }
@@ -372,8 +389,15 @@ pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let x = im.var(n, 0)?;
     let r = rank(n, &x.shape, "an input")?;
-    let given = ints(&im.constant(n, 1, "the pads")?);
-    let axes: Vec<usize> = match n.input(3) {
+    // Pad 2 has its pads and value as attributes.
+    let legacy = im.version(n) < 11;
+    let given = if legacy {
+        n.ints("pads")?
+            .ok_or_else(|| n.error("attribute `pads` is missing"))?
+    } else {
+        ints(&im.constant(n, 1, "the pads")?)
+    };
+    let axes: Vec<usize> = match n.input(3).filter(|_| !legacy) {
         Some(_) => ints(&im.constant(n, 3, "the axes")?)
             .iter()
             .map(|&a| axis(n, a, r))
@@ -391,7 +415,8 @@ pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
     if let Some(p) = pads.iter().find(|&&p| p < 0) {
         return Err(n.error(format!("negative pads ({p}) are not supported")));
     }
-    let value = match n.input(2) {
+    let value = match n.input(2).filter(|_| !legacy) {
+        _ if legacy => f64::from(n.float("value")?.unwrap_or(0.0)),
         Some(_) => im
             .constant(n, 2, "the constant value")?
             .to_f64_vec()

@@ -67,6 +67,11 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
     let mut beta = f64::from(n.float("beta")?.unwrap_or(1.0));
     let ta = n.int("transA")?.unwrap_or(0) != 0;
     let tb = n.int("transB")?.unwrap_or(0) != 0;
+    if im.version(n) < 7 {
+        // Gemm 6 broadcasts C only with `broadcast = 1`; C of the result's
+        // shape needs no broadcasting, so both read C as Gemm 7 does.
+        let _ = n.int("broadcast")?;
+    }
     if a.shape.len() != 2 || b.shape.len() != 2 {
         return Err(n.error(format!(
             "A {:?} and B {:?} must be matrices",
@@ -150,8 +155,11 @@ pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
     // The running statistics' momentum matters in training only.
     let _ = n.float("momentum")?;
-    if im.opset < 9 {
-        let _ = n.int("spatial")?;
+    if im.version(n) < 9 && n.int("spatial")?.unwrap_or(1) == 0 {
+        return Err(n.error("spatial = 0 (statistics per activation) is not supported"));
+    }
+    if im.version(n) < 7 && n.int("is_test")?.unwrap_or(0) == 0 {
+        return Err(n.error("is_test = 0 (training) is not supported (inference only)"));
     }
     if blocked::batchnorm(im, n, eps)? {
         return Ok(());

@@ -157,6 +157,12 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
 }
 
 impl Importer<'_> {
+    /// The version of `n`'s operator schema that the node follows in the
+    /// model's operator set (`crate::versions`).
+    pub(crate) fn version(&self, n: &Node) -> i64 {
+        crate::versions::version(n.op, self.opset).unwrap_or(self.opset)
+    }
+
     /// Input `k` of `n`, which must be present.
     pub(crate) fn value(&self, n: &Node, k: usize) -> Result<Value, String> {
         let name = n

@@ -16,7 +16,7 @@ classifies each as
 - unsupported: tessera refused it with a clear error (exit status 1 and
   an `error:` line);
 - failure: anything else (a wrong output, a panic, a signal, a hang past
-  the time limit, an error without `error:`).
+  the time limit, an error without `error:`, an internal error).
 It prints the counts per suite and mode and every failure, writes them
 as JSON with `--json`, and exits 1 when there is any failure.
 
@@ -140,6 +140,8 @@ def run_case(tessera, case, work, interp, limit):
             p = subprocess.run(args, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired:
             return "failure", f"no answer within {limit} s"
+        if "internal error" in p.stderr:
+            return "failure", next(l for l in p.stderr.splitlines() if "internal error" in l).strip()
         if p.returncode == 1 and "error:" in p.stderr:
             line = next(l for l in p.stderr.splitlines() if "error:" in l)
             return "unsupported", line.strip()

@@ -233,30 +233,39 @@ impl Builder {
     /// Adds a comprehension copying `from` into a new tensor (an output that
     /// is an input, a constant, or another output).
     pub fn copy(&mut self, from: &Var) -> Var {
-        let name = self.fresh("t");
         let ix: Vec<String> = (0..from.shape.len()).map(|k| format!("_i{k}")).collect();
-        let ranges: Vec<String> = ix
-            .iter()
-            .zip(&from.shape)
-            .map(|(i, n)| format!("{i} in 0:{n}"))
-            .collect();
-        let lhs = if ix.is_empty() {
-            format!("{name}()")
-        } else {
-            format!("{name}({})", ix.join(", "))
-        };
         let rhs = format!("{}({})", from.name, ix.join(", "));
-        let wher = if ranges.is_empty() {
+        self.compute("=", &rhs, &[], from.dtype, from.shape.clone())
+    }
+
+    /// Adds a comprehension computing a new tensor of `dtype` and `shape`,
+    /// `t(_i0, _i1, ...) reduction rhs where _i0 in 0:d0, ..., extra`: `rhs`
+    /// reads the point through `_i0`, `_i1`, ... and may name what `extra`
+    /// binds (reduction ranges, `let`s).
+    pub fn compute(
+        &mut self,
+        reduction: &str,
+        rhs: &str,
+        extra: &[String],
+        dtype: DType,
+        shape: Vec<usize>,
+    ) -> Var {
+        let name = self.fresh("t");
+        let ix: Vec<String> = (0..shape.len()).map(|k| format!("_i{k}")).collect();
+        let bindings: Vec<String> = ix
+            .iter()
+            .zip(&shape)
+            .map(|(i, n)| format!("{i} in 0:{n}"))
+            .chain(extra.iter().cloned())
+            .collect();
+        let wher = if bindings.is_empty() {
             String::new()
         } else {
-            format!(" where {}", ranges.join(", "))
+            format!(" where {}", bindings.join(", "))
         };
-        self.stmts.push(format!("{lhs} = {rhs}{wher}"));
-        let v = Var {
-            name,
-            dtype: from.dtype,
-            shape: from.shape.clone(),
-        };
+        self.stmts
+            .push(format!("{name}({}) {reduction} {rhs}{wher}", ix.join(", ")));
+        let v = Var { name, dtype, shape };
         self.expected.push(v.clone());
         v
     }

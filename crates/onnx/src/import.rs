@@ -240,6 +240,10 @@ fn import_all(
         im.unswap(&onnx);
         let v = match im.values.get(&onnx) {
             Some(Value::Var(v)) => v.clone(),
+            Some(Value::Const(t)) if t.shape().contains(&0) => return Err(one(format!(
+                "graph output `{onnx}` has shape {:?}: tessera's tensors have positive dimensions",
+                t.shape()
+            ))),
             Some(Value::Const(t)) => {
                 let t = t.clone();
                 im.b.weight(&onnx, &t)
@@ -296,7 +300,8 @@ fn import_all(
     })
 }
 
-/// Every statement's result has the shape the importer computed.
+/// Every statement's result has the shape and element type the importer
+/// computed.
 fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
     let def = p.def(MODEL_DEF).ok_or("internal error: no model def")?;
     for v in expected {
@@ -317,6 +322,12 @@ fn check_shapes(p: &ir::Program, expected: &[Var]) -> Result<(), String> {
             return Err(format!(
                 "internal error: `{}` has shape {:?} in the model def, but the importer expected {:?}",
                 v.name, shape, v.shape
+            ));
+        }
+        if decl.dtype != v.dtype {
+            return Err(format!(
+                "internal error: `{}` has element type {} in the model def, but the importer expected {}",
+                v.name, decl.dtype, v.dtype
             ));
         }
     }

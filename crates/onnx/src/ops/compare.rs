@@ -37,6 +37,23 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     } else {
         matches!(ty, DType::F32 | DType::I64)
     };
+    let scalar_var = |v: &Value| matches!(v, Value::Var(x) if x.shape.is_empty());
+    let computed = !matches!((&a, &b), (Value::Const(_), Value::Const(_)));
+    // The prelude's defs take float32, int64 or bool operands brought to
+    // the result's rank (1 to 5), which a computed scalar cannot be; the
+    // rest is a generated map.
+    if computed
+        && (!ok
+            || b.dtype() != ty
+            || scalar_var(&a)
+            || scalar_var(&b)
+            || !(1..=super::MAX_RANK).contains(&a.shape().len().max(b.shape().len())))
+    {
+        let (x, y) = (im.as_var(n, 0, a), im.as_var(n, 1, b));
+        let out = super::map::compare(im, n, x, y)?;
+        im.set(n, 0, Value::Var(out));
+        return Ok(());
+    }
     if !ok || b.dtype() != ty {
         return Err(n.error(format!(
             "operands of types {} and {} are not supported ({})",

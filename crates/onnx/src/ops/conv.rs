@@ -290,7 +290,12 @@ fn pooled_dims(n: &Node, shape: &[usize], what: &str) -> Result<usize, String> {
 pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let xshape = im.plain_shape(n, 0)?;
-    let d = pooled_dims(n, &xshape, "pooling")?;
+    if xshape.len() < 3 {
+        return Err(n.error(format!(
+            "input {xshape:?}: pooling needs a batch, channels and a spatial dimension"
+        )));
+    }
+    let d = xshape.len() - 2;
     let kernel: Vec<usize> = n
         .ints("kernel_shape")?
         .ok_or_else(|| n.error("attribute `kernel_shape` is required"))?
@@ -306,20 +311,31 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
         return Err(n.error(format!("kernel_shape {kernel:?} should have {d} values")));
     }
     let mut win = window(n, &xshape[2..], &kernel)?;
-    if win.dilations.iter().any(|&d| d != 1) {
-        return Err(n.error("pooling with dilations is not supported"));
-    }
     let include_pad = n.op == "AveragePool" && n.int("count_include_pad")?.unwrap_or(0) != 0;
     if n.int("ceil_mode")?.unwrap_or(0) != 0 {
         if include_pad {
             return Err(n.error("ceil_mode = 1 with count_include_pad = 1 is not supported"));
         }
-        ceil_mode(&mut win, &xshape[2..], &kernel);
+        // A dilated window spans more than its points.
+        let spans: Vec<usize> = (0..d)
+            .map(|k| (kernel[k] - 1) * win.dilations[k] as usize + 1)
+            .collect();
+        ceil_mode(&mut win, &xshape[2..], &spans);
+    }
+    if n.op == "MaxPool" && n.int("storage_order")?.unwrap_or(0) != 0 {
+        return Err(n.error("storage_order = 1 is not supported"));
+    }
+    // The prelude's defs pool float32 in two or three dimensions without
+    // dilation; the rest is a comprehension of its own.
+    let dtype = im.value(n, 0).map_or(DType::F32, |v| v.dtype());
+    if !(2..=3).contains(&d) || win.dilations.iter().any(|&x| x != 1) || dtype != DType::F32 {
+        im.plain_inputs(n);
+        let x = im.var(n, 0)?;
+        let y = super::pool::general(im, n, &x, &kernel, &win, include_pad)?;
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
     }
     let def = if n.op == "MaxPool" {
-        if n.int("storage_order")?.unwrap_or(0) != 0 {
-            return Err(n.error("storage_order = 1 is not supported"));
-        }
         format!("maxpool{d}d")
     } else if include_pad {
         format!("avgpool{d}d_incpad")
@@ -345,6 +361,7 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// the windows this adds only overhang the input, where neither the maximum
 /// nor the mean over the points inside sees them. As the specification
 /// says, a last window that would start in the end padding is dropped.
+/// `kernel` is each window's span (a dilated window's first to last point).
 fn ceil_mode(win: &mut Window, spatial: &[usize], kernel: &[usize]) {
     let d = spatial.len();
     for k in 0..d {

@@ -27,7 +27,9 @@ pub fn unary(im: &mut Importer, n: &Node) -> Result<(), String> {
         return Ok(());
     }
     let x = im.var(n, 0)?;
-    float_only(n, &x)?;
+    if x.dtype != DType::F32 || !(1..=super::MAX_RANK).contains(&x.shape.len()) {
+        return super::map::unary(im, n);
+    }
     let r = rank(n, &x.shape, "an input")?;
     let base = match n.op {
         "Relu" => "relu",
@@ -139,7 +141,9 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.plain_inputs(n);
     let a = im.value(n, 0)?;
     let b = legacy_operand(im, n, &a, im.value(n, 1)?)?;
-    if a.dtype() != b.dtype() {
+    // Pow's exponent may have another type than its base.
+    let mixed = n.op == "Pow" && a.dtype() != b.dtype();
+    if a.dtype() != b.dtype() && !mixed {
         return Err(n.error(format!(
             "operands of types {} and {} (ONNX requires one type)",
             a.dtype(),
@@ -153,28 +157,42 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.op == "Mod" && a.dtype().is_float() && !fmod {
         return Err(n.error("Mod of floats requires fmod = 1"));
     }
-    if let (Value::Const(x), Value::Const(y)) = (&a, &b) {
+    if let (Value::Const(x), Value::Const(y), false) = (&a, &b, mixed) {
         let t = fold(n, x, y, &shape, fmod)?;
         im.set(n, 0, Value::Const(t));
         return Ok(());
     }
-    if n.op == "Mod" {
-        return Err(n.error("Mod of computed tensors is not supported (of constants it is)"));
+    let commutative = matches!(n.op, "Add" | "Mul");
+    // A scalar first operand of a commutative operator goes second.
+    let (a, b, ka, kb) = if commutative && a.shape().is_empty() && !b.shape().is_empty() {
+        (b, a, 1, 0)
+    } else {
+        (a, b, 0, 1)
+    };
+    // The prelude's defs take float32 operands of ranks 1 to 5, the same
+    // shape, a scalar second one, or both brought to the result's rank
+    // (which a computed scalar cannot be); the rest is a generated map.
+    let scalar_var = |v: &Value| matches!(v, Value::Var(x) if x.shape.is_empty());
+    let prelude = a.dtype() == DType::F32
+        && b.dtype() == DType::F32
+        && n.op != "Mod"
+        && (1..=super::MAX_RANK).contains(&shape.len())
+        && (a.shape() == b.shape()
+            || (b.shape().is_empty() && a.shape() == shape.as_slice())
+            || !(scalar_var(&a) || scalar_var(&b)));
+    if !prelude {
+        let (x, y) = (im.as_var(n, ka, a), im.as_var(n, kb, b));
+        let y = super::map::arithmetic(im, n, x, y, fmod)?;
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
     }
     let base = n.op.to_lowercase();
     let r = rank(n, &shape, "a result")?;
-    let commutative = matches!(n.op, "Add" | "Mul");
-    // A scalar first operand of a commutative operator goes second.
-    let (a, b) = if commutative && a.shape().is_empty() && !b.shape().is_empty() {
-        (b, a)
-    } else {
-        (a, b)
-    };
     let y = if a.shape() == b.shape() {
-        let (x, y) = (operand(im, n, &a, 0)?, operand(im, n, &b, 1)?);
+        let (x, y) = (operand(im, n, &a, ka)?, operand(im, n, &b, kb)?);
         im.b.call(&format!("{base}_r{r}"), &[&x, &y], &[], DType::F32, shape)
     } else if b.shape().is_empty() && a.shape() == shape.as_slice() {
-        let (x, y) = (operand(im, n, &a, 0)?, operand(im, n, &b, 1)?);
+        let (x, y) = (operand(im, n, &a, ka)?, operand(im, n, &b, kb)?);
         im.b.call(
             &format!("{base}_r{r}_scalar"),
             &[&x, &y],
@@ -183,8 +201,8 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
             shape,
         )
     } else {
-        let x = to_rank(im, n, &a, 0, r)?;
-        let y = to_rank(im, n, &b, 1, r)?;
+        let x = to_rank(im, n, &a, ka, r)?;
+        let y = to_rank(im, n, &b, kb, r)?;
         float_only(n, &x)?;
         float_only(n, &y)?;
         im.b.call(
@@ -244,15 +262,20 @@ pub(crate) fn legacy_operand(
     }
     let mut shape = sb;
     shape.resize(ra - at, 1);
-    super::layout::reshaped(im, n, b, shape)
+    match b {
+        // The reshaped constant is a weight of its own.
+        Value::Const(t) => {
+            let t = t.reshape(&shape).map_err(|e| n.error(e))?;
+            let key = format!("{}#legacy{ra}", n.input(1).unwrap_or_default());
+            Ok(Value::Var(im.b.weight(&key, &t)))
+        }
+        Value::Var(x) => super::layout::reshape_var(im, n, &x, shape).map(Value::Var),
+    }
 }
 
 /// Operand `k` as a float32 tensor of the model def.
 fn operand(im: &mut Importer, n: &Node, v: &Value, k: usize) -> Result<Var, String> {
-    let var = match v {
-        Value::Var(v) => v.clone(),
-        Value::Const(t) => im.b.weight(n.input(k).unwrap_or_default(), t),
-    };
+    let var = im.as_var(n, k, v.clone());
     float_only(n, &var)?;
     Ok(var)
 }
@@ -443,28 +466,34 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
             (format!("gelu_r{r}"), vec![], vec![])
         }
         _ => {
-            // PRelu: one slope per channel (axis 1), as a constant [C],
-            // [C, 1, 1] or a tensor of the model of shape [C].
-            let c = *x
-                .shape
-                .get(1)
-                .ok_or_else(|| n.error("input has no channel axis"))?;
-            let slope = match im.value(n, 1)? {
-                Value::Const(t) if t.len() == c => {
+            // PRelu: one slope per channel (axis 1) is the prelude's
+            // `prelu_rK`. Under numpy broadcasting (version 7 on) a slope
+            // is per channel when its shape, leading ones aside, is
+            // [C, 1, ..., 1] reaching the input's axis 1; version 6 also
+            // reads a slope [C] so. Any other slope is a generated map.
+            let version = im.version(n);
+            let slope = im.value(n, 1)?;
+            let c = x.shape.get(1).copied().unwrap_or(0);
+            let s = slope.shape();
+            let lead = s.iter().take_while(|&&d| d == 1).count();
+            let mut channel = vec![c];
+            channel.resize(r.saturating_sub(1), 1);
+            let per_channel = (2..=super::MAX_RANK).contains(&r)
+                && slope.dtype() == DType::F32
+                && (s[lead..] == channel[..] && s.len() <= r || version < 7 && s == [c]);
+            if !per_channel {
+                let slope = im.as_var(n, 1, slope);
+                let y = super::map::prelu(im, n, x, slope)?;
+                im.set(n, 0, Value::Var(y));
+                return Ok(());
+            }
+            let slope = match slope {
+                Value::Const(t) => {
                     let t = t.reshape(&[c]).map_err(|e| n.error(e))?;
                     im.b.weight(&format!("{}#c", n.input(1).unwrap_or_default()), &t)
                 }
-                Value::Var(v) if v.shape == [c] => v,
-                other => {
-                    return Err(n.error(format!(
-                        "a slope of shape {:?} is not supported (one per channel is)",
-                        other.shape()
-                    )))
-                }
+                Value::Var(v) => super::layout::reshape_var(im, n, &v, vec![c])?,
             };
-            if !(2..=super::MAX_RANK).contains(&r) {
-                return Err(n.error(format!("PRelu of rank {r} is not supported")));
-            }
             (format!("prelu_r{r}"), vec![slope], vec![])
         }
     };
@@ -521,6 +550,17 @@ pub fn select(im: &mut Importer, n: &Node) -> Result<(), String> {
     if let (Value::Const(c), Value::Const(a), Value::Const(b)) = (&c, &a, &b) {
         let t = select_consts(n, c, a, b, &shape)?;
         im.set(n, 0, Value::Const(t));
+        return Ok(());
+    }
+    let scalar_var = |v: &Value| matches!(v, Value::Var(x) if x.shape.is_empty());
+    if a.dtype() != DType::F32
+        || b.dtype() != DType::F32
+        || [&c, &a, &b].into_iter().any(scalar_var)
+        || !(1..=super::MAX_RANK).contains(&shape.len())
+    {
+        let (c, a, b) = (im.as_var(n, 0, c), im.as_var(n, 1, a), im.as_var(n, 2, b));
+        let out = super::map::select(im, n, c, a, b)?;
+        im.set(n, 0, Value::Var(out));
         return Ok(());
     }
     let r = rank(n, &shape, "a result")?;

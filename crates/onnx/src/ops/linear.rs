@@ -1,4 +1,5 @@
-//! `MatMul`, `Gemm`, `BatchNormalization` (inference) and `Softmax`.
+//! `MatMul`, `Gemm`, `BatchNormalization` (inference), `Softmax`, and
+//! `Einsum` of a matrix product (the general form is `einsum.rs`).
 
 use ir::DType;
 use tensor::Tensor;
@@ -231,28 +232,38 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
         .string("equation")?
         .ok_or_else(|| n.error("attribute `equation` is required"))?
         .replace(' ', "");
-    let unsupported = || {
-        n.error(format!(
-            "the equation `{eq}` is not supported (matrix products are)"
-        ))
+    let y = match matrix_product(im, n, &eq)? {
+        Some(y) => y,
+        None => super::einsum::general(im, n, &eq)?,
     };
-    let (lhs, out) = eq.split_once("->").ok_or_else(unsupported)?;
-    let (a_ix, b_ix) = lhs.split_once(',').ok_or_else(unsupported)?;
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// An `Einsum` that is a (batched) matrix product of two float32 operands,
+/// possibly transposed, as a call of the prelude's product; `None` for
+/// any other equation.
+fn matrix_product(im: &mut Importer, n: &Node, eq: &str) -> Result<Option<Var>, String> {
+    let Some((lhs, out)) = eq.split_once("->") else {
+        return Ok(None);
+    };
+    let Some((a_ix, b_ix)) = lhs.split_once(',') else {
+        return Ok(None);
+    };
     if n.proto.input.len() != 2 || a_ix.contains('.') || b_ix.contains('.') {
-        return Err(unsupported());
+        return Ok(None);
     }
     let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
+    if a.dtype != DType::F32 || b.dtype != DType::F32 {
+        return Ok(None);
+    }
     let (ac, bc, oc): (Vec<char>, Vec<char>, Vec<char>) = (
         a_ix.chars().collect(),
         b_ix.chars().collect(),
         out.chars().collect(),
     );
     if ac.len() != a.shape.len() || bc.len() != b.shape.len() {
-        return Err(n.error(format!(
-            "`{eq}` does not fit operands of ranks {} and {}",
-            a.shape.len(),
-            b.shape.len()
-        )));
+        return Ok(None);
     }
     let batch: Vec<char> = oc
         .iter()
@@ -275,26 +286,26 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
         .filter(|c| bc.contains(c) && !oc.contains(c))
         .collect();
     if m.len() != 1 || nn.len() != 1 || k.len() != 1 || batch.len() > 3 {
-        return Err(unsupported());
+        return Ok(None);
     }
     let (m, nn, k) = (m[0], nn[0], k[0]);
     let with = |rest: [char; 2]| -> Vec<char> { batch.iter().copied().chain(rest).collect() };
     if oc != with([m, nn]) {
-        return Err(unsupported());
+        return Ok(None);
     }
     let ta = if ac == with([m, k]) {
         false
     } else if ac == with([k, m]) {
         true
     } else {
-        return Err(unsupported());
+        return Ok(None);
     };
     let tb = if bc == with([k, nn]) {
         false
     } else if bc == with([nn, k]) {
         true
     } else {
-        return Err(unsupported());
+        return Ok(None);
     };
     let def = match (batch.len(), ta, tb) {
         (0, false, false) => "matmul",
@@ -307,7 +318,7 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
         (2, false, true) => "batch_matmul_r4_tb",
         (3, false, false) => "batch_matmul_r5",
         (3, false, true) => "batch_matmul_r5_tb",
-        _ => return Err(unsupported()),
+        _ => return Ok(None),
     };
     let size = |c: char| -> Result<usize, String> {
         let da = ac.iter().position(|&x| x == c).map(|p| a.shape[p]);
@@ -317,12 +328,10 @@ pub fn einsum(im: &mut Importer, n: &Node) -> Result<(), String> {
                 "index `{c}` is {x} in one operand and {y} in the other"
             ))),
             (Some(x), _) | (None, Some(x)) => Ok(x),
-            (None, None) => Err(unsupported()),
+            (None, None) => Err(n.error(format!("index `{c}` is in no operand"))),
         }
     };
     size(k)?;
     let shape = oc.iter().map(|&c| size(c)).collect::<Result<Vec<_>, _>>()?;
-    let y = im.b.call(def, &[&a, &b], &[], DType::F32, shape);
-    im.set(n, 0, Value::Var(y));
-    Ok(())
+    Ok(Some(im.b.call(def, &[&a, &b], &[], DType::F32, shape)))
 }

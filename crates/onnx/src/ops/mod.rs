@@ -10,10 +10,13 @@
 pub mod blocked;
 mod compare;
 mod conv;
+mod einsum;
 mod elementwise;
 mod fold;
 mod layout;
 mod linear;
+mod map;
+mod pool;
 mod reduce;
 mod swap;
 
@@ -25,26 +28,39 @@ use crate::import::Importer;
 /// The operators tessera imports.
 pub const SUPPORTED: &[&str] = &[
     "Abs",
+    "Acos",
+    "Acosh",
     "Add",
     "And",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
     "AveragePool",
     "BatchNormalization",
+    "BitShift",
     "Cast",
     "CastLike",
+    "Ceil",
+    "Celu",
     "Clip",
     "Concat",
     "Constant",
     "ConstantOfShape",
     "Conv",
     "ConvTranspose",
+    "Cos",
+    "Cosh",
     "Div",
     "Dropout",
     "Einsum",
+    "Elu",
     "Equal",
     "Erf",
     "Exp",
     "Expand",
     "Flatten",
+    "Floor",
     "Gather",
     "Gelu",
     "Gemm",
@@ -52,14 +68,22 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "HardSigmoid",
+    "HardSwish",
     "Identity",
+    "IsInf",
+    "IsNaN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
     "LessOrEqual",
     "Log",
     "MatMul",
+    "Max",
     "MaxPool",
+    "Mean",
+    "Min",
+    "Mish",
     "Mod",
     "Mul",
     "Neg",
@@ -69,23 +93,35 @@ pub const SUPPORTED: &[&str] = &[
     "Pad",
     "Pow",
     "Range",
+    "Reciprocal",
     "ReduceMax",
     "ReduceMean",
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Round",
+    "Selu",
     "Shape",
     "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
     "Slice",
     "Softmax",
+    "Softplus",
+    "Softsign",
     "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
+    "Sum",
+    "Tan",
     "Tanh",
+    "ThresholdedRelu",
     "Transpose",
     "Unsqueeze",
     "Where",
+    "Xor",
 ];
 
 /// Imports one node.
@@ -152,6 +188,12 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
         "Not" => compare::not(im, n),
         "Expand" => elementwise::expand(im, n),
+        "Max" | "Min" | "Sum" | "Mean" => map::variadic(im, n),
+        "Xor" | "BitShift" => map::binary(im, n),
+        "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
+        | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"
+        | "Celu" | "HardSigmoid" | "HardSwish" | "Softplus" | "Softsign" | "Mish"
+        | "ThresholdedRelu" | "IsNaN" | "IsInf" => map::unary(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
 }
@@ -177,12 +219,15 @@ impl Importer<'_> {
     /// Input `k` as a tensor of the model def (a constant becomes a
     /// parameter).
     pub(crate) fn var(&mut self, n: &Node, k: usize) -> Result<Var, String> {
-        match self.value(n, k)? {
-            Value::Var(v) => Ok(v),
-            Value::Const(t) => {
-                let key = n.input(k).unwrap_or_default().to_string();
-                Ok(self.b.weight(&key, &t))
-            }
+        let v = self.value(n, k)?;
+        Ok(self.as_var(n, k, v))
+    }
+
+    /// `v`, the value of input `k` of `n`, as a tensor of the model def.
+    pub(crate) fn as_var(&mut self, n: &Node, k: usize, v: Value) -> Var {
+        match v {
+            Value::Var(v) => v,
+            Value::Const(t) => self.b.weight(n.input(k).unwrap_or_default(), &t),
         }
     }
 

@@ -128,7 +128,7 @@ fn malformed_models_are_rejected_with_their_reason() {
         ("type_mismatch", "node `add` (Add): "),
         (
             "comparison_type_mismatch",
-            "node `less` (Less): operands of types float32 and int64 are not supported",
+            "node `less` (Less): operands of types float32 and int64 (ONNX requires one type)",
         ),
         ("external_data_missing", "initializer `w`: cannot read `"),
         (

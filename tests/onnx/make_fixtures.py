@@ -301,6 +301,7 @@ def more_fixtures():
     single("reduce_mean_no_keep", "ReduceMean", [[2, 3, 4, 5]], axes=[2, 3], keepdims=0)
     single("reduce_sum_axes_input", "ReduceSum", [[2, 3, 4]], consts=[np.array([1], dtype=np.int64)])
     single("reduce_max_keep", "ReduceMax", [[3, 4]], axes=[1])
+    reduce_axes_graph_input()
     nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
@@ -474,6 +475,16 @@ def more_fixtures():
     y = m.node("ConvTranspose", [y, m.weight("g2_w", [4, 3, 4, 4], 0.3)], strides=[2, 2], pads=[1, 1, 1, 1])
     m.output(m.node("Tanh", [y]))
     save("dcgan_generator_block", m)
+
+
+def reduce_axes_graph_input():
+    """A reduction whose axes are a graph input, not a constant: the import
+    is specialized on the value the caller gives."""
+    m = Model(302)
+    x = m.input("x", [2, 3, 4])
+    axes = m.int_input("axes", [1], 3)
+    m.output(m.node("ReduceSum", [x, axes], keepdims=1))
+    save("reduce_axes_graph_input", m)
 
 
 def nan_fixtures():

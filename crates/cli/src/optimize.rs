@@ -179,7 +179,13 @@ pub fn run(a: &OptimizeArgs) -> Result<String, String> {
     let onnx = a.file.extension().is_some_and(|e| e == "onnx");
     let given = engine::bind::parse_sizes(&a.sizes).map_err(|e| e.to_string())?;
     let source = if onnx {
-        engine::Source::load_onnx(&a.file, a.def.as_deref(), &given, &HashMap::new())
+        engine::Source::load_onnx(
+            &a.file,
+            a.def.as_deref(),
+            &given,
+            &HashMap::new(),
+            &HashMap::new(),
+        )
     } else {
         engine::Source::read_tc(&a.file)
     }

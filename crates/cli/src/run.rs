@@ -125,7 +125,8 @@ pub fn load_and_bind(
     } else if onnx {
         let given = engine::bind::parse_sizes(sizes)?;
         let shapes = engine::bind::item_shapes(inputs)?;
-        let source = Source::load_onnx(file, def, &given, &shapes)?;
+        let values = engine::bind::item_values(inputs)?;
+        let source = Source::load_onnx(file, def, &given, &shapes, &values)?;
         let items = engine::bind::model_items(&source, inputs)?;
         (source, items)
     } else {

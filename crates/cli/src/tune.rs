@@ -101,7 +101,13 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     }
     let given = engine::bind::parse_sizes(&a.sizes).map_err(message)?;
     let mut source = if is_model {
-        engine::Source::load_onnx(file, a.def.as_deref(), &given, &HashMap::new())
+        engine::Source::load_onnx(
+            file,
+            a.def.as_deref(),
+            &given,
+            &HashMap::new(),
+            &HashMap::new(),
+        )
     } else {
         engine::Source::read_tc(file)
     }

@@ -201,3 +201,72 @@ fn bench_profile_reports_the_weights_packed_at_load() {
     let plain = bench("conv3d");
     assert!(!plain.contains(packed), "{plain}");
 }
+
+/// An input an operator takes as a constant (here a `ReduceSum`'s axes) is
+/// read from its file before the import: each value gives its own
+/// program, and without the input the error names it.
+#[test]
+fn an_input_taken_as_a_constant_is_read_from_its_file() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/onnx/fixtures/reduce_axes_graph_input");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("axes-input");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let x_path = fixture.join("inputs/x.npy");
+    let x = npy::read(&x_path).unwrap();
+    let v = x.to_f64_vec();
+    let run = |axes: Option<&Path>, out: &Path| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("run")
+            .arg(fixture.join("model.onnx"))
+            .arg("--out")
+            .arg(out)
+            .arg("--input")
+            .arg(format!("x={}", x_path.display()));
+        if let Some(a) = axes {
+            cmd.arg("--input").arg(format!("axes={}", a.display()));
+        }
+        cmd.output().unwrap()
+    };
+    // x is 2 x 3 x 4; the sums over axis 0 and over axis 2, kept.
+    let over0: Vec<f64> = (0..12).map(|k| v[k] + v[12 + k]).collect();
+    let over2: Vec<f64> = (0..6).map(|r| v[4 * r..4 * r + 4].iter().sum()).collect();
+    for (axis, shape, want) in [(0, vec![1, 3, 4], over0), (2, vec![2, 3, 1], over2)] {
+        let axes = tmp.join(format!("axes{axis}.npy"));
+        npy::write(
+            &axes,
+            &interp::Tensor::from_i64(ir::DType::I64, &[1], vec![axis]),
+        )
+        .unwrap();
+        let out = tmp.join(format!("out{axis}"));
+        let done = run(Some(&axes), &out);
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let got = npy::read(
+            &std::fs::read_dir(&out)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path(),
+        )
+        .unwrap();
+        assert_eq!(got.shape(), shape, "axis {axis}");
+        let g = got.to_f64_vec();
+        assert_eq!(
+            testkit::close::mismatch(&g, &want, 1e-5),
+            None,
+            "axis {axis}: {g:?}"
+        );
+    }
+    let refused = run(None, &tmp.join("none"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is the graph input `axes`, whose value the import needs"),
+        "{stderr}"
+    );
+}

@@ -91,6 +91,37 @@ pub fn item_shapes(items: &[String]) -> Result<HashMap<String, Vec<usize>>, Erro
     Ok(shapes)
 }
 
+/// The most elements an input may have for its values to be read before
+/// the import: values an operator needs as constants (axes, shapes,
+/// bounds) are short.
+pub const SHAPE_LIKE_MOST: usize = 4096;
+
+/// The values of the `NAME=FILE.npy` items that hold short integer
+/// tensors (at most [`SHAPE_LIKE_MOST`] elements), by name: the import
+/// reads those a model's operators need as constants.
+pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
+    let mut values = HashMap::new();
+    for it in items {
+        let Some((k, v)) = it.split_once('=') else {
+            continue;
+        };
+        let v = v.trim();
+        if !v.ends_with(".npy") {
+            continue;
+        }
+        let npy_error = |message| Error::Npy {
+            path: v.to_string(),
+            message,
+        };
+        let (dtype, shape) = npy::header(Path::new(v)).map_err(npy_error)?;
+        if dtype.is_int() && shape.iter().product::<usize>() <= SHAPE_LIKE_MOST {
+            let t = npy::read(Path::new(v)).map_err(npy_error)?;
+            values.insert(k.trim().to_string(), t);
+        }
+    }
+    Ok(values)
+}
+
 /// `NAME=VALUE` items of an imported model with the model's input names
 /// replaced by the model def's parameters.
 pub fn model_items(source: &crate::Source, items: &[String]) -> Result<Vec<String>, Error> {

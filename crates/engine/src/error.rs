@@ -33,6 +33,9 @@ pub enum Error {
     Shape { name: String, message: String },
     /// The sizes cannot be bound from the given sizes and the arguments.
     Sizes(String),
+    /// An ONNX model's operator takes a graph input as a constant, and
+    /// the caller gave no value for it (`onnx::ErrorKind::NeedsValue`).
+    NeedsValue(String),
     /// Lowering does not handle a form of the def yet; the interpreter can
     /// run it.
     NotLowered { def: String, reason: String },
@@ -80,6 +83,7 @@ impl fmt::Display for Error {
             | Error::Model(message)
             | Error::Unsupported(message)
             | Error::Sizes(message)
+            | Error::NeedsValue(message)
             | Error::Compiled(message)
             | Error::Environment(message)
             | Error::Interrupted(message)
@@ -106,6 +110,7 @@ impl From<onnx::Error> for Error {
             onnx::ErrorKind::Invalid => Error::Model(e.message),
             onnx::ErrorKind::Unsupported => Error::Unsupported(e.message),
             onnx::ErrorKind::Shape => Error::Sizes(e.message),
+            onnx::ErrorKind::NeedsValue => Error::NeedsValue(e.message),
         }
     }
 }

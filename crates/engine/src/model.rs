@@ -36,8 +36,16 @@ pub struct Model {
     optimize: Option<crate::optimize::Options>,
     /// The inputs and outputs the model declares.
     pub signature: onnx::Signature,
-    instances: Specializations<Vec<Vec<usize>>, Instance>,
+    instances: Specializations<InstanceKey, Instance>,
+    /// For each set of input shapes imported, the positions of the inputs
+    /// whose values the import reads.
+    specialized: std::sync::Mutex<HashMap<Vec<Vec<usize>>, Vec<usize>>>,
 }
+
+/// What an instance is built for: the input shapes (in declared order),
+/// and the values of the inputs its import was specialized on (by
+/// position).
+type InstanceKey = (Vec<Vec<usize>>, Vec<(usize, Vec<i64>)>);
 
 /// The model imported and compiled for one set of input shapes.
 #[derive(Debug)]
@@ -46,6 +54,9 @@ struct Instance {
     spec: Specialized,
     /// The model def's parameter for each declared input.
     params: Vec<String>,
+    /// The positions of the inputs whose values the import read as
+    /// constants (`onnx::Model::specialized`).
+    specialized: Vec<usize>,
 }
 
 impl Model {
@@ -99,9 +110,15 @@ impl Model {
             optimize,
             signature,
             instances: Specializations::default(),
+            specialized: Default::default(),
         };
         if let Some(shapes) = model.static_shapes() {
-            model.instance(shapes, None, notes)?;
+            // A model whose import needs an input's value is compiled at
+            // its first run, when the value is known.
+            match model.instance(shapes, &[], notes) {
+                Ok(_) | Err(Error::NeedsValue(_)) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(model)
     }
@@ -182,7 +199,7 @@ impl Model {
         }
         let tensors: Vec<Tensor> = given.into_iter().flatten().collect();
         let shapes: Vec<Vec<usize>> = tensors.iter().map(|t| t.shape().to_vec()).collect();
-        let instance = self.instance(shapes, Some(&tensors), notes)?;
+        let instance = self.instance(shapes, &tensors, notes)?;
         let args = instance.args(tensors);
         let def = instance.source.pick_def(None)?;
         let outputs = instance
@@ -260,59 +277,119 @@ impl Model {
     }
 
     /// The model imported and compiled for input `shapes` (in declared
-    /// order), from the cache or now; `first` are the tensors of the run
-    /// that asks, with which the interpreter locates a program error that
-    /// compiling finds.
+    /// order) and the values of `tensors` its import reads as constants,
+    /// from the cache or now. The first import at a set of shapes finds out
+    /// which inputs it reads (usually none), and the instances of those
+    /// shapes are kept by those inputs' values too.
     fn instance(
         &self,
         shapes: Vec<Vec<usize>>,
-        first: Option<&[Tensor]>,
+        tensors: &[Tensor],
         notes: &mut Vec<Note>,
     ) -> Result<std::sync::Arc<Instance>, Error> {
-        self.instances.get_or_build(shapes.clone(), || {
-            let by_name: HashMap<String, Vec<usize>> = self
-                .signature
-                .inputs
+        let values = |positions: &[usize]| -> Vec<(usize, Vec<i64>)> {
+            positions
                 .iter()
-                .map(|i| i.name.clone())
-                .zip(shapes)
-                .collect();
-            let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name)?;
-            if let Some(options) = &self.optimize {
-                // The import bound every size: the model def has none.
-                let found = crate::optimize::optimize_cached(
-                    &source,
-                    None,
-                    &HashMap::new(),
-                    options,
-                    &mut |_| {},
-                )?;
-                source.replace_program(found.program, onnx::MODEL_DEF);
-            }
-            let weights = source.take_weights();
-            let params = self
-                .signature
-                .inputs
-                .iter()
-                .map(|i| source.parameter_of(&i.name))
-                .collect::<Result<Vec<_>, Error>>()?;
-            let def = source.pick_def(None)?;
-            let first = first.map(|t| args_of(&params, t.to_vec()));
-            let no_sizes = HashMap::new();
-            let spec = Specialized::build(
-                &source,
-                def,
-                &no_sizes,
-                weights,
-                &self.setup,
-                first.as_ref().map(|a| (a, &no_sizes)),
-                notes,
-            )?;
-            Ok(Instance {
-                source,
-                spec,
-                params,
+                .map(|&k| (k, tensors[k].to_i64_vec()))
+                .collect()
+        };
+        let known = self
+            .specialized
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&shapes)
+            .cloned();
+        if let Some(positions) = known {
+            let key = (shapes.clone(), values(&positions));
+            return self
+                .instances
+                .get_or_build(key, || self.build(&shapes, tensors, notes));
+        }
+        let instance = self.build(&shapes, tensors, notes)?;
+        self.specialized
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(shapes.clone(), instance.specialized.clone());
+        let key = (shapes, values(&instance.specialized));
+        self.instances.get_or_build(key, || Ok(instance))
+    }
+
+    /// The model imported and compiled for input `shapes`; `tensors` are
+    /// the run's inputs (none when the model is compiled as it opens): the
+    /// import reads the short integer ones' values where an operator needs
+    /// a constant, and the interpreter locates with them a program error
+    /// that compiling finds.
+    fn build(
+        &self,
+        shapes: &[Vec<usize>],
+        tensors: &[Tensor],
+        notes: &mut Vec<Note>,
+    ) -> Result<Instance, Error> {
+        let first = (!tensors.is_empty()).then_some(tensors);
+        let by_name: HashMap<String, Vec<usize>> = self
+            .signature
+            .inputs
+            .iter()
+            .map(|i| i.name.clone())
+            .zip(shapes.iter().cloned())
+            .collect();
+        let values: HashMap<String, Tensor> = self
+            .signature
+            .inputs
+            .iter()
+            .zip(tensors)
+            .filter(|(_, t)| t.dtype().is_int() && t.len() <= crate::bind::SHAPE_LIKE_MOST)
+            .map(|(i, t)| (i.name.clone(), t.clone()))
+            .collect();
+        let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name, &values)?;
+        let specialized = source
+            .model
+            .as_ref()
+            .map(|m| {
+                self.signature
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| m.specialized.contains(&i.name))
+                    .map(|(k, _)| k)
+                    .collect()
             })
+            .unwrap_or_default();
+        if let Some(options) = &self.optimize {
+            // The import bound every size: the model def has none.
+            let found = crate::optimize::optimize_cached(
+                &source,
+                None,
+                &HashMap::new(),
+                options,
+                &mut |_| {},
+            )?;
+            source.replace_program(found.program, onnx::MODEL_DEF);
+        }
+        let weights = source.take_weights();
+        let params = self
+            .signature
+            .inputs
+            .iter()
+            .map(|i| source.parameter_of(&i.name))
+            .collect::<Result<Vec<_>, Error>>()?;
+        let def = source.pick_def(None)?;
+        let first = first.map(|t| args_of(&params, t.to_vec()));
+        let no_sizes = HashMap::new();
+        let spec = Specialized::build(
+            &source,
+            def,
+            &no_sizes,
+            weights,
+            &self.setup,
+            first.as_ref().map(|a| (a, &no_sizes)),
+            notes,
+        )?;
+        Ok(Instance {
+            source,
+            spec,
+            params,
+            specialized,
         })
     }
 }

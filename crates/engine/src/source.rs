@@ -48,6 +48,9 @@ pub struct Ports {
     pub nodes: Vec<Option<String>>,
     /// The weights the import packed into kernel layouts, once.
     pub packing: onnx::Packing,
+    /// The inputs whose values the import was specialized on
+    /// (`onnx::Model::specialized`).
+    pub specialized: Vec<String>,
 }
 
 /// Reads a text file: its name as messages show it, and its text.
@@ -178,7 +181,9 @@ impl Source {
     /// Loads and imports the ONNX model at `path`. Symbolic input
     /// dimensions are bound by `sizes`, else read off `input_shapes` (the
     /// shapes of the tensors the caller will pass, by the model's input
-    /// names).
+    /// names); `input_values` are values the caller will pass, which the
+    /// import reads where an operator needs a constant
+    /// ([`Ports::specialized`]).
     /// `def` is the def the caller asked for: a model has one, so any name
     /// is an error.
     pub fn load_onnx(
@@ -186,12 +191,13 @@ impl Source {
         def: Option<&str>,
         sizes: &Sizes,
         input_shapes: &HashMap<String, Vec<usize>>,
+        input_values: &HashMap<String, tensor::Tensor>,
     ) -> Result<Source, Error> {
         if def.is_some() {
             return Err(no_def_for_model());
         }
-        let mut model =
-            onnx::load(path).and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes))?;
+        let mut model = onnx::load(path)
+            .and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes, input_values))?;
         // The weights move into the arguments: one copy of them, not two.
         let weights = std::mem::take(&mut model.weights)
             .into_iter()
@@ -212,6 +218,7 @@ impl Source {
             outputs: model.outputs,
             nodes: model.nodes,
             packing: model.packing,
+            specialized: model.specialized,
         });
         source.weights = weights;
         Ok(source)

@@ -22,6 +22,9 @@ pub enum ErrorKind {
     /// The tensors given for the inputs (or the sizes bound) do not fit
     /// the shapes the model declares.
     Shape,
+    /// An operator takes a graph input as a constant (a reduction's axes,
+    /// a reshape's shape), and the caller did not give its value.
+    NeedsValue,
 }
 
 impl Error {
@@ -42,6 +45,15 @@ impl Error {
     pub fn shape(message: impl Into<String>) -> Error {
         Error {
             kind: ErrorKind::Shape,
+            message: message.into(),
+        }
+    }
+}
+
+impl Error {
+    pub fn needs_value(message: impl Into<String>) -> Error {
+        Error {
+            kind: ErrorKind::NeedsValue,
             message: message.into(),
         }
     }

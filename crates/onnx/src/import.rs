@@ -58,6 +58,10 @@ pub struct Model {
     pub nodes: Vec<Option<String>>,
     /// The weights the import packed into kernel layouts.
     pub packing: crate::Packing,
+    /// The graph inputs whose values the import read where an operator
+    /// needs a constant (a reduction's axes, a reshape's shape): the model
+    /// def is specialized on them, as it is on the input sizes.
+    pub specialized: Vec<String>,
 }
 
 /// What importing needs to know besides the model.
@@ -74,35 +78,51 @@ pub struct Importer<'a> {
     /// Transposes of the last two axes not computed yet (`ops::swap`), by
     /// ONNX name: the tensor each transposes.
     pub swapped: HashMap<String, Var>,
+    /// The graph inputs by TC name: the ONNX name, and the value if the
+    /// caller gave one, which `constant` reads for an input an operator
+    /// needs as a constant.
+    pub given: HashMap<String, (String, Option<Tensor>)>,
+    /// The ONNX names of the given inputs `constant` read.
+    pub specialized: std::cell::RefCell<std::collections::BTreeSet<String>>,
     pub b: Builder,
 }
 
 /// Imports the model at `path`; `sizes` binds symbolic input dimensions
 /// (`dim_param` names).
 pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, Error> {
-    import_loaded(load::load(path)?, sizes, &HashMap::new())
+    import_loaded(load::load(path)?, sizes, &HashMap::new(), &HashMap::new())
 }
 
 /// Imports a loaded model. Symbolic input dimensions take their values from
 /// `sizes` or, failing that, from `shapes`: the shapes of the tensors the
 /// caller will bind to the graph inputs of those names (a dynamic batch
-/// size read off the input file). The error is of kind
+/// size read off the input file). `values` are the values the caller will
+/// bind to graph inputs, of which the import reads those an operator needs
+/// as a constant ([`Model::specialized`]). The error is of kind
 /// [`crate::ErrorKind::Unsupported`] for a node of an operator no importer
 /// handles ([`check_operators`]), else [`crate::ErrorKind::Shape`] when the
 /// sizes and shapes do not fit the inputs' declared shapes, else the first
-/// of [`problems`].
+/// of [`problems`] (of kind [`crate::ErrorKind::NeedsValue`] when it is an
+/// input whose value was not given).
 pub fn import_loaded(
     loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
+    values: &HashMap<String, Tensor>,
 ) -> Result<Model, Error> {
     // An operator tessera lacks is told first: no sizes would help.
     check_operators(&loaded)?;
     if let Some(graph) = loaded.model.graph.as_ref() {
         bind_symbols(graph, sizes, shapes).map_err(Error::shape)?;
     }
-    import_all(loaded, sizes, shapes)
-        .map_err(|mut problems| Error::invalid(problems.swap_remove(0)))
+    import_all(loaded, sizes, shapes, values).map_err(|mut problems| {
+        let first = problems.swap_remove(0);
+        if first.contains(crate::ops::NEEDS_VALUE) {
+            Error::needs_value(first)
+        } else {
+            Error::invalid(first)
+        }
+    })
 }
 
 /// The first node of `loaded` whose operator (or form of it) no importer
@@ -127,7 +147,7 @@ pub fn check_operators(loaded: &Loaded) -> Result<(), Error> {
 /// these, so that it never calls a model supported that `run` refuses.
 pub fn problems(loaded: Loaded, sizes: &HashMap<String, i64>) -> Vec<String> {
     let unsupported = check_operators(&loaded).err();
-    let mut all = import_all(loaded, sizes, &HashMap::new())
+    let mut all = import_all(loaded, sizes, &HashMap::new(), &HashMap::new())
         .err()
         .unwrap_or_default();
     if let Some(e) = unsupported {
@@ -152,6 +172,7 @@ fn import_all(
     mut loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
+    values: &HashMap<String, Tensor>,
 ) -> Result<Model, Vec<String>> {
     let graph = loaded
         .model
@@ -170,6 +191,8 @@ fn import_all(
         blocked: HashMap::new(),
         readers: HashMap::new(),
         swapped: HashMap::new(),
+        given: HashMap::new(),
+        specialized: Default::default(),
         b: Builder::default(),
     };
     for name in graph
@@ -198,6 +221,10 @@ fn import_all(
         let (dtype, shape) = value_type(vi, sizes, "input").map_err(one)?;
         let tc = tc_name(&onnx, k, &mut used_names);
         let v = im.b.param(&tc, dtype, &shape);
+        let value = values
+            .get(&onnx)
+            .filter(|t| t.dtype() == dtype && t.shape() == shape);
+        im.given.insert(tc.clone(), (onnx.clone(), value.cloned()));
         im.values.insert(onnx.clone(), Value::Var(v));
         inputs.push(Port {
             onnx,
@@ -240,10 +267,12 @@ fn import_all(
         im.unswap(&onnx);
         let v = match im.values.get(&onnx) {
             Some(Value::Var(v)) => v.clone(),
-            Some(Value::Const(t)) if t.shape().contains(&0) => return Err(one(format!(
+            Some(Value::Const(t)) if t.shape().contains(&0) => {
+                return Err(one(format!(
                 "graph output `{onnx}` has shape {:?}: tessera's tensors have positive dimensions",
                 t.shape()
-            ))),
+            )))
+            }
             Some(Value::Const(t)) => {
                 let t = t.clone();
                 im.b.weight(&onnx, &t)
@@ -297,6 +326,7 @@ fn import_all(
         weights: std::mem::take(&mut im.b.weights),
         nodes,
         packing: im.b.packing,
+        specialized: im.specialized.into_inner().into_iter().collect(),
     })
 }
 

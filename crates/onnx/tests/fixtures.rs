@@ -28,8 +28,10 @@ fn folders(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs one fixture; `Err` says what differs.
 fn check(dir: &Path) -> Result<(), String> {
-    // Symbolic input dimensions take the sizes of the fixture's inputs.
+    // Symbolic input dimensions take the sizes of the fixture's inputs, and
+    // an input an operator takes as a constant its value.
     let mut shapes = HashMap::new();
+    let mut values = HashMap::new();
     for e in std::fs::read_dir(dir.join("inputs")).map_err(|e| e.to_string())? {
         let path = e.map_err(|e| e.to_string())?.path();
         let name = path
@@ -37,10 +39,12 @@ fn check(dir: &Path) -> Result<(), String> {
             .unwrap_or_default()
             .to_string_lossy()
             .to_string();
-        shapes.insert(name, npy::shape(&path)?);
+        let t = npy::read(&path)?;
+        shapes.insert(name.clone(), t.shape().to_vec());
+        values.insert(name, t);
     }
     let loaded = onnx::load(&dir.join("model.onnx"))?;
-    let model = onnx::import_loaded(loaded, &HashMap::new(), &shapes)?;
+    let model = onnx::import_loaded(loaded, &HashMap::new(), &shapes, &values)?;
     let mut args = HashMap::new();
     for p in &model.inputs {
         let t = npy::read(&dir.join("inputs").join(format!("{}.npy", p.onnx)))?;

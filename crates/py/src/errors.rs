@@ -50,7 +50,9 @@ pub fn to_py(e: engine::Error) -> PyErr {
     match e {
         E::Source(_) | E::Model(_) => ParseError::new_err(message),
         E::Unsupported(_) => UnsupportedOperatorError::new_err(message),
-        E::Input { .. } | E::Npy { .. } | E::Usage(_) => InputError::new_err(message),
+        E::Input { .. } | E::Npy { .. } | E::Usage(_) | E::NeedsValue(_) => {
+            InputError::new_err(message)
+        }
         E::Shape { .. } | E::Sizes(_) => ShapeError::new_err(message),
         E::Run { .. } | E::Compiled(_) => RunError::new_err(message),
         E::Interrupted(_) => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),

@@ -154,9 +154,14 @@ fn optimize(
     let sizes = sizes.unwrap_or_default();
     let (source, sizes) = match onnx_path(tc_source)? {
         Some(path) => {
-            let source =
-                engine::Source::load_onnx(&path, entry.as_deref(), &sizes, &HashMap::new())
-                    .map_err(errors::to_py)?;
+            let source = engine::Source::load_onnx(
+                &path,
+                entry.as_deref(),
+                &sizes,
+                &HashMap::new(),
+                &HashMap::new(),
+            )
+            .map_err(errors::to_py)?;
             // The import bound the sizes: the model def has none.
             (source, HashMap::new())
         }

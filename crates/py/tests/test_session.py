@@ -132,3 +132,16 @@ def test_a_script_written_for_onnx_runtime_runs_unchanged():
     options.intra_op_num_threads = 0
     assert tessera.InferenceSession(path, options).threads is None
     assert tessera.InferenceSession(path, options, threads=2).threads == 2
+
+
+def test_an_input_taken_as_a_constant_compiles_once_per_value():
+    # The axes of this ReduceSum are a graph input: the session's program
+    # is specialized on their value, as on the input shapes.
+    d = FIXTURES / "reduce_axes_graph_input"
+    session = tessera.InferenceSession(d / "model.onnx")
+    assert session.specializations == 0
+    x = np.load(d / "inputs" / "x.npy")
+    for axis in [0, 2, 0, 1]:
+        [got] = session.run(None, {"x": x, "axes": np.array([axis], dtype=np.int64)})
+        assert_close(got, x.sum(axis=axis, keepdims=True), f"axis {axis}")
+    assert session.specializations == 3

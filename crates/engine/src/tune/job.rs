@@ -127,9 +127,14 @@ pub fn setup(job: &Job) -> Result<Setup, String> {
     let given: HashMap<String, i64> = job.sizes.clone().into_iter().collect();
     let (program, weights) = match &job.model {
         Some(path) => {
-            let mut source =
-                crate::Source::load_onnx(Path::new(path), None, &given, &HashMap::new())
-                    .map_err(|e| e.to_string())?;
+            let mut source = crate::Source::load_onnx(
+                Path::new(path),
+                None,
+                &given,
+                &HashMap::new(),
+                &HashMap::new(),
+            )
+            .map_err(|e| e.to_string())?;
             let weights = source.take_weights();
             (source.program().clone(), weights)
         }

@@ -1,4 +1,4 @@
-//! Operators on constants, folded at import: `Constant`, `Shape`,
+//! Operators on constants, folded at import: `Constant`, `Shape`, `Size`,
 //! `Gather` (of constants; of computed data or indices, a call of the
 //! generated gather), `Cast`, and the pass-throughs `Identity` and
 //! `Dropout` (inference). These are what the shape subgraphs PyTorch
@@ -79,6 +79,19 @@ pub fn shape(im: &mut Importer, n: &Node) -> Result<(), String> {
         n,
         0,
         Value::Const(Tensor::from_i64(DType::I64, &[dims.len()], dims)),
+    );
+    Ok(())
+}
+
+/// `Size`: the input's number of elements, an int64 scalar known at
+/// import.
+pub fn size(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let count = im.plain_shape(n, 0)?.iter().product::<usize>() as i64;
+    im.set(
+        n,
+        0,
+        Value::Const(Tensor::from_i64(DType::I64, &[], vec![count])),
     );
     Ok(())
 }

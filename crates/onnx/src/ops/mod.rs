@@ -94,9 +94,16 @@ pub const SUPPORTED: &[&str] = &[
     "Pow",
     "Range",
     "Reciprocal",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
     "ReduceMax",
     "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
     "ReduceSum",
+    "ReduceSumSquare",
     "Relu",
     "Reshape",
     "Round",
@@ -106,6 +113,7 @@ pub const SUPPORTED: &[&str] = &[
     "Sign",
     "Sin",
     "Sinh",
+    "Size",
     "Slice",
     "Softmax",
     "Softplus",
@@ -123,6 +131,10 @@ pub const SUPPORTED: &[&str] = &[
     "Where",
     "Xor",
 ];
+
+/// What the error says of a graph input whose value an operator needs as
+/// a constant when the caller gave none (`ErrorKind::NeedsValue`).
+pub(crate) const NEEDS_VALUE: &str = "whose value the import needs";
 
 /// Imports one node.
 /// Why no importer handles node `n` (its domain, its operator, or its
@@ -154,7 +166,10 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "ConvTranspose" => conv::conv_transpose(im, n),
         "LeakyRelu" | "Clip" | "Gelu" | "PRelu" => elementwise::activation(im, n),
         "LayerNormalization" => reduce::layernorm(im, n),
-        "ReduceMean" | "ReduceSum" | "ReduceMax" => reduce::reduce(im, n),
+        "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
+        | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => {
+            reduce::reduce(im, n)
+        }
         "Slice" => layout::slice(im, n),
         "Pad" => layout::pad(im, n),
         "Split" => layout::split(im, n),
@@ -176,6 +191,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Constant" => fold::constant(im, n),
         "Identity" | "Dropout" => fold::identity(im, n),
         "Shape" => fold::shape(im, n),
+        "Size" => fold::size(im, n),
         "Gather" => fold::gather(im, n),
         "Cast" => fold::cast(im, n),
         "CastLike" => fold::cast_like(im, n),
@@ -231,14 +247,26 @@ impl Importer<'_> {
         }
     }
 
-    /// Input `k`, which must be a constant (known at import).
+    /// Input `k`, which must be a constant (known at import): an
+    /// initializer, a value the import folded, or a graph input whose value
+    /// the caller gave (the import is then specialized on it).
     pub(crate) fn constant(&self, n: &Node, k: usize, what: &str) -> Result<Tensor, String> {
         match self.value(n, k)? {
             Value::Const(t) => Ok(t),
-            Value::Var(_) => Err(n.error(format!(
-                "input {} ({what}) must be a constant, but it is computed by the model",
-                k + 1
-            ))),
+            Value::Var(v) => match self.given.get(&v.name) {
+                Some((onnx, Some(t))) => {
+                    self.specialized.borrow_mut().insert(onnx.clone());
+                    Ok(t.clone())
+                }
+                Some((onnx, None)) => Err(n.error(format!(
+                    "input {} ({what}) is the graph input `{onnx}`, {NEEDS_VALUE}: give it (`tessera run --input`)",
+                    k + 1
+                ))),
+                None => Err(n.error(format!(
+                    "input {} ({what}) must be a constant, but it is computed by the model",
+                    k + 1
+                ))),
+            },
         }
     }
 

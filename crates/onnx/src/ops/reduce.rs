@@ -1,11 +1,13 @@
-//! `LayerNormalization` and the reductions `ReduceMean`, `ReduceSum`,
-//! `ReduceMax` over the axes the prelude has defs for (`reduce_OP_rK_aAXES`
-//! with `_keep` for `keepdims = 1`).
+//! `LayerNormalization` and the reductions: `ReduceMean`, `ReduceSum`,
+//! `ReduceMax` of float32 over the axes the prelude has defs for
+//! (`reduce_OP_rK_aAXES` with `_keep` for `keepdims = 1`), and every
+//! `Reduce*` operator over any axes of any numeric type as comprehensions
+//! in the model def.
 
 use ir::DType;
 
 use super::{axis, ints, MAX_RANK};
-use crate::build::{float, Node, Value};
+use crate::build::{float, Node, Value, Var};
 use crate::import::{Importer, PRELUDE};
 
 pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
@@ -63,13 +65,9 @@ pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
     let r = x.shape.len();
-    // The axes are an input for ReduceSum from opset 13, for the others
-    // from opset 18; an attribute before.
-    let as_input = if n.op == "ReduceSum" {
-        im.opset >= 13
-    } else {
-        im.opset >= 18
-    };
+    // The axes are an input for ReduceSum from version 13, for the others
+    // from version 18; an attribute before.
+    let as_input = im.version(n) >= if n.op == "ReduceSum" { 13 } else { 18 };
     let axes = if as_input {
         match n.input(1) {
             Some(_) => Some(ints(&im.constant(n, 1, "the axes")?)),
@@ -79,33 +77,16 @@ pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
         n.ints("axes")?
     };
     let keep = n.int("keepdims")?.unwrap_or(1) != 0;
-    if as_input
-        && n.int("noop_with_empty_axes")?.unwrap_or(0) != 0
-        && axes.as_ref().is_none_or(Vec::is_empty)
-    {
-        return Err(n.error("noop_with_empty_axes with no axes is not supported"));
-    }
+    // With `noop_with_empty_axes`, no axes reduce none: the operator's
+    // elementwise part alone (a ReduceSumSquare squares).
+    let noop = as_input && n.int("noop_with_empty_axes")?.unwrap_or(0) != 0;
     let mut axes: Vec<usize> = match axes {
         Some(a) if !a.is_empty() => a.iter().map(|&a| axis(n, a, r)).collect::<Result<_, _>>()?,
+        _ if noop => Vec::new(),
         _ => (0..r).collect(),
     };
     axes.sort_unstable();
     axes.dedup();
-    let op = match n.op {
-        "ReduceMean" => "mean",
-        "ReduceSum" => "sum",
-        _ => "max",
-    };
-    let code: String = axes.iter().map(ToString::to_string).collect();
-    let def = format!(
-        "reduce_{op}_r{r}_a{code}{}",
-        if keep { "_keep" } else { "" }
-    );
-    if !PRELUDE.contains(&format!("def {def}(")) {
-        return Err(n.error(format!(
-            "reducing axes {axes:?} of a rank-{r} tensor is not supported"
-        )));
-    }
     let shape: Vec<usize> = (0..r)
         .filter_map(|k| match (axes.contains(&k), keep) {
             (false, _) => Some(x.shape[k]),
@@ -113,7 +94,102 @@ pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
             (true, false) => None,
         })
         .collect();
-    let y = im.b.call(&def, &[&x], &[], DType::F32, shape);
+    let op = match n.op {
+        "ReduceMean" => "mean",
+        "ReduceSum" => "sum",
+        "ReduceMax" => "max",
+        _ => "",
+    };
+    let code: String = axes.iter().map(ToString::to_string).collect();
+    let def = format!(
+        "reduce_{op}_r{r}_a{code}{}",
+        if keep { "_keep" } else { "" }
+    );
+    let y = if x.dtype == DType::F32 && !op.is_empty() && PRELUDE.contains(&format!("def {def}(")) {
+        im.b.call(&def, &[&x], &[], DType::F32, shape)
+    } else {
+        general(im, n, &x, &axes, keep, shape)?
+    };
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// A reduction over `axes` of `x` as comprehensions in the model def: an
+/// elementwise part before (`|x|`, `x * x`, `exp(x - max)`), the
+/// reduction (`+=!`, `*=!`, `max=!`, `min=!`; none over no axes), and an
+/// elementwise part after (the mean's division, `sqrt`, `log`).
+fn general(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    axes: &[usize],
+    keep: bool,
+    shape: Vec<usize>,
+) -> Result<Var, String> {
+    let float = matches!(x.dtype, DType::F32 | DType::F64);
+    let numeric = float || x.dtype.is_int();
+    // (before, reduction, after, float only): `_v` is the element or the
+    // reduced value.
+    let (before, reduction, after, float_only) = match n.op {
+        "ReduceSum" => ("_v", "+=!", "_v", false),
+        "ReduceMean" => ("_v", "+=!", "_v / COUNT", true),
+        "ReduceMax" => ("_v", "max=!", "_v", false),
+        "ReduceMin" => ("_v", "min=!", "_v", false),
+        "ReduceProd" => ("_v", "*=!", "_v", false),
+        "ReduceL1" => ("fabs(_v)", "+=!", "_v", false),
+        "ReduceL2" => ("_v * _v", "+=!", "sqrt(_v)", true),
+        "ReduceSumSquare" => ("_v * _v", "+=!", "_v", false),
+        "ReduceLogSum" => ("_v", "+=!", "log(_v)", true),
+        _ => ("exp(_v - MAX)", "+=!", "log(_v) + MAX", true),
+    };
+    if !numeric || float_only && !float {
+        return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
+    }
+    let r = x.shape.len();
+    // The input's index: the result's iterator for a kept axis, a
+    // reduction iterator for a reduced one.
+    let mut out = 0;
+    let mut read = Vec::with_capacity(r);
+    let mut ranges = Vec::new();
+    for k in 0..r {
+        if axes.contains(&k) {
+            read.push(format!("_r{k}"));
+            ranges.push(format!("_r{k} in 0:{}", x.shape[k]));
+            out += usize::from(keep);
+        } else {
+            read.push(format!("_i{out}"));
+            out += 1;
+        }
+    }
+    let element = format!("{}({})", x.name, read.join(", "));
+    let point: Vec<String> = (0..shape.len()).map(|k| format!("_i{k}")).collect();
+    let at = |v: &Var| format!("{}({})", v.name, point.join(", "));
+    let mut before = before.replace("_v", &element);
+    let mut after = after.to_string();
+    if n.op == "ReduceLogSumExp" {
+        // The largest element is subtracted before `exp` and added back
+        // after `log`, so that large elements do not overflow.
+        let max = if ranges.is_empty() {
+            im.b.compute("=", &element, &[], x.dtype, shape.clone())
+        } else {
+            im.b.compute("max=!", &element, &ranges, x.dtype, shape.clone())
+        };
+        before = before.replace("MAX", &at(&max));
+        after = after.replace("MAX", &at(&max));
+    }
+    let count: usize = axes.iter().map(|&k| x.shape[k]).product();
+    after = after.replace("COUNT", &count.to_string());
+    let reduction = if ranges.is_empty() { "=" } else { reduction };
+    let reduced =
+        im.b.compute(reduction, &before, &ranges, x.dtype, shape.clone());
+    if after == "_v" {
+        return Ok(reduced);
+    }
+    Ok(im.b.compute(
+        "=",
+        &after.replace("_v", &at(&reduced)),
+        &[],
+        x.dtype,
+        shape,
+    ))
 }

@@ -96,9 +96,9 @@ pub fn item_shapes(items: &[String]) -> Result<HashMap<String, Vec<usize>>, Erro
 /// bounds) are short.
 pub const SHAPE_LIKE_MOST: usize = 4096;
 
-/// The values of the `NAME=FILE.npy` items that hold short integer
-/// tensors (at most [`SHAPE_LIKE_MOST`] elements), by name: the import
-/// reads those a model's operators need as constants.
+/// The values of the `NAME=FILE.npy` items that hold short tensors (at
+/// most [`SHAPE_LIKE_MOST`] elements), by name: the import reads those a
+/// model's operators need as constants.
 pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
     let mut values = HashMap::new();
     for it in items {
@@ -113,8 +113,8 @@ pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
             path: v.to_string(),
             message,
         };
-        let (dtype, shape) = npy::header(Path::new(v)).map_err(npy_error)?;
-        if dtype.is_int() && shape.iter().product::<usize>() <= SHAPE_LIKE_MOST {
+        let shape = npy::shape(Path::new(v)).map_err(npy_error)?;
+        if shape.iter().product::<usize>() <= SHAPE_LIKE_MOST {
             let t = npy::read(Path::new(v)).map_err(npy_error)?;
             values.insert(k.trim().to_string(), t);
         }

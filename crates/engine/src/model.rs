@@ -290,7 +290,7 @@ impl Model {
         let values = |positions: &[usize]| -> Vec<(usize, Vec<i64>)> {
             positions
                 .iter()
-                .map(|&k| (k, tensors[k].to_i64_vec()))
+                .map(|&k| (k, exact_values(&tensors[k])))
                 .collect()
         };
         let known = self
@@ -316,7 +316,7 @@ impl Model {
 
     /// The model imported and compiled for input `shapes`; `tensors` are
     /// the run's inputs (none when the model is compiled as it opens): the
-    /// import reads the short integer ones' values where an operator needs
+    /// import reads the short ones' values where an operator needs
     /// a constant, and the interpreter locates with them a program error
     /// that compiling finds.
     fn build(
@@ -338,7 +338,7 @@ impl Model {
             .inputs
             .iter()
             .zip(tensors)
-            .filter(|(_, t)| t.dtype().is_int() && t.len() <= crate::bind::SHAPE_LIKE_MOST)
+            .filter(|(_, t)| t.len() <= crate::bind::SHAPE_LIKE_MOST)
             .map(|(i, t)| (i.name.clone(), t.clone()))
             .collect();
         let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name, &values)?;
@@ -398,6 +398,16 @@ impl Instance {
     /// The model def's arguments: `tensors`, in declared order.
     fn args(&self, tensors: Vec<Tensor>) -> HashMap<String, Arg> {
         args_of(&self.params, tensors)
+    }
+}
+
+/// The values of `t` as integers that tell every two values apart: an
+/// integer itself, a float's bits.
+fn exact_values(t: &Tensor) -> Vec<i64> {
+    if t.dtype().is_float() {
+        t.to_f64_vec().iter().map(|x| x.to_bits() as i64).collect()
+    } else {
+        t.to_i64_vec()
     }
 }
 

@@ -35,6 +35,13 @@ pub(crate) fn reshape_var(
     if x.shape == shape {
         return Ok(x.clone());
     }
+    let prelude = |s: &[usize]| (1..=super::MAX_RANK).contains(&s.len());
+    if !prelude(&x.shape)
+        || !prelude(&shape)
+        || !matches!(x.dtype, DType::F32 | DType::I64 | DType::Bool)
+    {
+        return Ok(reshape_comprehension(im, x, shape));
+    }
     let (ra, rb) = (rank(n, &x.shape, "an input")?, rank(n, &shape, "a result")?);
     let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
     // Float tensors have `reshape_rA_rB`; int64 and bool ones (ids,
@@ -51,6 +58,35 @@ pub(crate) fn reshape_var(
     };
     let def = format!("reshape_{prefix}r{ra}_r{rb}");
     Ok(im.b.call(&def, &[x], &dims, x.dtype, shape))
+}
+
+/// `x` as `shape` by index arithmetic, for the ranks and element types the
+/// prelude's reshapes do not take: the result's point as a row-major
+/// position, read at the same position of `x`.
+fn reshape_comprehension(im: &mut Importer, x: &Var, shape: Vec<usize>) -> Var {
+    let strides = |s: &[usize]| -> Vec<usize> {
+        let mut v = vec![1; s.len()];
+        for k in (0..s.len().saturating_sub(1)).rev() {
+            v[k] = v[k + 1] * s[k + 1];
+        }
+        v
+    };
+    let flat = strides(&shape)
+        .iter()
+        .enumerate()
+        .map(|(k, st)| format!("_i{k} * {st}"))
+        .collect::<Vec<_>>();
+    let flat = if flat.is_empty() {
+        "0".to_string()
+    } else {
+        flat.join(" + ")
+    };
+    let index: Vec<String> = strides(&x.shape)
+        .iter()
+        .zip(&x.shape)
+        .map(|(st, d)| format!("(({flat}) / {st}) % {d}"))
+        .collect();
+    im.b.compute("=", &super::point::read(x, &index), &[], x.dtype, shape)
 }
 
 pub fn flatten(im: &mut Importer, n: &Node) -> Result<(), String> {
@@ -384,11 +420,8 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
 pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let mode = n.string("mode")?.unwrap_or_else(|| "constant".to_string());
-    if mode != "constant" {
-        return Err(n.error(format!("mode `{mode}` is not supported (constant is)")));
-    }
     let x = im.var(n, 0)?;
-    let r = rank(n, &x.shape, "an input")?;
+    let r = x.shape.len();
     // Pad 2 has its pads and value as attributes.
     let legacy = im.version(n) < 11;
     let given = if legacy {
@@ -412,9 +445,6 @@ pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
         pads[a] = given[k];
         pads[r + a] = given[axes.len() + k];
     }
-    if let Some(p) = pads.iter().find(|&&p| p < 0) {
-        return Err(n.error(format!("negative pads ({p}) are not supported")));
-    }
     let value = match n.input(2).filter(|_| !legacy) {
         _ if legacy => f64::from(n.float("value")?.unwrap_or(0.0)),
         Some(_) => im
@@ -425,6 +455,11 @@ pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
             .unwrap_or(0.0),
         None => 0.0,
     };
+    if !super::rearrange::prelude_pads(&x, &pads, &mode) {
+        let y = super::rearrange::pad(im, n, &x, &pads, &mode, value)?;
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
+    }
     let shape: Vec<usize> = (0..r)
         .map(|k| x.shape[k] + (pads[k] + pads[r + k]) as usize)
         .collect();

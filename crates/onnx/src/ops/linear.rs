@@ -1,4 +1,5 @@
-//! `MatMul`, `Gemm`, `BatchNormalization` (inference), `Softmax`, and
+//! `MatMul`, `Gemm`, `BatchNormalization` (inference), `Softmax` along
+//! the last axis (any other is `along.rs`), and
 //! `Einsum` of a matrix product (the general form is `einsum.rs`).
 
 use ir::DType;
@@ -202,12 +203,12 @@ pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
     let r = x.shape.len();
     // Before opset 13 the default axis is 1 and the input is coerced to 2-D
     // there; that is the last axis exactly when the axis is the last.
-    let default = if im.opset >= 13 { -1 } else { 1 };
+    let default = if im.version(n) >= 13 { -1 } else { 1 };
     let a = axis(n, n.int("axis")?.unwrap_or(default), r)?;
-    if a + 1 != r || !(2..=MAX_RANK).contains(&r) {
-        return Err(n.error(format!(
-            "softmax over axis {a} of a rank-{r} tensor is not supported (the last axis of ranks 2 to {MAX_RANK} is)"
-        )));
+    // The prelude's defs take float32 rows along the last axis of ranks 2
+    // to 5; any other softmax is comprehensions of its own.
+    if a + 1 != r || !(2..=MAX_RANK).contains(&r) || x.dtype != DType::F32 {
+        return super::along::softmax(im, n);
     }
     let y = im.b.call(
         &format!("softmax_r{r}"),

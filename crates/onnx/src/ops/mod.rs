@@ -7,6 +7,7 @@
 //! is an error naming the node; `build::Node::finish` catches attributes
 //! an importer did not read.
 
+mod along;
 pub mod blocked;
 mod compare;
 mod conv;
@@ -16,7 +17,9 @@ mod fold;
 mod layout;
 mod linear;
 mod map;
+mod point;
 mod pool;
+mod rearrange;
 mod reduce;
 mod swap;
 
@@ -32,6 +35,8 @@ pub const SUPPORTED: &[&str] = &[
     "Acosh",
     "Add",
     "And",
+    "ArgMax",
+    "ArgMin",
     "Asin",
     "Asinh",
     "Atan",
@@ -51,6 +56,8 @@ pub const SUPPORTED: &[&str] = &[
     "ConvTranspose",
     "Cos",
     "Cosh",
+    "CumSum",
+    "DepthToSpace",
     "Div",
     "Dropout",
     "Einsum",
@@ -62,6 +69,7 @@ pub const SUPPORTED: &[&str] = &[
     "Flatten",
     "Floor",
     "Gather",
+    "GatherElements",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
@@ -70,6 +78,7 @@ pub const SUPPORTED: &[&str] = &[
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
+    "Hardmax",
     "Identity",
     "IsInf",
     "IsNaN",
@@ -78,6 +87,8 @@ pub const SUPPORTED: &[&str] = &[
     "Less",
     "LessOrEqual",
     "Log",
+    "LogSoftmax",
+    "LpNormalization",
     "MatMul",
     "Max",
     "MaxPool",
@@ -107,6 +118,7 @@ pub const SUPPORTED: &[&str] = &[
     "Relu",
     "Reshape",
     "Round",
+    "ScatterElements",
     "Selu",
     "Shape",
     "Sigmoid",
@@ -118,6 +130,7 @@ pub const SUPPORTED: &[&str] = &[
     "Softmax",
     "Softplus",
     "Softsign",
+    "SpaceToDepth",
     "Split",
     "Sqrt",
     "Squeeze",
@@ -126,7 +139,9 @@ pub const SUPPORTED: &[&str] = &[
     "Tan",
     "Tanh",
     "ThresholdedRelu",
+    "Tile",
     "Transpose",
+    "Trilu",
     "Unsqueeze",
     "Where",
     "Xor",
@@ -183,6 +198,15 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Gemm" => linear::gemm(im, n),
         "BatchNormalization" => linear::batchnorm(im, n),
         "Softmax" => linear::softmax(im, n),
+        "Tile" => rearrange::tile(im, n),
+        "Trilu" => rearrange::trilu(im, n),
+        "GatherElements" => rearrange::gather_elements(im, n),
+        "ScatterElements" => rearrange::scatter_elements(im, n),
+        "DepthToSpace" | "SpaceToDepth" => rearrange::depth_space(im, n),
+        "LogSoftmax" | "Hardmax" => along::softmax(im, n),
+        "ArgMax" | "ArgMin" => along::arg(im, n),
+        "CumSum" => along::cumsum(im, n),
+        "LpNormalization" => along::lp_normalization(im, n),
         "Flatten" => layout::flatten(im, n),
         "Reshape" => layout::reshape(im, n),
         "Transpose" => layout::transpose(im, n),

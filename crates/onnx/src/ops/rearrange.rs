@@ -1,0 +1,320 @@
+//! Operators that move or select elements by index arithmetic, as
+//! comprehensions in the model def: `Tile`, `Trilu`, `GatherElements`,
+//! `ScatterElements`, `DepthToSpace`, `SpaceToDepth`, and `Pad` in the
+//! forms the prelude's `pad_rK` does not take (`reflect`, `edge`, `wrap`,
+//! element types other than float32, other ranks).
+//!
+//! Every read is in bounds: an index that may fall outside is guarded by
+//! `?:` or clamped, and a negative index counts from the end as ONNX
+//! says. `ScatterElements` computes each output element from the updates
+//! that land on it (the last one with `reduction = none`, as the ONNX
+//! reference does with repeated indices).
+
+use ir::DType;
+
+use super::point::{point, read};
+use super::{axis, ints};
+use crate::build::{Node, Value, Var};
+use crate::import::Importer;
+
+/// `Tile`: the input repeated `repeats[k]` times along each axis `k`.
+pub fn tile(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let repeats = ints(&im.constant(n, 1, "the repeats")?);
+    if repeats.len() != x.shape.len() || repeats.iter().any(|&k| k < 1) {
+        return Err(n.error(format!(
+            "repeats {repeats:?} for an input of shape {:?} (one positive count per axis)",
+            x.shape
+        )));
+    }
+    let shape: Vec<usize> = x
+        .shape
+        .iter()
+        .zip(&repeats)
+        .map(|(&d, &k)| d * k as usize)
+        .collect();
+    let index: Vec<String> = (0..x.shape.len())
+        .map(|k| format!("_i{k} % {}", x.shape[k]))
+        .collect();
+    let y = im.b.compute("=", &read(&x, &index), &[], x.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `Trilu`: the upper (or lower) triangle of the last two axes, from
+/// diagonal `k` (the optional second input), the rest zero.
+pub fn trilu(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let r = x.shape.len();
+    if r < 2 {
+        return Err(n.error(format!("an input of rank {r} (Trilu needs 2 or more)")));
+    }
+    let k = match n.input(1) {
+        Some(_) => *ints(&im.constant(n, 1, "the diagonal")?)
+            .first()
+            .ok_or_else(|| n.error("the diagonal k is empty"))?,
+        None => 0,
+    };
+    let upper = n.int("upper")?.unwrap_or(1) != 0;
+    let keep = format!(
+        "_i{} - _i{} {} {k}",
+        r - 1,
+        r - 2,
+        if upper { ">=" } else { "<=" }
+    );
+    let rhs = format!("{keep} ? {} : 0", read(&x, &point(r)));
+    let y = im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// The integer indices of input `k` and the axis they index, checked
+/// against `data`: the same rank, and an integer type.
+fn element_indices(
+    im: &mut Importer,
+    n: &Node,
+    data: &Var,
+    k: usize,
+) -> Result<(Var, usize), String> {
+    let indices = im.var(n, k)?;
+    let r = data.shape.len();
+    if !indices.dtype.is_int() || indices.shape.len() != r || r == 0 {
+        return Err(n.error(format!(
+            "indices {} of shape {:?} for data of shape {:?} (integers of the data's rank are needed)",
+            indices.dtype, indices.shape, data.shape
+        )));
+    }
+    let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
+    Ok((indices, a))
+}
+
+/// An index read from `indices` at `at`, a negative one counting from the
+/// end of an axis of `size`.
+fn wrapped(indices: &Var, at: &[String], size: usize) -> String {
+    let i = read(indices, at);
+    format!("({i} < 0 ? {i} + {size} : {i})")
+}
+
+/// `GatherElements`: `Y[p] = X[p with axis a at I[p]]`.
+pub fn gather_elements(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let (indices, a) = element_indices(im, n, &x, 1)?;
+    let here = point(x.shape.len());
+    let mut index = here.clone();
+    index[a] = wrapped(&indices, &here, x.shape[a]);
+    let y =
+        im.b.compute("=", &read(&x, &index), &[], x.dtype, indices.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `ScatterElements`: the data, where the updates whose index along the
+/// axis lands on an element replace it (`reduction = none`, the last such
+/// update) or are combined with it (`add`, `mul`, `max`, `min`).
+pub fn scatter_elements(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let (indices, a) = element_indices(im, n, &x, 1)?;
+    let updates = im.var(n, 2)?;
+    if updates.shape != indices.shape || updates.dtype != x.dtype {
+        return Err(n.error(format!(
+            "updates {} {:?} for indices {:?} and data {} (the indices' shape and the data's type are needed)",
+            updates.dtype, updates.shape, indices.shape, x.dtype
+        )));
+    }
+    if let Some((k, _)) = (0..x.shape.len())
+        .map(|k| (k, indices.shape[k] > x.shape[k]))
+        .find(|&(k, bigger)| bigger && k != a)
+    {
+        return Err(n.error(format!(
+            "indices {:?} exceed the data {:?} along axis {k}",
+            indices.shape, x.shape
+        )));
+    }
+    let r = x.shape.len();
+    let here = point(r);
+    // The updates along the axis at this element's other coordinates; a
+    // read past the updates' other extents is skipped by the reduction.
+    let mut at = here.clone();
+    at[a] = "_q".to_string();
+    let lands = format!("{} == _i{a}", wrapped(&indices, &at, x.shape[a]));
+    let range = [format!("_q in 0:{}", indices.shape[a])];
+    let u = read(&updates, &at);
+    let xs = read(&x, &here);
+    let reduction = n.string("reduction")?.unwrap_or_else(|| "none".to_string());
+    let combined = |im: &mut Importer, op: &str, rhs: String, out: &str| {
+        let s = im.b.compute(op, &rhs, &range, x.dtype, x.shape.clone());
+        let rhs = out.replace("S", &read(&s, &here));
+        im.b.compute("=", &rhs.replace("X", &xs), &[], x.dtype, x.shape.clone())
+    };
+    let y = match reduction.as_str() {
+        "none" => {
+            let last = im.b.compute(
+                "max=!",
+                &format!("{lands} ? int64(_q) : int64(-1)"),
+                &range,
+                DType::I64,
+                x.shape.clone(),
+            );
+            let l = read(&last, &here);
+            // The update read is clamped into the updates' extents: it is
+            // taken only where an update landed, which is inside them.
+            let clamped: Vec<String> = (0..r)
+                .map(|k| {
+                    let i = if k == a {
+                        format!("max({l}, 0)")
+                    } else {
+                        here[k].clone()
+                    };
+                    format!("min({i}, {})", updates.shape[k] - 1)
+                })
+                .collect();
+            let rhs = format!("{l} >= 0 ? {} : {xs}", read(&updates, &clamped));
+            im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
+        }
+        "add" => combined(im, "+=!", format!("{lands} ? {u} : 0"), "X + S"),
+        "mul" => combined(im, "*=!", format!("{lands} ? {u} : 1"), "X * S"),
+        "max" => combined(im, "max=!", format!("{lands} ? {u} : {xs}"), "max(X, S)"),
+        "min" => combined(im, "min=!", format!("{lands} ? {u} : {xs}"), "min(X, S)"),
+        other => return Err(n.error(format!("reduction `{other}` is not supported"))),
+    };
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `DepthToSpace` (`DCR` and `CRD` modes) and `SpaceToDepth` of an
+/// N x C x H x W tensor by `blocksize`.
+pub fn depth_space(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let b = n
+        .int("blocksize")?
+        .filter(|&b| b > 0)
+        .ok_or_else(|| n.error("attribute `blocksize` must be a positive integer"))?
+        as usize;
+    let [nn, c, h, w] = x.shape[..] else {
+        return Err(n.error(format!(
+            "input of shape {:?} (N x C x H x W is needed)",
+            x.shape
+        )));
+    };
+    let (shape, index) = if n.op == "DepthToSpace" {
+        if c % (b * b) != 0 {
+            return Err(n.error(format!("{c} channels are not a multiple of {b} x {b}")));
+        }
+        let co = c / (b * b);
+        let channel = match n.string("mode")?.as_deref().unwrap_or("DCR") {
+            "DCR" => format!("((_i2 % {b}) * {b} + _i3 % {b}) * {co} + _i1"),
+            "CRD" => format!("_i1 * {} + (_i2 % {b}) * {b} + _i3 % {b}", b * b),
+            other => return Err(n.error(format!("mode `{other}` is not supported"))),
+        };
+        (
+            vec![nn, co, h * b, w * b],
+            vec![
+                "_i0".to_string(),
+                channel,
+                format!("_i2 / {b}"),
+                format!("_i3 / {b}"),
+            ],
+        )
+    } else {
+        if h % b != 0 || w % b != 0 {
+            return Err(n.error(format!(
+                "{h} x {w} is not a multiple of the block {b} x {b}"
+            )));
+        }
+        // DCR: output channel (bh * b + bw) * C + c; CRD: c * b * b + bh * b + bw.
+        let bb = b * b;
+        let (channel, within) = match n.string("mode")?.as_deref().unwrap_or("DCR") {
+            "DCR" => (format!("_i1 % {c}"), format!("_i1 / {c}")),
+            "CRD" => (format!("_i1 / {bb}"), format!("_i1 % {bb}")),
+            other => return Err(n.error(format!("mode `{other}` is not supported"))),
+        };
+        (
+            vec![nn, c * bb, h / b, w / b],
+            vec![
+                "_i0".to_string(),
+                channel,
+                format!("_i2 * {b} + ({within}) / {b}"),
+                format!("_i3 * {b} + ({within}) % {b}"),
+            ],
+        )
+    };
+    let y = im.b.compute("=", &read(&x, &index), &[], x.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `Pad` of `x` by `pads` (all begins, then all ends; negative ones crop)
+/// in `mode`: `constant` (`value` outside), `reflect` (mirrored without
+/// repeating the edge), `edge` (the edge repeated), `wrap` (the other end).
+pub(crate) fn pad(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    pads: &[i64],
+    mode: &str,
+    value: f64,
+) -> Result<Var, String> {
+    let r = x.shape.len();
+    let shape: Vec<usize> = (0..r)
+        .map(|k| x.shape[k] as i64 + pads[k] + pads[r + k])
+        .map(|d| usize::try_from(d).ok().filter(|&d| d > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(|| n.error(format!("pads {pads:?} leave nothing of {:?}", x.shape)))?;
+    let source: Vec<String> = (0..r).map(|k| format!("(_i{k} - {})", pads[k])).collect();
+    let y = match mode {
+        "constant" => {
+            let inside: Vec<String> = source
+                .iter()
+                .zip(&x.shape)
+                .map(|(s, d)| format!("{s} >= 0 && {s} < {d}"))
+                .collect();
+            let v = if x.dtype.is_float() {
+                crate::build::float(value)
+            } else {
+                (value as i64).to_string()
+            };
+            let rhs = format!("{} ? {} : {v}", inside.join(" && "), read(x, &source));
+            im.b.compute("=", &rhs, &[], x.dtype, shape)
+        }
+        "reflect" | "edge" | "wrap" => {
+            let index: Vec<String> = source
+                .iter()
+                .zip(&x.shape)
+                .map(|(s, &d)| match mode {
+                    "edge" => format!("max(0, min({s}, {}))", d - 1),
+                    "wrap" => format!("{s} % {d}"),
+                    // Mirrored about the first and last element; one
+                    // reflection reaches pads shorter than the axis.
+                    _ if d == 1 => "0".to_string(),
+                    _ => format!(
+                        "{s} < 0 ? -{s} : ({s} >= {d} ? {} - {s} : {s})",
+                        2 * (d - 1)
+                    ),
+                })
+                .collect();
+            if mode == "reflect" && (0..r).any(|k| pads[k].max(pads[r + k]) >= x.shape[k] as i64) {
+                return Err(n.error(format!(
+                    "reflect pads {pads:?} as long as the axes of {:?} are not supported",
+                    x.shape
+                )));
+            }
+            im.b.compute("=", &read(x, &index), &[], x.dtype, shape)
+        }
+        other => return Err(n.error(format!("mode `{other}` is not supported"))),
+    };
+    Ok(y)
+}
+
+/// Whether the prelude's `pad_rK` computes this pad: constant float32 of
+/// ranks 1 to 5, no cropping.
+pub(crate) fn prelude_pads(x: &Var, pads: &[i64], mode: &str) -> bool {
+    mode == "constant"
+        && x.dtype == DType::F32
+        && (1..=super::MAX_RANK).contains(&x.shape.len())
+        && pads.iter().all(|&p| p >= 0)
+}

@@ -565,8 +565,9 @@ def malformed():
                                                            kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1,
                                                            count_include_pad=1)]))
     # Two nodes the import refuses for what their inputs are (a rank-9
-    # transpose, a reflecting pad), whose operator types are supported, and
-    # a node reading both, which is not tried: `info` lists the two.
+    # transpose, a reflecting pad as long as its axis), whose operator types
+    # are supported, and a node reading both, which is not tried: `info`
+    # lists the two.
     x9 = helper.make_tensor_value_info("x9", F32, [1] * 8 + [2])
     two = helper.make_graph([
         helper.make_node("Transpose", ["x9"], ["t"], name="transpose"),
@@ -574,7 +575,7 @@ def malformed():
         helper.make_node("Add", ["t", "p"], ["y"], name="after"),
     ], "g", [x9, helper.make_tensor_value_info("x", F32, [1, 2, 3, 3])],
         [helper.make_tensor_value_info("y", F32, None)],
-        [numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], dtype=np.int64), "pads")])
+        [numpy_helper.from_array(np.array([0, 0, 3, 1, 0, 0, 1, 1], dtype=np.int64), "pads")])
     write("two_refused_nodes", helper.make_model(two, opset_imports=[helper.make_opsetid("", 17)]))
 
 

@@ -192,7 +192,7 @@ fn info_reports_every_node_the_import_refuses() {
         info.problems,
         [
             "node `transpose` (Transpose): transposing a rank-9 tensor is not supported (ranks up to 8 are)",
-            "node `pad` (Pad): mode `reflect` is not supported (constant is)",
+            "node `pad` (Pad): reflect pads [0, 0, 3, 1, 0, 0, 1, 1] as long as the axes of [1, 2, 3, 3] are not supported",
         ]
     );
     assert_eq!(

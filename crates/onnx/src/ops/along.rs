@@ -1,7 +1,7 @@
 //! Operators along an axis, as comprehensions in the model def:
 //! `Softmax` (beyond the prelude's last-axis defs), `LogSoftmax` and
-//! `Hardmax` along any axis, `ArgMax` and `ArgMin`, `CumSum` and
-//! `LpNormalization`.
+//! `Hardmax` along any axis, `ArgMax` and `ArgMin`, `CumSum`, `CumProd`
+//! and `LpNormalization`.
 //!
 //! Before version 13, `Softmax`, `LogSoftmax` and `Hardmax` see their
 //! input as a matrix split at `axis` (the rows are the axes before it,
@@ -118,13 +118,14 @@ pub fn arg(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-/// `CumSum` along the axis its second input gives (`exclusive` leaves
-/// the element itself out, `reverse` sums from the end).
+/// `CumSum` and `CumProd` along the axis the second input gives
+/// (`exclusive` leaves the element itself out, `reverse` goes from the
+/// end).
 pub fn cumsum(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
     if x.dtype == DType::Bool {
-        return Err(n.error("CumSum of bool is not supported"));
+        return Err(n.error(format!("{} of bool is not supported", n.op)));
     }
     let given = ints(&im.constant(n, 1, "the axis")?);
     let [a] = given[..] else {
@@ -142,13 +143,18 @@ pub fn cumsum(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     let mut index = point(r);
     index[a] = "_s".to_string();
+    let (reduction, identity) = if n.op == "CumProd" {
+        ("*=!", 1)
+    } else {
+        ("+=!", 0)
+    };
     let rhs = format!(
-        "_s {compare} _i{a} ? {} : 0",
+        "_s {compare} _i{a} ? {} : {identity}",
         super::point::read(&x, &index)
     );
     let range = format!("_s in 0:{}", x.shape[a]);
     let y =
-        im.b.compute("+=!", &rhs, &[range], x.dtype, x.shape.clone());
+        im.b.compute(reduction, &rhs, &[range], x.dtype, x.shape.clone());
     im.set(n, 0, Value::Var(y));
     Ok(())
 }

@@ -328,7 +328,11 @@ pub fn pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     // The prelude's defs pool float32 in two or three dimensions without
     // dilation; the rest is a comprehension of its own.
     let dtype = im.value(n, 0).map_or(DType::F32, |v| v.dtype());
-    if !(2..=3).contains(&d) || win.dilations.iter().any(|&x| x != 1) || dtype != DType::F32 {
+    if !(2..=3).contains(&d)
+        || win.dilations.iter().any(|&x| x != 1)
+        || dtype != DType::F32
+        || n.op == "LpPool"
+    {
         im.plain_inputs(n);
         let x = im.var(n, 0)?;
         let y = super::pool::general(im, n, &x, &kernel, &win, include_pad)?;

@@ -165,22 +165,30 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
         Value::Var(v) if v.dtype == to => Value::Var(v),
         Value::Var(v) => {
             let pair = match (v.dtype, to) {
-                (DType::I64, DType::F32) => "i64_f32",
-                (DType::Bool, DType::F32) => "bool_f32",
-                (DType::F32, DType::I64) => "f32_i64",
-                (DType::F32, DType::Bool) => "f32_bool",
-                (DType::I64, DType::Bool) => "i64_bool",
-                (DType::Bool, DType::I64) => "bool_i64",
-                _ => {
-                    return Err(n.error(format!(
-                        "a cast of a computed {} tensor to {to} is not supported",
-                        v.dtype
-                    )))
-                }
+                (DType::I64, DType::F32) => Some("i64_f32"),
+                (DType::Bool, DType::F32) => Some("bool_f32"),
+                (DType::F32, DType::I64) => Some("f32_i64"),
+                (DType::F32, DType::Bool) => Some("f32_bool"),
+                (DType::I64, DType::Bool) => Some("i64_bool"),
+                (DType::Bool, DType::I64) => Some("bool_i64"),
+                _ => None,
             };
-            let r = super::rank(n, &v.shape, "an input")?;
-            let def = format!("cast_{pair}_r{r}");
-            Value::Var(im.b.call(&def, &[&v], &[], to, v.shape.clone()))
+            match pair.filter(|_| (1..=super::MAX_RANK).contains(&v.shape.len())) {
+                Some(pair) => {
+                    let def = format!("cast_{pair}_r{}", v.shape.len());
+                    Value::Var(im.b.call(&def, &[&v], &[], to, v.shape.clone()))
+                }
+                // Any other pair converts as C does (a float to an
+                // integer truncates), as the prelude's casts do.
+                None => {
+                    let expr = if to == DType::Bool {
+                        "_a != 0".to_string()
+                    } else {
+                        format!("{}(_a)", to.name())
+                    };
+                    Value::Var(super::map::map(im, n, &expr, &[v], to)?)
+                }
+            }
         }
     };
     im.set(n, 0, y);

@@ -103,7 +103,10 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
     let key = n
         .input(2)
         .map_or_else(|| format!("zeros{nn}#gemm"), |c| format!("{c}#gemm"));
-    // C as a row of N (broadcast over rows) or a full M x N matrix.
+    // C as a row of N (broadcast over rows) or a full M x N matrix; any
+    // other C that broadcasts to M x N (a column, a full C with transposed
+    // operands) is added after a product without it.
+    let mut after: Option<Var> = None;
     let (c, full): (Var, bool) = match n.input(2) {
         None => {
             beta = 0.0;
@@ -123,28 +126,56 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
             Value::Var(v) if v.shape == [nn] => (v, false),
             Value::Var(v) if v.shape == [m, nn] => (v, true),
             other => {
-                return Err(n.error(format!(
-                    "C of shape {:?} is not supported (a row of {nn} or an {m} x {nn} matrix is)",
-                    other.shape()
-                )))
+                after = Some(im.as_var(n, 2, other));
+                (
+                    im.b.weight(
+                        &format!("zeros{nn}#gemm"),
+                        &Tensor::zeros(DType::F32, &[nn]),
+                    ),
+                    false,
+                )
             }
         },
+    };
+    let (c, full) = if full && (ta || tb) {
+        after = Some(c);
+        (
+            im.b.weight(
+                &format!("zeros{nn}#gemm"),
+                &Tensor::zeros(DType::F32, &[nn]),
+            ),
+            false,
+        )
+    } else {
+        (c, full)
     };
     let def = match (full, ta, tb) {
         (false, false, false) => "gemm",
         (false, true, false) => "gemm_ta",
         (false, false, true) => "gemm_tb",
         (false, true, true) => "gemm_tab",
-        (true, false, false) => "gemm_full",
-        (true, ..) => return Err(n.error("a full C with transposed A or B is not supported")),
+        _ => "gemm_full",
     };
-    let y = im.b.call(
+    let product_beta = if after.is_some() { 0.0 } else { beta };
+    let mut y = im.b.call(
         def,
         &[&a, &b, &c],
-        &[float(alpha), float(beta)],
+        &[float(alpha), float(product_beta)],
         DType::F32,
         vec![m, nn],
     );
+    if let Some(c) = after {
+        y = super::map::map(
+            im,
+            n,
+            &format!("_a + {} * _b", float(beta)),
+            &[y, c],
+            DType::F32,
+        )?;
+        if y.shape != [m, nn] {
+            return Err(n.error(format!("C does not broadcast to {m} x {nn}")));
+        }
+    }
     im.set(n, 0, Value::Var(y));
     Ok(())
 }

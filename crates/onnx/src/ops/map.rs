@@ -3,7 +3,7 @@
 //! the prelude has no def for (`Reciprocal`, the trigonometric and
 //! hyperbolic functions, `Floor`, `Ceil`, `Round`, `Sign`, `Elu`, `Selu`,
 //! `Celu`, `HardSigmoid`, `HardSwish`, `Softplus`, `Softsign`, `Mish`,
-//! `ThresholdedRelu`, `IsNaN`, `IsInf`), `Xor`, `BitShift`, the variadic
+//! `Swish`, `ThresholdedRelu`, `IsNaN`, `IsInf`), `Xor`, `BitShift`, the variadic
 //! `Max`, `Min`, `Sum` and `Mean`, and the arithmetic, comparisons and
 //! `Where` on element types other than the prelude's.
 //!
@@ -213,6 +213,10 @@ fn unary_expr(n: &Node) -> Result<Option<(String, Types)>, String> {
         "Softplus" => ("log(exp(_a) + 1)".to_string(), Types::Float),
         "Softsign" => ("_a / (1 + fabs(_a))".to_string(), Types::Float),
         "Mish" => ("_a * tanh(log(exp(_a) + 1))".to_string(), Types::Float),
+        "Swish" => (
+            format!("_a * sigmoid({} * _a)", attr(n, "alpha", 1.0)?),
+            Types::Float,
+        ),
         "ThresholdedRelu" => (
             format!("_a > {} ? _a : 0", attr(n, "alpha", 1.0)?),
             Types::Float,

@@ -56,6 +56,7 @@ pub const SUPPORTED: &[&str] = &[
     "ConvTranspose",
     "Cos",
     "Cosh",
+    "CumProd",
     "CumSum",
     "DepthToSpace",
     "Div",
@@ -89,6 +90,7 @@ pub const SUPPORTED: &[&str] = &[
     "Log",
     "LogSoftmax",
     "LpNormalization",
+    "LpPool",
     "MatMul",
     "Max",
     "MaxPool",
@@ -136,6 +138,7 @@ pub const SUPPORTED: &[&str] = &[
     "Squeeze",
     "Sub",
     "Sum",
+    "Swish",
     "Tan",
     "Tanh",
     "ThresholdedRelu",
@@ -188,7 +191,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Slice" => layout::slice(im, n),
         "Pad" => layout::pad(im, n),
         "Split" => layout::split(im, n),
-        "MaxPool" | "AveragePool" => conv::pool(im, n),
+        "MaxPool" | "AveragePool" | "LpPool" => conv::pool(im, n),
         "GlobalAveragePool" | "GlobalMaxPool" => conv::global_pool(im, n),
         "Relu" | "Sigmoid" | "Tanh" | "Exp" | "Log" | "Sqrt" | "Neg" | "Abs" | "Erf" => {
             elementwise::unary(im, n)
@@ -205,7 +208,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "DepthToSpace" | "SpaceToDepth" => rearrange::depth_space(im, n),
         "LogSoftmax" | "Hardmax" => along::softmax(im, n),
         "ArgMax" | "ArgMin" => along::arg(im, n),
-        "CumSum" => along::cumsum(im, n),
+        "CumSum" | "CumProd" => along::cumsum(im, n),
         "LpNormalization" => along::lp_normalization(im, n),
         "Flatten" => layout::flatten(im, n),
         "Reshape" => layout::reshape(im, n),
@@ -233,7 +236,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"
         | "Celu" | "HardSigmoid" | "HardSwish" | "Softplus" | "Softsign" | "Mish"
-        | "ThresholdedRelu" | "IsNaN" | "IsInf" => map::unary(im, n),
+        | "ThresholdedRelu" | "IsNaN" | "IsInf" | "Swish" => map::unary(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
 }

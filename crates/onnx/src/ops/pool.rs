@@ -1,11 +1,13 @@
 //! `MaxPool` and `AveragePool` in the forms the prelude's `maxpoolKd` and
 //! `avgpoolKd` defs do not take (one spatial dimension, dilations, element
-//! types other than float32), as one comprehension in the model def: the
+//! types other than float32), and `LpPool`, as comprehensions in the model
+//! def: the
 //! maximum or sum over the window's points `o * stride + k * dilation -
 //! pad` that fall inside the input (a read outside is skipped under a
 //! reduction), and for the mean, a division by how many points the window
 //! counts, a constant the import computes (the points inside the input,
-//! or with `count_include_pad = 1` every point inside the padded input).
+//! or with `count_include_pad = 1` every point inside the padded input);
+//! for the p-norm, the p-th root of the sum of the points' |x|^p.
 //!
 //! Requires the window the importer read (`conv::Window`, its end pads
 //! grown for `ceil_mode`), and a float input for `AveragePool`.
@@ -44,6 +46,22 @@ pub(crate) fn general(
     let read = format!("{}({})", x.name, ix.join(", "));
     if max {
         return Ok(im.b.compute("max=!", &read, &ranges, x.dtype, shape));
+    }
+    if n.op == "LpPool" {
+        // The p-norm of the window's points inside the input.
+        let p = n.int("p")?.unwrap_or(2);
+        if p < 1 {
+            return Err(n.error(format!("p = {p} is not supported (p >= 1 is)")));
+        }
+        let power = format!("pow(fabs({read}), {p})");
+        let sum = im.b.compute("+=!", &power, &ranges, x.dtype, shape.clone());
+        let at = format!(
+            "{}({})",
+            sum.name,
+            super::point::point(shape.len()).join(", ")
+        );
+        let root = format!("pow({at}, 1.0 / {p})");
+        return Ok(im.b.compute("=", &root, &[], x.dtype, shape));
     }
     let sum = im.b.compute("+=!", &read, &ranges, x.dtype, shape.clone());
     let counts = window_counts(&x.shape[2..], kernel, win, include_pad);

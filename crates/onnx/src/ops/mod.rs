@@ -17,6 +17,7 @@ mod fold;
 mod layout;
 mod linear;
 mod map;
+mod normalize;
 mod point;
 mod pool;
 mod rearrange;
@@ -77,10 +78,12 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GroupNormalization",
     "HardSigmoid",
     "HardSwish",
     "Hardmax",
     "Identity",
+    "InstanceNormalization",
     "IsInf",
     "IsNaN",
     "LayerNormalization",
@@ -95,6 +98,7 @@ pub const SUPPORTED: &[&str] = &[
     "Max",
     "MaxPool",
     "Mean",
+    "MeanVarianceNormalization",
     "Min",
     "Mish",
     "Mod",
@@ -105,6 +109,7 @@ pub const SUPPORTED: &[&str] = &[
     "PRelu",
     "Pad",
     "Pow",
+    "RMSNormalization",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -184,6 +189,9 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "ConvTranspose" => conv::conv_transpose(im, n),
         "LeakyRelu" | "Clip" | "Gelu" | "PRelu" => elementwise::activation(im, n),
         "LayerNormalization" => reduce::layernorm(im, n),
+        "RMSNormalization" => normalize::rms(im, n),
+        "InstanceNormalization" | "MeanVarianceNormalization" => normalize::instance(im, n),
+        "GroupNormalization" => normalize::group(im, n),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => {
             reduce::reduce(im, n)

@@ -11,10 +11,14 @@ use crate::build::{float, Node, Value, Var};
 use crate::import::{Importer, PRELUDE};
 
 pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
     let x = im.var(n, 0)?;
     let r = x.shape.len();
     let a = axis(n, n.int("axis")?.unwrap_or(-1), r.max(1))?;
+    // The prelude's defs normalize float32 over the last axis of ranks 2
+    // to 5 and give no statistics; the rest is comprehensions of its own.
+    if n.outputs() > 1 || a + 1 != r || !(2..=MAX_RANK).contains(&r) || x.dtype != DType::F32 {
+        return super::normalize::layernorm(im, n);
+    }
     let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
     if n.int("stash_type")?.unwrap_or(1) != 1 {
         return Err(n.error("stash_type other than 1 (float32) is not supported"));

@@ -6,9 +6,9 @@
 //!
 //! Each computes the mean over the normalized axes, then the mean square
 //! of the deviation (`E[(x - mean)^2]`, as the ONNX reference does), then
-//! `1 / sqrt(var + epsilon)`, all held with the normalized axes kept (size
-//! 1) and read back at each element. Scales and biases broadcast to the
-//! normalized shape (aligned at the right) or are per channel.
+//! `1 / sqrt(var + epsilon)`, all held with the normalized axes kept (of
+//! size one) and read back at each element. Scales and biases broadcast to
+//! the normalized shape (aligned at the right) or are per channel.
 
 use ir::DType;
 

@@ -43,30 +43,38 @@ pub fn softmax(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.var(n, 0)?;
     float_input(n, &x)?;
     let axes = row_axes(im, n, x.shape.len())?;
-    let t = x.dtype;
-    let here = point(x.shape.len()).join(", ");
-    let max = reduce_kept(im, &x, &axes, "max=!", t, |e| e.to_string());
     let y = if n.op == "Hardmax" {
+        let t = x.dtype;
+        let max = reduce_kept(im, &x, &axes, "max=!", t, |e| e.to_string());
         let first = first_extreme(im, &x, &axes, &max, false);
         let flat = flat_index(&x, &axes, "_i");
         let rhs = format!("{}({flat} == {} ? 1 : 0)", t.name(), kept(&first, &axes));
         im.b.compute("=", &rhs, &[], t, x.shape.clone())
     } else {
-        let m = kept(&max, &axes);
-        let shifted = format!("{}({here}) - {m}", x.name);
-        let e =
-            im.b.compute("=", &format!("exp({shifted})"), &[], t, x.shape.clone());
-        let sum = reduce_kept(im, &e, &axes, "+=!", t, |e| e.to_string());
-        let s = kept(&sum, &axes);
-        let rhs = if n.op == "LogSoftmax" {
-            format!("{shifted} - log({s})")
-        } else {
-            format!("{}({here}) / {s}", e.name)
-        };
-        im.b.compute("=", &rhs, &[], t, x.shape.clone())
+        softmax_of(im, &x, &axes, n.op == "LogSoftmax")
     };
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// The softmax of `x` over rows spanning `axes` (with `log`, its log),
+/// the row's maximum subtracted before `exp`.
+pub(crate) fn softmax_of(im: &mut Importer, x: &Var, axes: &[usize], log: bool) -> Var {
+    let t = x.dtype;
+    let here = point(x.shape.len()).join(", ");
+    let max = reduce_kept(im, x, axes, "max=!", t, |e| e.to_string());
+    let m = kept(&max, axes);
+    let shifted = format!("{}({here}) - {m}", x.name);
+    let e =
+        im.b.compute("=", &format!("exp({shifted})"), &[], t, x.shape.clone());
+    let sum = reduce_kept(im, &e, axes, "+=!", t, |e| e.to_string());
+    let s = kept(&sum, axes);
+    let rhs = if log {
+        format!("{shifted} - log({s})")
+    } else {
+        format!("{}({here}) / {s}", e.name)
+    };
+    im.b.compute("=", &rhs, &[], t, x.shape.clone())
 }
 
 /// The index within the row (row-major over `axes`) of the row's first

@@ -16,6 +16,7 @@ mod elementwise;
 mod fold;
 mod layout;
 mod linear;
+mod loss;
 mod map;
 mod normalize;
 mod point;
@@ -104,6 +105,7 @@ pub const SUPPORTED: &[&str] = &[
     "Mod",
     "Mul",
     "Neg",
+    "NegativeLogLikelihoodLoss",
     "Not",
     "Or",
     "PRelu",
@@ -135,6 +137,7 @@ pub const SUPPORTED: &[&str] = &[
     "Size",
     "Slice",
     "Softmax",
+    "SoftmaxCrossEntropyLoss",
     "Softplus",
     "Softsign",
     "SpaceToDepth",
@@ -192,6 +195,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "RMSNormalization" => normalize::rms(im, n),
         "InstanceNormalization" | "MeanVarianceNormalization" => normalize::instance(im, n),
         "GroupNormalization" => normalize::group(im, n),
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => loss::loss(im, n),
         "ReduceMean" | "ReduceSum" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1"
         | "ReduceL2" | "ReduceSumSquare" | "ReduceLogSum" | "ReduceLogSumExp" => {
             reduce::reduce(im, n)

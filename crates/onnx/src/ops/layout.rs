@@ -283,6 +283,36 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
         im.set(n, 0, Value::Const(t));
         return Ok(());
     }
+    let parts: Vec<Var> = (0..count).map(|k| im.var(n, k)).collect::<Result<_, _>>()?;
+    if let Some(p) = parts.iter().find(|p| p.dtype != parts[0].dtype) {
+        return Err(n.error(format!(
+            "inputs of types {} and {} (ONNX requires one type)",
+            parts[0].dtype, p.dtype
+        )));
+    }
+    // The prelude's `concat_rK_aA` joins two float32 tensors of ranks 1 to
+    // 5; any other concatenation picks each point's part by a comprehension
+    // of its own.
+    if parts[0].dtype != DType::F32 || !(1..=super::MAX_RANK).contains(&r) {
+        let mut shape = parts[0].shape.clone();
+        shape[a] = parts.iter().map(|p| p.shape[a]).sum();
+        let mut offset = shape[a];
+        let mut rhs = String::new();
+        for p in parts.iter().rev() {
+            offset -= p.shape[a];
+            let mut index = super::point::point(r);
+            index[a] = format!("_i{a} - {offset}");
+            let read = super::point::read(p, &index);
+            rhs = if rhs.is_empty() {
+                read
+            } else {
+                format!("_i{a} < {} ? {read} : ({rhs})", offset + p.shape[a])
+            };
+        }
+        let y = im.b.compute("=", &rhs, &[], parts[0].dtype, shape);
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
+    }
     let r = rank(n, values[0].shape(), "an input")?;
     let mut acc: Var = im.var(n, 0)?;
     for k in 1..count {
@@ -404,8 +434,15 @@ pub fn slice(im: &mut Importer, n: &Node) -> Result<(), String> {
                 .collect();
             Value::Const(gather(&t, &shape, &source))
         }
+        // The prelude's `slice_rK` takes float32 of ranks 1 to 5; any other
+        // slice reads its points by a comprehension of its own.
+        Value::Var(v) if v.dtype != DType::F32 || !(1..=super::MAX_RANK).contains(&r) => {
+            let index: Vec<String> = (0..r)
+                .map(|k| format!("{} + _i{k} * {}", b[k], s[k]))
+                .collect();
+            Value::Var(im.b.compute("=", &super::point::read(&v, &index), &[], v.dtype, shape))
+        }
         Value::Var(v) => {
-            let r = rank(n, &v.shape, "an input")?;
             let mut scalars = Vec::new();
             for k in 0..r {
                 scalars.extend([int(b[k]), int(e[k]), int(s[k])]);
@@ -473,10 +510,13 @@ pub fn pad(im: &mut Importer, n: &Node) -> Result<(), String> {
 
 pub fn split(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.var(n, 0)?;
-    let r = rank(n, &x.shape, "an input")?;
+    let r = x.shape.len();
+    if r == 0 {
+        return Err(n.error("splitting a rank-0 tensor"));
+    }
     let a = axis(n, n.int("axis")?.unwrap_or(0), r)?;
     let count = n.proto.output.len();
-    let sizes: Vec<usize> = if im.opset >= 13 && n.input(1).is_some() {
+    let sizes: Vec<usize> = if im.version(n) >= 13 && n.input(1).is_some() {
         ints(&im.constant(n, 1, "the split sizes")?)
             .iter()
             .map(|&s| s.max(0) as usize)
@@ -495,6 +535,22 @@ pub fn split(im: &mut Importer, n: &Node) -> Result<(), String> {
             "split sizes {sizes:?} do not divide axis {a} of {:?} into {count} parts",
             x.shape
         )));
+    }
+    // The prelude's `split_rK_aA` splits float32 of ranks 1 to 5; any other
+    // split reads each part by a comprehension of its own.
+    if x.dtype != DType::F32 || r > super::MAX_RANK {
+        let mut offset = 0;
+        for (k, &size) in sizes.iter().enumerate() {
+            let mut index = super::point::point(r);
+            index[a] = format!("_i{a} + {offset}");
+            let mut shape = x.shape.clone();
+            shape[a] = size;
+            let part =
+                im.b.compute("=", &super::point::read(&x, &index), &[], x.dtype, shape);
+            im.set(n, k, Value::Var(part));
+            offset += size;
+        }
+        return Ok(());
     }
     // A chain of two-way splits: the first part, then the rest.
     let mut rest = x;

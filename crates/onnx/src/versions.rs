@@ -90,6 +90,7 @@ const FROM: &[(&str, i64)] = &[
     ("Sub", 6),
     ("Tile", 6),
     ("Unsqueeze", 1),
+    ("Upsample", 7),
 ];
 
 /// The version of `op`'s schema a node of a model of operator set
@@ -147,6 +148,11 @@ mod tests {
         assert_eq!(
             unimplemented("Add", 5).as_deref(),
             Some("operator set 5 gives `Add` version 1, which tessera does not implement (it implements `Add` from version 6, operator set 6 on)")
+        );
+        // Resize 10 rounds its nearest mode otherwise than Resize 11.
+        assert_eq!(
+            unimplemented("Resize", 10).as_deref(),
+            Some("operator set 10 gives `Resize` version 10, which tessera does not implement (it implements `Resize` from version 11, operator set 11 on)")
         );
         assert_eq!(
             unimplemented("Gelu", 19).as_deref(),

@@ -107,6 +107,10 @@ fn every_fixture_matches_onnx_runtime() {
 fn malformed_models_are_rejected_with_their_reason() {
     let expect = [
         ("unknown_opset", "operator set version 5; tessera reads versions 6 to 28"),
+        (
+            "old_operator_version",
+            "node `resize` (Resize): operator set 10 gives `Resize` version 10, which tessera does not implement",
+        ),
         ("cycle", "has a cycle"),
         (
             "missing_initializer",
@@ -161,9 +165,10 @@ fn malformed_models_are_rejected_with_their_reason() {
                 // What tessera lacks is told apart from what is wrong with
                 // the model (the Python package raises different classes).
                 let kind = match name {
-                    "unknown_opset" | "unsupported_operator" | "symbolic_unsupported_operator" => {
-                        onnx::ErrorKind::Unsupported
-                    }
+                    "unknown_opset"
+                    | "old_operator_version"
+                    | "unsupported_operator"
+                    | "symbolic_unsupported_operator" => onnx::ErrorKind::Unsupported,
                     _ => onnx::ErrorKind::Invalid,
                 };
                 assert_eq!(e.kind, kind, "{name}: {e}");

@@ -23,6 +23,7 @@ mod point;
 mod pool;
 mod rearrange;
 mod reduce;
+mod resize;
 mod swap;
 
 use tensor::Tensor;
@@ -126,6 +127,7 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "Resize",
     "Round",
     "ScatterElements",
     "Selu",
@@ -154,6 +156,7 @@ pub const SUPPORTED: &[&str] = &[
     "Transpose",
     "Trilu",
     "Unsqueeze",
+    "Upsample",
     "Where",
     "Xor",
 ];
@@ -214,6 +217,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "BatchNormalization" => linear::batchnorm(im, n),
         "Softmax" => linear::softmax(im, n),
         "Tile" => rearrange::tile(im, n),
+        "Resize" | "Upsample" => resize::resize(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),
         "ScatterElements" => rearrange::scatter_elements(im, n),

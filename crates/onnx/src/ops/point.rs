@@ -2,6 +2,9 @@
 //! (`Builder::compute`): the result's point is `_i0, _i1, ...`, a reduced
 //! axis `k` of an input is read through `_rK`, and a tensor reduced with
 //! its axes kept (size 1) is read at the point with those axes at 0.
+//! Every iterator an importer names starts with `_` and a letter other
+//! than `t` and `w`, which start the def's own tensors' names
+//! (`Builder::fresh`).
 
 use ir::DType;
 

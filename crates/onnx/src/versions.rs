@@ -68,6 +68,7 @@ const FROM: &[(&str, i64)] = &[
     ("MatMul", 1),
     ("MaxPool", 1),
     ("Mul", 6),
+    ("OneHot", 9),
     ("Or", 1),
     ("PRelu", 6),
     ("Pad", 2),
@@ -89,6 +90,7 @@ const FROM: &[(&str, i64)] = &[
     ("Squeeze", 1),
     ("Sub", 6),
     ("Tile", 6),
+    ("TopK", 10),
     ("Unsqueeze", 1),
     ("Upsample", 7),
 ];

@@ -1,7 +1,7 @@
 //! Operators along an axis, as comprehensions in the model def:
 //! `Softmax` (beyond the prelude's last-axis defs), `LogSoftmax` and
-//! `Hardmax` along any axis, `ArgMax` and `ArgMin`, `CumSum`, `CumProd`
-//! and `LpNormalization`.
+//! `Hardmax` along any axis, `ArgMax` and `ArgMin`, `TopK`, `CumSum`,
+//! `CumProd` and `LpNormalization`.
 //!
 //! Before version 13, `Softmax`, `LogSoftmax` and `Hardmax` see their
 //! input as a matrix split at `axis` (the rows are the axes before it,
@@ -188,5 +188,67 @@ pub fn lp_normalization(im: &mut Importer, n: &Node) -> Result<(), String> {
     let rhs = format!("{norm} == 0 ? 0 : {}({here}) / {norm}", x.name);
     let y = im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone());
     im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `TopK`: the `k` largest (or smallest) elements along `axis` and their
+/// int64 indices, in order, the lower index first among equals. Each
+/// element's place in that order is the count of elements before it
+/// along the axis; output `m` is the element whose place is `m`.
+pub fn top_k(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 2)?;
+    let x = im.var(n, 0)?;
+    if x.dtype == DType::Bool {
+        return Err(n.error("TopK of bool is not supported"));
+    }
+    let r = x.shape.len();
+    let a = axis(n, n.int("axis")?.unwrap_or(-1), r.max(1))?;
+    let k = match ints(&im.constant(n, 1, "k")?)[..] {
+        [k] => k,
+        ref other => return Err(n.error(format!("k is {other:?}, not one value"))),
+    };
+    let size = x.shape[a];
+    let k = usize::try_from(k)
+        .ok()
+        .filter(|&k| (1..=size).contains(&k))
+        .ok_or_else(|| n.error(format!("k = {k} for an axis of {size} (1 to {size} are)")))?;
+    let largest = n.int("largest")?.unwrap_or(1) != 0;
+    // The order is total whatever `sorted` says, so results are sorted.
+    let _ = n.int("sorted")?;
+    let here = point(r);
+    let mut other = here.clone();
+    other[a] = "_s".to_string();
+    let (xi, xs) = (
+        super::point::read(&x, &here),
+        super::point::read(&x, &other),
+    );
+    let before = if largest { ">" } else { "<" };
+    let place = im.b.compute(
+        "+=!",
+        &format!("{xs} {before} {xi} || {xs} == {xi} && _s < _i{a} ? int64(1) : int64(0)"),
+        &[format!("_s in 0:{size}")],
+        DType::I64,
+        x.shape.clone(),
+    );
+    let mut shape = x.shape.clone();
+    shape[a] = k;
+    let at = super::point::read(&place, &other);
+    let range = [format!("_s in 0:{size}")];
+    let values = im.b.compute(
+        "+=!",
+        &format!("{at} == _i{a} ? {xs} : 0"),
+        &range,
+        x.dtype,
+        shape.clone(),
+    );
+    let indices = im.b.compute(
+        "+=!",
+        &format!("{at} == _i{a} ? int64(_s) : int64(0)"),
+        &range,
+        DType::I64,
+        shape,
+    );
+    im.set(n, 0, Value::Var(values));
+    im.set(n, 1, Value::Var(indices));
     Ok(())
 }

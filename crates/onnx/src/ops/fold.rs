@@ -41,7 +41,7 @@ pub fn constant(im: &mut Importer, n: &Node) -> Result<(), String> {
 }
 
 pub fn identity(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
+    im.outputs(n, if n.op == "Dropout" { 2 } else { 1 })?;
     if n.op == "Dropout" {
         // Inference: the ratio does nothing; training mode is refused.
         let _ = n.float("ratio")?;
@@ -57,6 +57,15 @@ pub fn identity(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
     }
     let x = im.value(n, 0)?;
+    if n.op == "Dropout" && n.outputs() > 1 {
+        // In inference every element is kept: the mask is all true.
+        let ones = vec![1; x.shape().iter().product()];
+        im.set(
+            n,
+            1,
+            Value::Const(Tensor::from_i64(DType::Bool, x.shape(), ones)),
+        );
+    }
     im.set(n, 0, x);
     Ok(())
 }

@@ -1,14 +1,15 @@
 //! Operators that move or select elements by index arithmetic, as
 //! comprehensions in the model def: `Tile`, `Trilu`, `GatherElements`,
-//! `ScatterElements`, `DepthToSpace`, `SpaceToDepth`, and `Pad` in the
+//! `ScatterElements`, `GatherND`, `ScatterND`, `OneHot`, `EyeLike`,
+//! `DepthToSpace`, `SpaceToDepth`, and `Pad` in the
 //! forms the prelude's `pad_rK` does not take (`reflect`, `edge`, `wrap`,
 //! element types other than float32, other ranks).
 //!
 //! Every read is in bounds: an index that may fall outside is guarded by
 //! `?:` or clamped, and a negative index counts from the end as ONNX
-//! says. `ScatterElements` computes each output element from the updates
-//! that land on it (the last one with `reduction = none`, as the ONNX
-//! reference does with repeated indices).
+//! says. The scatters compute each output element from the updates that
+//! land on it (the last one with `reduction = none`, as the ONNX reference
+//! does with repeated indices).
 
 use ir::DType;
 
@@ -317,4 +318,171 @@ pub(crate) fn prelude_pads(x: &Var, pads: &[i64], mode: &str) -> bool {
         && x.dtype == DType::F32
         && (1..=super::MAX_RANK).contains(&x.shape.len())
         && pads.iter().all(|&p| p >= 0)
+}
+
+/// The integer index tuples of `GatherND` and `ScatterND` (input 1, of
+/// shape `[.., q]`) against `data`, after `batch` shared leading axes: q.
+fn index_tuples(n: &Node, data: &Var, indices: &Var, batch: usize) -> Result<usize, String> {
+    let q = *indices.shape.last().unwrap_or(&0);
+    let fits = indices.dtype.is_int()
+        && indices.shape.len() > batch
+        && batch + q <= data.shape.len()
+        && indices.shape[..batch] == data.shape[..batch];
+    if !fits || q == 0 {
+        return Err(n.error(format!(
+            "indices {} {:?} for data {:?} (integer tuples of at most the data's rank are needed)",
+            indices.dtype, indices.shape, data.shape
+        )));
+    }
+    Ok(q)
+}
+
+/// `GatherND`: for each index tuple (after `batch_dims` shared axes), the
+/// slice of the data it names.
+pub fn gather_nd(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (x, indices) = (im.var(n, 0)?, im.var(n, 1)?);
+    let b = usize::try_from(n.int("batch_dims")?.unwrap_or(0))
+        .map_err(|_| n.error("a negative batch_dims"))?;
+    let q = index_tuples(n, &x, &indices, b)?;
+    let m = indices.shape.len() - 1;
+    let mut shape = indices.shape[..m].to_vec();
+    shape.extend(&x.shape[b + q..]);
+    let here = point(shape.len());
+    let mut index: Vec<String> = here[..b].to_vec();
+    for k in 0..q {
+        let mut at = here[..m].to_vec();
+        at.push(k.to_string());
+        index.push(wrapped(&indices, &at, x.shape[b + k]));
+    }
+    index.extend(here[m..].iter().cloned());
+    let y = im.b.compute("=", &read(&x, &index), &[], x.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `ScatterND`: the data, where the update slices whose index tuple names
+/// an element replace it (`reduction = none`, the last such update) or are
+/// combined with it (`add`, `mul`, `max`, `min`).
+pub fn scatter_nd(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (x, indices, updates) = (im.var(n, 0)?, im.var(n, 1)?, im.var(n, 2)?);
+    let q = index_tuples(n, &x, &indices, 0)?;
+    let m = indices.shape.len() - 1;
+    let mut want = indices.shape[..m].to_vec();
+    want.extend(&x.shape[q..]);
+    if updates.shape != want || updates.dtype != x.dtype {
+        return Err(n.error(format!(
+            "updates {} {:?}, not {} {want:?}",
+            updates.dtype, updates.shape, x.dtype
+        )));
+    }
+    let r = x.shape.len();
+    let here = point(r);
+    // Each update `u` (its iterators `_u0, ...`) lands where its index
+    // tuple equals the element's first q coordinates.
+    let us: Vec<String> = (0..m).map(|k| format!("_u{k}")).collect();
+    let ranges: Vec<String> = (0..m)
+        .map(|k| format!("_u{k} in 0:{}", indices.shape[k]))
+        .collect();
+    let lands: Vec<String> = (0..q)
+        .map(|k| {
+            let mut at = us.clone();
+            at.push(k.to_string());
+            format!("{} == _i{k}", wrapped(&indices, &at, x.shape[k]))
+        })
+        .collect();
+    let lands = lands.join(" && ");
+    let mut at = us.clone();
+    at.extend(here[q..].iter().cloned());
+    let u = read(&updates, &at);
+    let xs = read(&x, &here);
+    let combined = |im: &mut Importer, op: &str, rhs: String, out: &str| {
+        let s = im.b.compute(op, &rhs, &ranges, x.dtype, x.shape.clone());
+        let rhs = out.replace("S", &read(&s, &here)).replace("X", &xs);
+        im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
+    };
+    let reduction = n.string("reduction")?.unwrap_or_else(|| "none".to_string());
+    let y = match reduction.as_str() {
+        "none" => {
+            // The last update that lands, as a row-major position.
+            let flat = (0..m).fold("0".to_string(), |acc, k| {
+                format!("({acc}) * {} + _u{k}", indices.shape[k])
+            });
+            let last = im.b.compute(
+                "max=!",
+                &format!("{lands} ? int64({flat}) : int64(-1)"),
+                &ranges,
+                DType::I64,
+                x.shape.clone(),
+            );
+            let l = read(&last, &here);
+            let mut stride = 1;
+            let mut index = vec![String::new(); m];
+            for k in (0..m).rev() {
+                index[k] = format!("(max({l}, 0) / {stride}) % {}", indices.shape[k]);
+                stride *= indices.shape[k];
+            }
+            index.extend(here[q..].iter().cloned());
+            let rhs = format!("{l} >= 0 ? {} : {xs}", read(&updates, &index));
+            im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
+        }
+        "add" => combined(im, "+=!", format!("{lands} ? {u} : 0"), "X + S"),
+        "mul" => combined(im, "*=!", format!("{lands} ? {u} : 1"), "X * S"),
+        "max" => combined(im, "max=!", format!("{lands} ? {u} : {xs}"), "max(X, S)"),
+        "min" => combined(im, "min=!", format!("{lands} ? {u} : {xs}"), "min(X, S)"),
+        other => return Err(n.error(format!("reduction `{other}` is not supported"))),
+    };
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `OneHot`: along a new `axis`, `on` where the index (a negative one
+/// counting from `depth`) is the position, `off` elsewhere.
+pub fn one_hot(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let indices = im.var(n, 0)?;
+    let depth = im.constant(n, 1, "the depth")?.to_f64_vec();
+    let values = im.var(n, 2)?;
+    let depth = match depth[..] {
+        [d] if d >= 1.0 => d as usize,
+        _ => return Err(n.error(format!("the depth is {depth:?}, not one positive value"))),
+    };
+    if values.shape.iter().product::<usize>() != 2 || values.shape.len() != 1 {
+        return Err(n.error(format!("values of shape {:?}, not [2]", values.shape)));
+    }
+    let r = indices.shape.len() + 1;
+    let a = axis(n, n.int("axis")?.unwrap_or(-1), r)?;
+    let mut shape = indices.shape.clone();
+    shape.insert(a, depth);
+    let mut at = point(r);
+    at.remove(a);
+    let i = read(&indices, &at);
+    let index = format!("({i} < 0 ? {i} + {depth} : {i})");
+    let rhs = format!("{index} == _i{a} ? {}(1) : {}(0)", values.name, values.name);
+    let y = im.b.compute("=", &rhs, &[], values.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `EyeLike`: ones on diagonal `k` of a matrix of the input's shape.
+pub fn eye_like(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    if x.shape.len() != 2 {
+        return Err(n.error(format!(
+            "an input of shape {:?} (a matrix is needed)",
+            x.shape
+        )));
+    }
+    let dtype = match n.int("dtype")? {
+        Some(code) => crate::load::dtype(code as i32)
+            .ok_or_else(|| n.error(format!("element type code {code} is not supported")))?,
+        None => x.dtype,
+    };
+    let k = n.int("k")?.unwrap_or(0);
+    let rhs = format!("{}(_i1 - _i0 == {k} ? 1 : 0)", dtype.name());
+    let y = im.b.compute("=", &rhs, &[], dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
 }

@@ -103,6 +103,30 @@ pub fn version(op: &str, opset: i64) -> Option<i64> {
     versions.iter().copied().filter(|&v| v <= opset).max()
 }
 
+/// The oldest version of `op` the importer implements (`None` for an
+/// operator not in the table).
+fn oldest(op: &str) -> Option<i64> {
+    let (_, versions) = SINCE.iter().find(|(o, _)| *o == op)?;
+    FROM.iter()
+        .find(|(o, _)| *o == op)
+        .map(|(_, v)| *v)
+        .or_else(|| version(op, BASE))
+        .or(versions.first().copied())
+}
+
+/// The versions of `op`'s schema the importer implements, oldest first:
+/// those a node of a model of operator set [`OLDEST`] to [`NEWEST`] may
+/// follow, from [`oldest`] on.
+pub fn implemented(op: &str) -> Vec<i64> {
+    let Some((_, versions)) = SINCE.iter().find(|(o, _)| *o == op) else {
+        return Vec::new();
+    };
+    let from = oldest(op)
+        .unwrap_or(i64::MAX)
+        .max(version(op, OLDEST).unwrap_or(0));
+    versions.iter().copied().filter(|&v| v >= from).collect()
+}
+
 /// Why a node of operator `op`, in a model of operator set `opset`, is
 /// not imported, if its version is one the importer does not implement.
 pub fn unimplemented(op: &str, opset: i64) -> Option<String> {
@@ -113,12 +137,7 @@ pub fn unimplemented(op: &str, opset: i64) -> Option<String> {
             versions[0]
         ));
     };
-    let oldest = FROM
-        .iter()
-        .find(|(o, _)| *o == op)
-        .map(|(_, v)| *v)
-        .or_else(|| version(op, BASE))
-        .unwrap_or(versions[0]);
+    let oldest = oldest(op).unwrap_or(versions[0]);
     (v < oldest).then(|| {
         format!(
             "operator set {opset} gives `{op}` version {v}, which tessera does not implement (it implements `{op}` from version {oldest}, operator set {oldest} on)"

@@ -3,7 +3,8 @@
 //! the prelude has no def for (`Reciprocal`, the trigonometric and
 //! hyperbolic functions, `Floor`, `Ceil`, `Round`, `Sign`, `Elu`, `Selu`,
 //! `Celu`, `HardSigmoid`, `HardSwish`, `Softplus`, `Softsign`, `Mish`,
-//! `Swish`, `ThresholdedRelu`, `IsNaN`, `IsInf`), `Xor`, `BitShift`, the variadic
+//! `Swish`, `ThresholdedRelu`, `IsNaN`, `IsInf`), `Xor`, `BitShift`, the
+//! bitwise operators, the variadic
 //! `Max`, `Min`, `Sum` and `Mean`, and the arithmetic, comparisons and
 //! `Where` on element types other than the prelude's.
 //!
@@ -385,6 +386,55 @@ fn shift(n: &Node, t: DType) -> Result<String, String> {
             )))
         }
     })
+}
+
+/// `BitwiseAnd`, `BitwiseOr`, `BitwiseXor` and `BitwiseNot` of integers,
+/// bit by bit: bit `b` of `v` is `(v / 2^b) % 2` (floor division and
+/// modulo, so a negative number's bits are its two's complement's; the
+/// top bit of a signed type is its sign), and
+/// the result is the sum of its bits times `2^b`, which wraps into the
+/// sign bit of a signed type as the bits do.
+pub fn bitwise(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let operands = inputs(im, n)?;
+    let t = check_types(n, &operands, Types::Integer)?;
+    let name = t.name();
+    let power = format!("{name}(uint64(exp2(float64(_k))))");
+    // A signed type's top bit is its sign (2^b is negative there).
+    let top = t.bits() - 1;
+    let bit = |v: &str| {
+        if t.is_signed() {
+            format!("(_k == {top} ? ({v} < 0 ? 1 : 0) : ({v} / {power}) % 2)")
+        } else {
+            format!("(({v} / {power}) % 2)")
+        }
+    };
+    let (a, b) = (bit("_a"), bit("_b"));
+    let on = match n.op {
+        "BitwiseAnd" => format!("{a} * {b}"),
+        "BitwiseOr" => format!("max({a}, {b})"),
+        "BitwiseXor" => format!("({a} + {b}) % 2"),
+        _ => format!("1 - {a}"),
+    };
+    let expr = format!("({on}) * {power}");
+    let mut shape: Vec<usize> = Vec::new();
+    for v in &operands {
+        shape = broadcast(&shape, &v.shape).ok_or_else(|| {
+            n.error(format!(
+                "shapes {:?} do not broadcast",
+                operands.iter().map(|v| &v.shape).collect::<Vec<_>>()
+            ))
+        })?;
+    }
+    let mut lets: Vec<String> = operands
+        .iter()
+        .zip(LETS)
+        .map(|(v, l)| format!("{l} = {}", read(v, &shape)))
+        .collect();
+    lets.push(format!("_k in 0:{}", t.bits()));
+    let y = im.b.compute("+=!", &expr, &lets, t, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
 }
 
 /// The variadic `Max`, `Min`, `Sum` and `Mean`, broadcast to one shape.

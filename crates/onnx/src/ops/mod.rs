@@ -47,6 +47,10 @@ pub const SUPPORTED: &[&str] = &[
     "AveragePool",
     "BatchNormalization",
     "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
     "Cast",
     "CastLike",
     "Ceil",
@@ -259,6 +263,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Expand" => elementwise::expand(im, n),
         "Max" | "Min" | "Sum" | "Mean" => map::variadic(im, n),
         "Xor" | "BitShift" => map::binary(im, n),
+        "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"
         | "Celu" | "HardSigmoid" | "HardSwish" | "Softplus" | "Softsign" | "Mish"

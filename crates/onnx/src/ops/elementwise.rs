@@ -413,6 +413,9 @@ fn wrapping_pow(p: i64, q: i64) -> Option<i64> {
 /// `LeakyRelu`, `Clip`, `Gelu`, `PRelu`: activations with parameters.
 pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
+    if n.op == "Clip" {
+        return clip(im, n);
+    }
     let x = im.var(n, 0)?;
     float_only(n, &x)?;
     let r = rank(n, &x.shape, "an input")?;
@@ -423,37 +426,6 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
                 format!("leaky_relu_r{r}"),
                 vec![],
                 vec![crate::build::float(alpha)],
-            )
-        }
-        "Clip" => {
-            // From opset 11 the bounds are optional constant inputs.
-            let bound = |im: &mut Importer, k: usize, default: f64| -> Result<f64, String> {
-                match n.input(k) {
-                    Some(_) => {
-                        let t = im.constant(n, k, "a bound")?;
-                        t.to_f64_vec()
-                            .first()
-                            .copied()
-                            .ok_or_else(|| n.error("an empty bound"))
-                    }
-                    None => Ok(default),
-                }
-            };
-            let (lo, hi) = if im.opset >= 11 {
-                (
-                    bound(im, 1, f64::from(f32::MIN))?,
-                    bound(im, 2, f64::from(f32::MAX))?,
-                )
-            } else {
-                (
-                    f64::from(n.float("min")?.unwrap_or(f32::MIN)),
-                    f64::from(n.float("max")?.unwrap_or(f32::MAX)),
-                )
-            };
-            (
-                format!("clip_r{r}"),
-                vec![],
-                vec![crate::build::float(lo), crate::build::float(hi)],
             )
         }
         "Gelu" => {
@@ -500,6 +472,68 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
     let mut all = vec![&x];
     all.extend(tensors.iter());
     let y = im.b.call(&def, &all, &scalars, x.dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `Clip`: `min(max(x, lo), hi)`, each bound optional; the prelude's
+/// `clip_rK` for float32 of ranks 1 to 5, else a map of any numeric type.
+fn clip(im: &mut Importer, n: &Node) -> Result<(), String> {
+    let x = im.var(n, 0)?;
+    // From version 11 the bounds are optional constant inputs, before
+    // attributes.
+    let (lo, hi) = if im.version(n) >= 11 {
+        let bound = |k: usize| -> Result<Option<Tensor>, String> {
+            match n.input(k) {
+                Some(_) => {
+                    let t = im.constant(n, k, "a bound")?;
+                    if t.is_empty() {
+                        return Err(n.error("an empty bound"));
+                    }
+                    Ok(Some(t))
+                }
+                None => Ok(None),
+            }
+        };
+        (bound(1)?, bound(2)?)
+    } else {
+        let attr = |name: &str| -> Result<Option<Tensor>, String> {
+            Ok(n.float(name)?
+                .map(|v| Tensor::from_f64(DType::F32, &[], vec![f64::from(v)])))
+        };
+        (attr("min")?, attr("max")?)
+    };
+    if x.dtype == DType::F32 && (1..=super::MAX_RANK).contains(&x.shape.len()) {
+        let value = |t: &Option<Tensor>, default: f32| {
+            let v = t.as_ref().map_or(f64::from(default), |t| t.to_f64_vec()[0]);
+            crate::build::float(v)
+        };
+        let scalars = [value(&lo, f32::MIN), value(&hi, f32::MAX)];
+        let def = format!("clip_r{}", x.shape.len());
+        let y = im.b.call(&def, &[&x], &scalars, x.dtype, x.shape.clone());
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
+    }
+    if x.dtype == DType::Bool {
+        return Err(n.error("Clip of bool is not supported"));
+    }
+    // A bound as a literal of the input's type.
+    let literal = |t: &Tensor| {
+        if x.dtype.is_float() {
+            crate::build::float(t.to_f64_vec()[0])
+        } else {
+            super::ints(t)[0].to_string()
+        }
+    };
+    let mut expr = "_a".to_string();
+    if let Some(t) = &lo {
+        expr = format!("max({expr}, {})", literal(t));
+    }
+    if let Some(t) = &hi {
+        expr = format!("min({expr}, {})", literal(t));
+    }
+    let t = x.dtype;
+    let y = super::map::map(im, n, &expr, &[x], t)?;
     im.set(n, 0, Value::Var(y));
     Ok(())
 }

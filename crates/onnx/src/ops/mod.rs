@@ -21,6 +21,7 @@ mod map;
 mod normalize;
 mod point;
 mod pool;
+mod quantize;
 mod rearrange;
 mod reduce;
 mod resize;
@@ -66,8 +67,10 @@ pub const SUPPORTED: &[&str] = &[
     "CumProd",
     "CumSum",
     "DepthToSpace",
+    "DequantizeLinear",
     "Div",
     "Dropout",
+    "DynamicQuantizeLinear",
     "Einsum",
     "Elu",
     "Equal",
@@ -103,6 +106,7 @@ pub const SUPPORTED: &[&str] = &[
     "LpNormalization",
     "LpPool",
     "MatMul",
+    "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",
@@ -119,6 +123,8 @@ pub const SUPPORTED: &[&str] = &[
     "PRelu",
     "Pad",
     "Pow",
+    "QLinearMatMul",
+    "QuantizeLinear",
     "RMSNormalization",
     "Range",
     "Reciprocal",
@@ -226,6 +232,11 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "BatchNormalization" => linear::batchnorm(im, n),
         "Softmax" => linear::softmax(im, n),
         "Tile" => rearrange::tile(im, n),
+        "DequantizeLinear" => quantize::dequantize(im, n),
+        "QuantizeLinear" => quantize::quantize(im, n),
+        "DynamicQuantizeLinear" => quantize::dynamic_quantize(im, n),
+        "MatMulInteger" => quantize::matmul_integer(im, n),
+        "QLinearMatMul" => quantize::qlinear_matmul(im, n),
         "Resize" | "Upsample" => resize::resize(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),

@@ -14,6 +14,7 @@ mod conv;
 mod einsum;
 mod elementwise;
 mod fold;
+mod grid_sample;
 mod layout;
 mod linear;
 mod loss;
@@ -89,6 +90,7 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalMaxPool",
     "Greater",
     "GreaterOrEqual",
+    "GridSample",
     "GroupNormalization",
     "HardSigmoid",
     "HardSwish",
@@ -238,6 +240,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "MatMulInteger" => quantize::matmul_integer(im, n),
         "QLinearMatMul" => quantize::qlinear_matmul(im, n),
         "Resize" | "Upsample" => resize::resize(im, n),
+        "GridSample" => grid_sample::grid_sample(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),
         "ScatterElements" => rearrange::scatter_elements(im, n),

@@ -536,6 +536,11 @@ def malformed():
     write("old_operator_version", graph([
         helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode="nearest"),
     ], [numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")], opset=10))
+    # Before operator set 7 an Add broadcasts only with `broadcast = 1`, and
+    # then B must be a run of A's dimensions.
+    write("legacy_broadcast_mismatch", graph([
+        helper.make_node("Add", ["x", "b"], ["y"], name="add", broadcast=1, axis=0),
+    ], [numpy_helper.from_array(np.ones([3], dtype=np.float32), "b")], opset=6))
     write("cycle", graph([
         helper.make_node("Add", ["x", "b"], ["a"], name="first"),
         helper.make_node("Relu", ["a"], ["b"], name="second"),

@@ -111,6 +111,10 @@ fn malformed_models_are_rejected_with_their_reason() {
             "old_operator_version",
             "node `resize` (Resize): operator set 10 gives `Resize` version 10, which tessera does not implement",
         ),
+        (
+            "legacy_broadcast_mismatch",
+            "node `add` (Add): B of shape [3] is not a run of A's dimensions [1, 2, 3, 3] from axis 0",
+        ),
         ("cycle", "has a cycle"),
         (
             "missing_initializer",

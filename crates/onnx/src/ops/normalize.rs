@@ -105,10 +105,9 @@ fn trailing(n: &Node, what: &str, p: &Var, x: &Var, from: usize) -> Result<Strin
     Ok(map::read(p, &x.shape))
 }
 
-/// `LayerNormalization` over the axes from `axis` on, with the optional
-/// `Mean` and `InvStdDev` outputs.
-pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 3)?;
+/// The input of `LayerNormalization` or `RMSNormalization`, its `axis`,
+/// the axes from it on, which are normalized, and `epsilon`.
+fn trailing_axes(im: &mut Importer, n: &Node) -> Result<(Var, usize, Vec<usize>, f64), String> {
     let x = im.var(n, 0)?;
     float_input(n, &x)?;
     let r = x.shape.len();
@@ -117,7 +116,14 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.int("stash_type")?.unwrap_or(1) != 1 {
         return Err(n.error("stash_type other than 1 (float32) is not supported"));
     }
-    let axes: Vec<usize> = (a..r).collect();
+    Ok((x, a, (a..r).collect(), eps))
+}
+
+/// `LayerNormalization` over the axes from `axis` on, with the optional
+/// `Mean` and `InvStdDev` outputs.
+pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 3)?;
+    let (x, a, axes, eps) = trailing_axes(im, n)?;
     let (mu, inv) = moments(im, &x, &axes, eps);
     let scale = im.var(n, 1)?;
     let s = trailing(n, "the scale", &scale, &x, a)?;
@@ -136,17 +142,13 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// axes from `axis` on.
 pub fn rms(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let x = im.var(n, 0)?;
-    float_input(n, &x)?;
-    let r = x.shape.len();
-    let a = axis(n, n.int("axis")?.unwrap_or(-1), r.max(1))?;
-    let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
-    if n.int("stash_type")?.unwrap_or(1) != 1 {
-        return Err(n.error("stash_type other than 1 (float32) is not supported"));
-    }
-    let axes: Vec<usize> = (a..r).collect();
+    let (x, a, axes, eps) = trailing_axes(im, n)?;
     let square = mean(im, &x, &axes, |e| format!("{e} * {e}"));
-    let rhs = format!("1 / sqrt({} + {})", read(&square, &point(r)), float(eps));
+    let rhs = format!(
+        "1 / sqrt({} + {})",
+        read(&square, &point(x.shape.len())),
+        float(eps)
+    );
     let inv = im.b.compute("=", &rhs, &[], x.dtype, square.shape.clone());
     let scale = im.var(n, 1)?;
     let s = trailing(n, "the scale", &scale, &x, a)?;

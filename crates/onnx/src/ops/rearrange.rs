@@ -146,11 +146,6 @@ pub fn scatter_elements(im: &mut Importer, n: &Node) -> Result<(), String> {
     let u = read(&updates, &at);
     let xs = read(&x, &here);
     let reduction = n.string("reduction")?.unwrap_or_else(|| "none".to_string());
-    let combined = |im: &mut Importer, op: &str, rhs: String, out: &str| {
-        let s = im.b.compute(op, &rhs, &range, x.dtype, x.shape.clone());
-        let rhs = out.replace("S", &read(&s, &here));
-        im.b.compute("=", &rhs.replace("X", &xs), &[], x.dtype, x.shape.clone())
-    };
     let y = match reduction.as_str() {
         "none" => {
             let last = im.b.compute(
@@ -176,14 +171,37 @@ pub fn scatter_elements(im: &mut Importer, n: &Node) -> Result<(), String> {
             let rhs = format!("{l} >= 0 ? {} : {xs}", read(&updates, &clamped));
             im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
         }
-        "add" => combined(im, "+=!", format!("{lands} ? {u} : 0"), "X + S"),
-        "mul" => combined(im, "*=!", format!("{lands} ? {u} : 1"), "X * S"),
-        "max" => combined(im, "max=!", format!("{lands} ? {u} : {xs}"), "max(X, S)"),
-        "min" => combined(im, "min=!", format!("{lands} ? {u} : {xs}"), "min(X, S)"),
-        other => return Err(n.error(format!("reduction `{other}` is not supported"))),
+        other => combined(im, n, &x, other, &lands, &u, &range)?,
     };
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// A scatter with `reduction` (`add`, `mul`, `max`, `min`): the element
+/// of `x` combined with what the updates that land on it give, reduced
+/// over `ranges` (`lands` says whether update `u` lands on the point).
+fn combined(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    reduction: &str,
+    lands: &str,
+    u: &str,
+    ranges: &[String],
+) -> Result<Var, String> {
+    let here = point(x.shape.len());
+    let xs = read(x, &here);
+    let (op, none, out) = match reduction {
+        "add" => ("+=!", "0".to_string(), "X + S"),
+        "mul" => ("*=!", "1".to_string(), "X * S"),
+        "max" => ("max=!", xs.clone(), "max(X, S)"),
+        "min" => ("min=!", xs.clone(), "min(X, S)"),
+        other => return Err(n.error(format!("reduction `{other}` is not supported"))),
+    };
+    let rhs = format!("{lands} ? {u} : {none}");
+    let s = im.b.compute(op, &rhs, ranges, x.dtype, x.shape.clone());
+    let rhs = out.replace("S", &read(&s, &here)).replace("X", &xs);
+    Ok(im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone()))
 }
 
 /// `DepthToSpace` (`DCR` and `CRD` modes) and `SpaceToDepth` of an
@@ -397,11 +415,6 @@ pub fn scatter_nd(im: &mut Importer, n: &Node) -> Result<(), String> {
     at.extend(here[q..].iter().cloned());
     let u = read(&updates, &at);
     let xs = read(&x, &here);
-    let combined = |im: &mut Importer, op: &str, rhs: String, out: &str| {
-        let s = im.b.compute(op, &rhs, &ranges, x.dtype, x.shape.clone());
-        let rhs = out.replace("S", &read(&s, &here)).replace("X", &xs);
-        im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
-    };
     let reduction = n.string("reduction")?.unwrap_or_else(|| "none".to_string());
     let y = match reduction.as_str() {
         "none" => {
@@ -427,11 +440,7 @@ pub fn scatter_nd(im: &mut Importer, n: &Node) -> Result<(), String> {
             let rhs = format!("{l} >= 0 ? {} : {xs}", read(&updates, &index));
             im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone())
         }
-        "add" => combined(im, "+=!", format!("{lands} ? {u} : 0"), "X + S"),
-        "mul" => combined(im, "*=!", format!("{lands} ? {u} : 1"), "X * S"),
-        "max" => combined(im, "max=!", format!("{lands} ? {u} : {xs}"), "max(X, S)"),
-        "min" => combined(im, "min=!", format!("{lands} ? {u} : {xs}"), "min(X, S)"),
-        other => return Err(n.error(format!("reduction `{other}` is not supported"))),
+        other => combined(im, n, &x, other, &lands, &u, &ranges)?,
     };
     im.set(n, 0, Value::Var(y));
     Ok(())

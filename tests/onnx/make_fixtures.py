@@ -547,9 +547,9 @@ def malformed():
         helper.make_node("Relu", ["a"], ["y"], name="third"),
     ]))
     write("missing_initializer", graph([helper.make_node("Conv", ["x", "weights"], ["y"], name="conv")]))
-    write("unsupported_operator", graph([helper.make_node("LSTM", ["x"], ["y"], name="lstm")]))
+    write("unsupported_operator", graph([helper.make_node("Scan", ["x"], ["y"], name="scan")]))
     # The same with a symbolic batch: refused before any size is known.
-    symbolic = graph([helper.make_node("LSTM", ["x"], ["y"], name="lstm")])
+    symbolic = graph([helper.make_node("Scan", ["x"], ["y"], name="scan")])
     symbolic.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
     write("symbolic_unsupported_operator", symbolic)
     w = numpy_helper.from_array(np.ones([2, 2, 3, 3], dtype=np.float32), "w")

@@ -344,6 +344,17 @@ impl<'a> Node<'a> {
             .map(|a| a.ints.clone()))
     }
 
+    pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>, String> {
+        Ok(self
+            .typed(name, attribute_type::STRINGS, "a list of strings")?
+            .map(|a| {
+                a.strings
+                    .iter()
+                    .map(|s| String::from_utf8_lossy(s).into_owned())
+                    .collect()
+            }))
+    }
+
     pub fn floats(&self, name: &str) -> Result<Option<Vec<f32>>, String> {
         Ok(self
             .typed(name, attribute_type::FLOATS, "a list of floats")?

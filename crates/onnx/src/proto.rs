@@ -101,6 +101,7 @@ pub mod attribute_type {
     pub const TENSOR: i32 = 4;
     pub const FLOATS: i32 = 6;
     pub const INTS: i32 = 7;
+    pub const STRINGS: i32 = 8;
 }
 
 /// `TensorProto`: a constant tensor, its values in exactly one of the

@@ -122,11 +122,11 @@ fn malformed_models_are_rejected_with_their_reason() {
         ),
         (
             "unsupported_operator",
-            "node `lstm` (LSTM): operator `LSTM` is not supported",
+            "node `scan` (Scan): operator `Scan` is not supported",
         ),
         (
             "symbolic_unsupported_operator",
-            "node `lstm` (LSTM): operator `LSTM` is not supported",
+            "node `scan` (Scan): operator `Scan` is not supported",
         ),
         (
             "unsupported_attribute_value",

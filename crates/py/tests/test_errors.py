@@ -76,10 +76,10 @@ def test_model_files_that_cannot_be_used(tmp_path):
     junk.write_bytes(b"\x08\x07garbage")
     with pytest.raises(tessera.ParseError, match="not a valid ONNX model"):
         tessera.InferenceSession(junk)
-    with pytest.raises(tessera.UnsupportedOperatorError, match="operator `LSTM` is not supported"):
+    with pytest.raises(tessera.UnsupportedOperatorError, match="operator `Scan` is not supported"):
         tessera.InferenceSession(MALFORMED / "unsupported_operator.onnx")
     # A symbolic batch defers compiling to the first run, not the check.
-    with pytest.raises(tessera.UnsupportedOperatorError, match="operator `LSTM` is not supported"):
+    with pytest.raises(tessera.UnsupportedOperatorError, match="operator `Scan` is not supported"):
         tessera.InferenceSession(MALFORMED / "symbolic_unsupported_operator.onnx")
     with pytest.raises(tessera.UnsupportedOperatorError, match="operator set version 5"):
         tessera.InferenceSession(MALFORMED / "unknown_opset.onnx")

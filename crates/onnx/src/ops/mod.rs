@@ -24,6 +24,7 @@ mod point;
 mod pool;
 mod quantize;
 mod rearrange;
+mod recurrent;
 mod reduce;
 mod resize;
 mod swap;
@@ -81,6 +82,7 @@ pub const SUPPORTED: &[&str] = &[
     "EyeLike",
     "Flatten",
     "Floor",
+    "GRU",
     "Gather",
     "GatherElements",
     "GatherND",
@@ -99,6 +101,7 @@ pub const SUPPORTED: &[&str] = &[
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -128,6 +131,7 @@ pub const SUPPORTED: &[&str] = &[
     "QLinearMatMul",
     "QuantizeLinear",
     "RMSNormalization",
+    "RNN",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -241,6 +245,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "QLinearMatMul" => quantize::qlinear_matmul(im, n),
         "Resize" | "Upsample" => resize::resize(im, n),
         "GridSample" => grid_sample::grid_sample(im, n),
+        "RNN" | "GRU" | "LSTM" => recurrent::recurrent(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),
         "ScatterElements" => rearrange::scatter_elements(im, n),

@@ -8,6 +8,7 @@
 //! an importer did not read.
 
 mod along;
+mod attention;
 pub mod blocked;
 mod compare;
 mod conv;
@@ -47,6 +48,7 @@ pub const SUPPORTED: &[&str] = &[
     "Asinh",
     "Atan",
     "Atanh",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "BitShift",
@@ -245,6 +247,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "QLinearMatMul" => quantize::qlinear_matmul(im, n),
         "Resize" | "Upsample" => resize::resize(im, n),
         "GridSample" => grid_sample::grid_sample(im, n),
+        "Attention" => attention::attention(im, n),
         "RNN" | "GRU" | "LSTM" => recurrent::recurrent(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),

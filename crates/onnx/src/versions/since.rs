@@ -17,6 +17,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("Asinh", &[9, 22]),
     ("Atan", &[7, 22]),
     ("Atanh", &[9, 22]),
+    ("Attention", &[23, 24, 25]),
     ("AveragePool", &[1, 7, 10, 11, 19, 22]),
     ("BatchNormalization", &[1, 6, 7, 9, 14, 15]),
     ("BitShift", &[11, 28]),

@@ -28,6 +28,7 @@ mod rearrange;
 mod recurrent;
 mod reduce;
 mod resize;
+mod rotary;
 mod swap;
 
 use tensor::Tensor;
@@ -149,6 +150,7 @@ pub const SUPPORTED: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "RotaryEmbedding",
     "Round",
     "ScatterElements",
     "ScatterND",
@@ -248,6 +250,7 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Resize" | "Upsample" => resize::resize(im, n),
         "GridSample" => grid_sample::grid_sample(im, n),
         "Attention" => attention::attention(im, n),
+        "RotaryEmbedding" => rotary::rotary(im, n),
         "RNN" | "GRU" | "LSTM" => recurrent::recurrent(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),

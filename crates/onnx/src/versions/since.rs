@@ -118,6 +118,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("Relu", &[1, 6, 13, 14]),
     ("Reshape", &[1, 5, 13, 14, 19, 21, 23, 24, 25]),
     ("Resize", &[10, 11, 13, 18, 19]),
+    ("RotaryEmbedding", &[23]),
     ("Round", &[11, 22]),
     ("ScatterElements", &[11, 13, 16, 18]),
     ("ScatterND", &[11, 13, 16, 18]),

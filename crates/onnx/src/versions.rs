@@ -39,7 +39,9 @@ const BASE: i64 = 11;
 /// and comparisons of sets 1 to 6 with their `broadcast` and `axis`
 /// attributes instead of numpy broadcasting, BatchNormalization 6 and
 /// Dropout 6 with `is_test`, Clip 6 with its bounds as attributes, Pad 2
-/// and Slice 1 with theirs.
+/// and Slice 1 with theirs. Max, Min, Sum and Mean 6 take operands of one
+/// shape, which the later versions' broadcasting reads the same. The
+/// operators added later (ArgMax, Resize, TopK, ...) list theirs likewise.
 const FROM: &[(&str, i64)] = &[
     ("Add", 6),
     ("And", 1),
@@ -66,6 +68,9 @@ const FROM: &[(&str, i64)] = &[
     ("LogSoftmax", 1),
     ("LpNormalization", 1),
     ("MatMul", 1),
+    ("Max", 6),
+    ("Mean", 6),
+    ("Min", 6),
     ("MaxPool", 1),
     ("Mul", 6),
     ("OneHot", 9),
@@ -89,6 +94,7 @@ const FROM: &[(&str, i64)] = &[
     ("Split", 2),
     ("Squeeze", 1),
     ("Sub", 6),
+    ("Sum", 6),
     ("Tile", 6),
     ("TopK", 10),
     ("Unsqueeze", 1),

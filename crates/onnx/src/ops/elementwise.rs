@@ -432,6 +432,15 @@ pub fn activation(im: &mut Importer, n: &Node) -> Result<(), String> {
             let approx = n
                 .string("approximate")?
                 .unwrap_or_else(|| "none".to_string());
+            if approx == "tanh" {
+                // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+                let expr =
+                    "0.5 * _a * (1 + tanh(0.7978845608028654 * (_a + 0.044715 * _a * _a * _a)))";
+                let t = x.dtype;
+                let y = super::map::map(im, n, expr, &[x], t)?;
+                im.set(n, 0, Value::Var(y));
+                return Ok(());
+            }
             if approx != "none" {
                 return Err(n.error(format!("approximate = `{approx}` is not supported")));
             }

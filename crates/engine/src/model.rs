@@ -145,7 +145,8 @@ impl Model {
             .collect()
     }
 
-    /// How many sets of input shapes the model is compiled for.
+    /// How many programs the model is compiled into: one per set of input
+    /// shapes and values of the inputs the import takes as constants.
     pub fn specializations(&self) -> usize {
         self.instances.len()
     }

@@ -86,7 +86,8 @@ impl NodeArg {
 /// `path` is the model file. `sizes` binds symbolic input dimensions by
 /// name (`{"batch": 1}`); a model whose input shapes are all known is
 /// compiled when the session is made, else once per set of input shapes,
-/// on first use. `threads` is the number of threads a run uses (default:
+/// on first use (and once per value of an input an operator takes as a
+/// constant, such as a reduction's axes). `threads` is the number of threads a run uses (default:
 /// all cores).
 ///
 /// For scripts written for ONNX Runtime, `InferenceSession(path,
@@ -217,7 +218,8 @@ impl InferenceSession {
         vec!["CPUExecutionProvider"]
     }
 
-    /// How many sets of input shapes the model is compiled for.
+    /// How many programs the model is compiled into: one per set of input
+    /// shapes and values of the inputs taken as constants.
     #[getter]
     fn specializations(&self) -> usize {
         self.model.specializations()

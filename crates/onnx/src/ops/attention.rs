@@ -21,20 +21,12 @@ use super::point::read;
 use crate::build::{float, Node, Value, Var};
 use crate::import::Importer;
 
-/// The optional input `k` of `n`.
-fn optional(im: &mut Importer, n: &Node, k: usize) -> Result<Option<Var>, String> {
-    match n.input(k) {
-        Some(_) => im.var(n, k).map(Some),
-        None => Ok(None),
-    }
-}
-
 pub fn attention(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 4)?;
     let (q, k, v) = (im.var(n, 0)?, im.var(n, 1)?, im.var(n, 2)?);
-    let mask = optional(im, n, 3)?;
-    let (past_k, past_v) = (optional(im, n, 4)?, optional(im, n, 5)?);
-    let nonpad = optional(im, n, 6)?;
+    let mask = im.optional_var(n, 3)?;
+    let (past_k, past_v) = (im.optional_var(n, 4)?, im.optional_var(n, 5)?);
+    let nonpad = im.optional_var(n, 6)?;
     let t = q.dtype;
     let rank = q.shape.len();
     if !matches!(t, DType::F32 | DType::F64)

@@ -23,10 +23,7 @@ pub fn loss(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, if softmax { 2 } else { 1 })?;
     let x = im.var(n, 0)?;
     let target = im.var(n, 1)?;
-    let weight = match n.input(2) {
-        Some(_) => Some(im.var(n, 2)?),
-        None => None,
-    };
+    let weight = im.optional_var(n, 2)?;
     if !matches!(x.dtype, DType::F32 | DType::F64) {
         return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
     }

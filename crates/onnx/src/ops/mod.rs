@@ -322,6 +322,14 @@ impl Importer<'_> {
         Ok(self.as_var(n, k, v))
     }
 
+    /// Optional input `k` as a tensor of the model def, `None` when absent.
+    pub(crate) fn optional_var(&mut self, n: &Node, k: usize) -> Result<Option<Var>, String> {
+        match n.input(k) {
+            Some(_) => self.var(n, k).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// `v`, the value of input `k` of `n`, as a tensor of the model def.
     pub(crate) fn as_var(&mut self, n: &Node, k: usize, v: Value) -> Var {
         match v {

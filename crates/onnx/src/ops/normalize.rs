@@ -50,14 +50,6 @@ fn moments(im: &mut Importer, x: &Var, axes: &[usize], eps: f64) -> (Var, Var) {
     (mu, inv)
 }
 
-/// The optional input `k` of `n` as a tensor, or `None`.
-fn optional(im: &mut Importer, n: &Node, k: usize) -> Result<Option<Var>, String> {
-    match n.input(k) {
-        Some(_) => Ok(Some(im.var(n, k)?)),
-        None => Ok(None),
-    }
-}
-
 /// `x` normalized over `axes` by its mean `mu` (none: not centered) and
 /// inverse deviation `inv`, times the scale then plus the bias (each an
 /// expression read at the point), if given.
@@ -127,7 +119,7 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     let (mu, inv) = moments(im, &x, &axes, eps);
     let scale = im.var(n, 1)?;
     let s = trailing(n, "the scale", &scale, &x, a)?;
-    let b = match optional(im, n, 2)? {
+    let b = match im.optional_var(n, 2)? {
         Some(b) => Some(trailing(n, "the bias", &b, &x, a)?),
         None => None,
     };

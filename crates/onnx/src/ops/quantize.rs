@@ -270,18 +270,10 @@ fn integer_product(
         .compute("+=!", &rhs, &[format!("_k in 0:{k}")], DType::I32, shape))
 }
 
-/// The optional input `k` as a tensor.
-fn optional(im: &mut Importer, n: &Node, k: usize) -> Result<Option<Var>, String> {
-    match n.input(k) {
-        Some(_) => im.var(n, k).map(Some),
-        None => Ok(None),
-    }
-}
-
 pub fn matmul_integer(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
-    let zero = [optional(im, n, 2)?, optional(im, n, 3)?];
+    let zero = [im.optional_var(n, 2)?, im.optional_var(n, 3)?];
     let y = integer_product(im, n, &a, &b, zero)?;
     im.set(n, 0, Value::Var(y));
     Ok(())

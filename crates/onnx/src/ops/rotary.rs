@@ -13,10 +13,7 @@ use crate::import::Importer;
 pub fn rotary(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
     let (x, cos, sin) = (im.var(n, 0)?, im.var(n, 1)?, im.var(n, 2)?);
-    let positions = match n.input(3) {
-        Some(_) => Some(im.var(n, 3)?),
-        None => None,
-    };
+    let positions = im.optional_var(n, 3)?;
     let t = x.dtype;
     let rank = x.shape.len();
     let heads = n.int("num_heads")?.unwrap_or(0);

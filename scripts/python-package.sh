@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python package (crates/py) and installs it into the project's
 # virtual environment, .venv/ (made on first use with
-# crates/py/requirements-dev.txt: maturin, numpy, pytest and ONNX Runtime
+# crates/py/requirements-dev.txt: maturin, numpy, ml_dtypes, pytest and ONNX Runtime
 # for the tests). Prints the environment's python.
 #
 # `--release` builds the abi3 wheel with maturin (release profile, into

@@ -12,7 +12,9 @@ tensors through `tessera run` (compiled) and `tessera run --interp` (the
 reference interpreter), on the case's inputs (written as .npy), and
 classifies each as
 - pass: every output has the expected shape, element type and values
-  (within the ONNX backend tests' tolerance, rtol 1e-3 and atol 1e-7);
+  (within the ONNX backend tests' tolerance, rtol 1e-3 and atol 1e-7, or
+  for the narrow floats within their own resolution where it is coarser:
+  rtol is then the type's machine epsilon, 2^-7 for bfloat16);
 - unsupported: tessera refused it with a clear error (exit status 1 and
   an `error:` line);
 - failure: anything else (a wrong output, a panic, a signal, a hang past
@@ -97,17 +99,36 @@ def data_sets(case):
     )
 
 
+def raw(a):
+    """An array as tessera's .npy reader takes it: the element types numpy
+    lacks (ml_dtypes' bfloat16, float8 and float4) as their raw codes."""
+    if a.dtype.kind == "V" or (a.dtype.kind == "f" and a.dtype.itemsize == 1):
+        return a.view(f"V{a.dtype.itemsize}")
+    return a
+
+
 def compare(want, got_path):
     if not os.path.exists(got_path):
         return "no output file"
     got = np.load(got_path)
+    if got.dtype.kind == "V" and got.dtype.itemsize == want.dtype.itemsize and raw(want).dtype.kind == "V":
+        got = got.view(want.dtype)  # Raw codes of the expected type.
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
     if got.dtype != want.dtype:
         return f"element type {got.dtype}, expected {want.dtype}"
+    rtol = RTOL
+    if raw(want).dtype.kind == "V" or want.dtype == np.float16:
+        # ml_dtypes' types and float16 compare as the float32s they hold,
+        # within at least the type's own resolution: bfloat16's unit in the
+        # last place is 0.4% of a value, coarser than the tests' 0.1%.
+        import ml_dtypes
+
+        rtol = max(RTOL, float(ml_dtypes.finfo(want.dtype).eps))
+        got, want = got.astype(np.float32), want.astype(np.float32)
     if want.dtype.kind in "fc":
-        if not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
-            bad = np.argwhere(~np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+        if not np.allclose(got, want, rtol=rtol, atol=ATOL, equal_nan=True):
+            bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=ATOL, equal_nan=True))
             i = tuple(bad[0])
             return f"value at {list(i)}: {got[i]}, expected {want[i]}"
     elif not np.array_equal(got, want):
@@ -134,7 +155,7 @@ def run_case(tessera, case, work, interp, limit):
             if not os.path.exists(pb):
                 continue
             npy = os.path.join(tmp, f"input_{j}.npy")
-            np.save(npy, read_pb(pb))
+            np.save(npy, raw(read_pb(pb)))
             args += ["--input", f"{name}={npy}"]
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=limit)

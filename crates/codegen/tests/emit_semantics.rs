@@ -8,7 +8,7 @@
 //! zero). Each kernel runs as written and after the cpu pipeline, on the VM
 //! and as C; results must be identical (numerically: `-0 == 0`; NaN equals
 //! NaN), except float builtins (every one of `ir::Builtin`'s table, on
-//! every float type): the C calls the C library's functions where arith
+//! every float type, the narrow ones included): the C calls the C library's functions where arith
 //! calls Rust's `std` or the `libm` crate, so they must agree within 4
 //! units in the last place (16 for the float64 special functions of
 //! [`ulps`]). All kernels share one C file.
@@ -34,6 +34,20 @@ const INTS: [DType; 8] = [
     DType::U32,
     DType::I64,
     DType::U64,
+];
+
+/// Every float type: the narrow ones compute in `double` and round to
+/// their format after every operation, in C as in arith.
+const FLOATS: [DType; 9] = [
+    DType::F32,
+    DType::F64,
+    DType::F16,
+    DType::BF16,
+    DType::F8E4M3FN,
+    DType::F8E4M3FNUZ,
+    DType::F8E5M2,
+    DType::F8E5M2FNUZ,
+    DType::F4E2M1,
 ];
 
 /// One kernel, its inputs, and which outputs may differ in the last bits.
@@ -204,7 +218,7 @@ fn integer_tests(tests: &mut Vec<Test>) {
 
 fn float_tests(tests: &mut Vec<Test>) {
     let n = 64;
-    for (k, t) in [DType::F32, DType::F64].into_iter().enumerate() {
+    for (k, t) in FLOATS.into_iter().enumerate() {
         let mut outs: Vec<(String, DType)> = ["add", "sub", "mul", "div", "mod"]
             .iter()
             .map(|op| (format!("{op}.{t}($A, $B)"), t))
@@ -375,6 +389,9 @@ fn aggregation_tests(tests: &mut Vec<Test>) {
         DType::U64,
         DType::F32,
         DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::F8E4M3FN,
         DType::Bool,
     ];
     for (k, t) in types.into_iter().enumerate() {
@@ -603,6 +620,8 @@ fn agrees(got: &Value, want: &Value, t: DType, approx: Option<u64>) -> bool {
             }
             let d = if t == DType::F32 {
                 u64::from((*a as f32).to_bits().abs_diff((*b as f32).to_bits()))
+            } else if let Some(f) = t.narrow() {
+                u64::from(f.encode(*a).abs_diff(f.encode(*b)))
             } else {
                 a.to_bits().abs_diff(b.to_bits())
             };

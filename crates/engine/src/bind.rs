@@ -115,8 +115,12 @@ pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
         };
         let shape = npy::shape(Path::new(v)).map_err(npy_error)?;
         if shape.iter().product::<usize>() <= SHAPE_LIKE_MOST {
-            let t = npy::read(Path::new(v)).map_err(npy_error)?;
-            values.insert(k.trim().to_string(), t);
+            // A file of raw codes (a narrow float's) names no type until
+            // its input's declaration does; it is never a shape-like
+            // value, and its binding reads it.
+            if let Ok(t) = npy::read(Path::new(v)) {
+                values.insert(k.trim().to_string(), t);
+            }
         }
     }
     Ok(values)
@@ -154,11 +158,12 @@ pub fn read_items(def: &Def, items: &[String]) -> Result<HashMap<String, Arg>, E
         let arg = match param {
             Param::Scalar { dtype, .. } => Arg::Scalar(parse_scalar(k, v, *dtype)?),
             Param::Tensor(t) => {
-                let tensor = npy::read(Path::new(v)).map_err(|message| Error::Npy {
-                    path: v.to_string(),
-                    message,
-                })?;
                 let decl = declaration(def, t)?;
+                let tensor =
+                    npy::read_as(Path::new(v), Some(decl.dtype)).map_err(|message| Error::Npy {
+                        path: v.to_string(),
+                        message,
+                    })?;
                 if tensor.dtype() != decl.dtype {
                     return Err(input(format!(
                         "input `{t}`: `{v}` holds {} but `{t}` is {}",

@@ -101,11 +101,11 @@ fn cast(t: DType, c: Compiled<'_>) -> Compiled<'_> {
     }
     if t.is_float() {
         return match c {
-            Compiled::Float(g, DType::F64) if t == DType::F32 => {
-                Compiled::Float(Box::new(move |f| Ok(g(f)? as f32 as f64)), t)
+            // To float64, or to the same type: the value is unchanged.
+            Compiled::Float(g, s) if s == t || t == DType::F64 => Compiled::Float(g, t),
+            Compiled::Float(g, _) => {
+                Compiled::Float(Box::new(move |f| Ok(arith::round(t, g(f)?))), t)
             }
-            // float32 to float64, or to the same type: the value is unchanged.
-            Compiled::Float(g, _) => Compiled::Float(g, t),
             Compiled::Int(g, s) => {
                 Compiled::Float(Box::new(move |f| Ok(arith::int_to_float(s, t, g(f)?))), t)
             }
@@ -299,6 +299,23 @@ impl<'a> Scope<'a> {
             DType::Bool => {
                 let v = tensor.as_slice::<u8>().ok_or_else(missing)?;
                 Compiled::Bool(Box::new(move |f| Ok(v[plan.offset(f)?] != 0)))
+            }
+            // A narrow float's element is its code.
+            DType::F16 | DType::BF16 => {
+                let format = t.narrow().ok_or_else(missing)?;
+                let v = tensor.as_slice::<u16>().ok_or_else(missing)?;
+                Compiled::Float(
+                    Box::new(move |f| Ok(format.decode(u32::from(v[plan.offset(f)?])))),
+                    t,
+                )
+            }
+            _ if t.narrow().is_some() => {
+                let format = t.narrow().ok_or_else(missing)?;
+                let v = tensor.as_slice::<u8>().ok_or_else(missing)?;
+                Compiled::Float(
+                    Box::new(move |f| Ok(format.decode(u32::from(v[plan.offset(f)?])))),
+                    t,
+                )
             }
             // Integers widen to the `int64` the closures compute in (a
             // `uint64` keeps its bit pattern, as everywhere); for `int64`

@@ -167,10 +167,30 @@ pub(crate) fn exec_comp(
                     )
                 }};
             }
-            if t == DType::F32 {
-                drive_into!(f32)
-            } else {
-                drive_into!(f64)
+            // A narrow float is driven in a float64 copy of its values
+            // (the fold and the body round to its format) and stored back
+            // as codes.
+            macro_rules! drive_codes {
+                ($t:ty, $format:expr) => {{
+                    let data = out.as_mut_slice::<$t>().ok_or(stored)?;
+                    let mut wide: Vec<f64> =
+                        data.iter().map(|&c| $format.decode(u32::from(c))).collect();
+                    let store = Store::<f64, f64>::new(&mut wide);
+                    let done = drive(
+                        &mut frame, &space, &mut meter, &lets, &guards, &*g, start, &*fold, store,
+                    );
+                    for (c, x) in data.iter_mut().zip(wide) {
+                        // A code of the format's width.
+                        *c = $format.encode(x) as $t;
+                    }
+                    done
+                }};
+            }
+            match t.narrow() {
+                Some(format) if t.bits() == 16 => drive_codes!(u16, format),
+                Some(format) => drive_codes!(u8, format),
+                None if t == DType::F32 => drive_into!(f32),
+                None => drive_into!(f64),
             }
         }
         Mode::Real if t == DType::Bool => {

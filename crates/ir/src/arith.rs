@@ -7,25 +7,30 @@
 //! call these functions, and the C backend is tested against them.
 //!
 //! Representation (the invariant every tensor and every compiled closure
-//! keeps): `float32` and `float64` values are `f64`s, a `float32` value being
-//! exactly representable in `f32`; every integer type and `bool` is an `i64`
-//! holding the value sign- or zero-extended from its width (`uint64` as its
-//! bit pattern, `bool` as 0 or 1). Every operation computes in the wide type
-//! and then rounds (`f32`) or wraps (narrow integers), so results equal those
-//! of the narrow machine types.
+//! keeps): float values are `f64`s, a `float32` value being exactly
+//! representable in `f32` and a narrow float's (`float16`, `bfloat16`, the
+//! 8- and 4-bit floats) in its format (`minifloat`); every integer type and
+//! `bool` is an `i64` holding the value sign- or zero-extended from its
+//! width (`uint64` as its bit pattern, `bool` as 0 or 1). Every operation
+//! computes in the wide type and then rounds (`f32`, the narrow floats) or
+//! wraps (narrow integers), so results equal those of the narrow machine
+//! types.
 
 use std::cmp::Ordering;
 
 use crate::{special, BinOp, Builtin, DType, UnOp, Value};
 
-/// Rounds a float to the precision of `t` (only `float32` loses anything).
+/// Rounds a float to the precision of `t` (`float64` loses nothing).
 ///
 /// Computing `+ - * /` and `sqrt` in `f64` and rounding once to `f32` gives
 /// exactly the IEEE `f32` result, because `f64` has more than twice the
-/// precision of `f32` plus two bits.
+/// precision of `f32` plus two bits; the narrow floats (at most 11
+/// significant bits) have the same margin.
 pub fn round(t: DType, x: f64) -> f64 {
     if t == DType::F32 {
         x as f32 as f64
+    } else if let Some(f) = t.narrow() {
+        f.round(x)
     } else {
         x
     }
@@ -41,7 +46,9 @@ pub fn wrap(t: DType, v: i64) -> i64 {
         DType::I16 => v as i16 as i64,
         DType::U32 => v as u32 as i64,
         DType::I32 => v as i32 as i64,
-        DType::U64 | DType::I64 | DType::F32 | DType::F64 => v,
+        DType::U64 | DType::I64 => v,
+        // Floats are never wrapped.
+        _ => v,
     }
 }
 
@@ -168,9 +175,11 @@ pub fn fmin(x: f64, y: f64) -> f64 {
 pub fn int_to_float(from: DType, to: DType, v: i64) -> f64 {
     match (from == DType::U64, to == DType::F32) {
         (true, true) => (v as u64) as f32 as f64,
-        (true, false) => (v as u64) as f64,
         (false, true) => v as f32 as f64,
-        (false, false) => v as f64,
+        // An integer beyond 2^53 rounds twice on its way to a narrow float;
+        // every narrow format overflows long before that.
+        (true, false) => round(to, (v as u64) as f64),
+        (false, false) => round(to, v as f64),
     }
 }
 
@@ -339,6 +348,8 @@ pub fn float_builtin(b: Builtin, t: DType, args: &[f64]) -> Option<f64> {
         (B::Nextafter, &[x, y]) => {
             return Some(if t == DType::F32 {
                 f64::from(libm::nextafterf(x as f32, y as f32))
+            } else if let Some(f) = t.narrow() {
+                f.next_after(x, y)
             } else {
                 libm::nextafter(x, y)
             })

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::minifloat::{self, Format};
+
 /// The element type of a tensor, a scalar parameter or an expression.
 ///
 /// Iterators, size symbols and subscripts are `I64`.
@@ -16,12 +18,19 @@ pub enum DType {
     I32,
     U64,
     I64,
+    F4E2M1,
+    F8E4M3FN,
+    F8E4M3FNUZ,
+    F8E5M2,
+    F8E5M2FNUZ,
+    BF16,
+    F16,
     F32,
     F64,
 }
 
 impl DType {
-    pub const ALL: [DType; 11] = [
+    pub const ALL: [DType; 18] = [
         DType::Bool,
         DType::U8,
         DType::I8,
@@ -31,6 +40,13 @@ impl DType {
         DType::I32,
         DType::U64,
         DType::I64,
+        DType::F4E2M1,
+        DType::F8E4M3FN,
+        DType::F8E4M3FNUZ,
+        DType::F8E5M2,
+        DType::F8E5M2FNUZ,
+        DType::BF16,
+        DType::F16,
         DType::F32,
         DType::F64,
     ];
@@ -47,6 +63,13 @@ impl DType {
             DType::I32 => "int32",
             DType::U64 => "uint64",
             DType::I64 => "int64",
+            DType::F4E2M1 => "float4e2m1",
+            DType::F8E4M3FN => "float8e4m3fn",
+            DType::F8E4M3FNUZ => "float8e4m3fnuz",
+            DType::F8E5M2 => "float8e5m2",
+            DType::F8E5M2FNUZ => "float8e5m2fnuz",
+            DType::BF16 => "bfloat16",
+            DType::F16 => "float16",
             DType::F32 => "float32",
             DType::F64 => "float64",
         }
@@ -64,6 +87,13 @@ impl DType {
             "int32" | "int" => DType::I32,
             "uint64" => DType::U64,
             "int64" | "long" => DType::I64,
+            "float4e2m1" => DType::F4E2M1,
+            "float8e4m3fn" => DType::F8E4M3FN,
+            "float8e4m3fnuz" => DType::F8E4M3FNUZ,
+            "float8e5m2" => DType::F8E5M2,
+            "float8e5m2fnuz" => DType::F8E5M2FNUZ,
+            "bfloat16" => DType::BF16,
+            "float16" | "half" => DType::F16,
             "float32" | "float" => DType::F32,
             "float64" | "double" => DType::F64,
             _ => return None,
@@ -71,7 +101,22 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64) || self.narrow().is_some()
+    }
+
+    /// The format of a float narrower than `float32` (stored as its code,
+    /// computed in `f64` and rounded to it after every operation).
+    pub fn narrow(self) -> Option<Format> {
+        Some(match self {
+            DType::F4E2M1 => minifloat::F4E2M1,
+            DType::F8E4M3FN => minifloat::F8E4M3FN,
+            DType::F8E4M3FNUZ => minifloat::F8E4M3FNUZ,
+            DType::F8E5M2 => minifloat::F8E5M2,
+            DType::F8E5M2FNUZ => minifloat::F8E5M2FNUZ,
+            DType::BF16 => minifloat::BF16,
+            DType::F16 => minifloat::F16,
+            _ => return None,
+        })
     }
 
     pub fn is_int(self) -> bool {
@@ -79,17 +124,19 @@ impl DType {
     }
 
     pub fn is_signed(self) -> bool {
-        matches!(
-            self,
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::F32 | DType::F64
-        )
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64) || self.is_float()
     }
 
-    /// Width in bits (bool counts as 8, as stored).
+    /// Width in bits as stored (`bool` and `float4e2m1` take a byte).
     pub fn bits(self) -> u32 {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 8,
-            DType::U16 | DType::I16 => 16,
+            DType::F4E2M1
+            | DType::F8E4M3FN
+            | DType::F8E4M3FNUZ
+            | DType::F8E5M2
+            | DType::F8E5M2FNUZ => 8,
+            DType::U16 | DType::I16 | DType::BF16 | DType::F16 => 16,
             DType::U32 | DType::I32 | DType::F32 => 32,
             DType::U64 | DType::I64 | DType::F64 => 64,
         }
@@ -99,9 +146,14 @@ impl DType {
     ///
     /// Floats win over integers, wider wins over narrower; between integer
     /// types of equal width the signed one wins. The order of the variants
-    /// encodes exactly this.
+    /// encodes exactly this, but for two different narrow floats, neither
+    /// of which holds the other's values: they meet in `float32`.
     pub fn promote(a: DType, b: DType) -> DType {
-        a.max(b)
+        if a != b && a.narrow().is_some() && b.narrow().is_some() {
+            DType::F32
+        } else {
+            a.max(b)
+        }
     }
 }
 

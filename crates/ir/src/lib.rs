@@ -14,6 +14,7 @@ mod builtin;
 mod dtype;
 mod expr;
 mod interval;
+pub mod minifloat;
 pub mod opmatch;
 mod print;
 mod program;

@@ -1123,7 +1123,7 @@ fn check_dir(
 fn value_fits(v: Value, t: DType) -> bool {
     match v {
         Value::Bool(_) => t == DType::Bool,
-        Value::Int(_) => !matches!(t, DType::Bool | DType::F32 | DType::F64),
-        Value::Float(_) => matches!(t, DType::F32 | DType::F64),
+        Value::Int(_) => t != DType::Bool && !t.is_float(),
+        Value::Float(_) => t.is_float(),
     }
 }

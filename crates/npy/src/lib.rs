@@ -4,6 +4,12 @@
 //! `|b1`, ...), copies the elements once into the tensor's aligned storage,
 //! and gives Fortran-ordered arrays their C order. Every failure is an
 //! `error:` message naming the file.
+//!
+//! `float16` is numpy's `<f2`. The narrow floats numpy lacks (`bfloat16`,
+//! the 8- and 4-bit floats, which `ml_dtypes` adds to numpy) are written
+//! as their raw codes, `|V2` or `|V1`, as `ml_dtypes` arrays save; such a
+//! file names no type, so [`read_as`] reads it only as the type the
+//! reader expects.
 
 use std::path::Path;
 
@@ -63,14 +69,24 @@ fn element_type(kind: &str) -> Option<DType> {
         "u4" => DType::U32,
         "u8" => DType::U64,
         "b1" => DType::Bool,
+        "f2" => DType::F16,
         _ => return None,
     })
 }
 
 /// Reads a `.npy` file into a tensor of the element type the file declares.
 pub fn read(path: &Path) -> Result<Tensor, String> {
+    read_as(path, None)
+}
+
+/// Reads a `.npy` file as [`read`] does, but a file of raw codes (`|V1`,
+/// `|V2`) as the narrow float `want` of that width.
+pub fn read_as(path: &Path, want: Option<DType>) -> Result<Tensor, String> {
     let (file, len) = open(path)?;
-    let file = npyz::NpyFile::new(std::io::BufReader::new(file)).map_err(|e| npy_err(path, e))?;
+    let mut reader = std::io::BufReader::new(file);
+    let header = npyz::NpyHeader::from_reader(&mut reader).map_err(|e| npy_err(path, e))?;
+    // The header's fields, read through a file whose data is not read.
+    let file = npyz::NpyFile::with_header(header.clone(), std::io::empty());
     let shape = dims(file.shape(), path)?;
     let count = tensor::element_count(&shape).ok_or_else(|| npy_err(path, "too many elements"))?;
     // The elements are allocated before they are read: a header must not
@@ -107,6 +123,21 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
         _ => npy_err(path, e),
     }
     };
+    if let Some(t) = coded(&descr, want).map_err(|m| npy_err(path, m))? {
+        let mut bytes = vec![0u8; count * tensor::element_bytes(t)];
+        std::io::Read::read_exact(&mut reader, &mut bytes).map_err(short)?;
+        let t = if t.bits() == 16 {
+            let codes: Vec<u16> = bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            Tensor::from_slice(t, &stored, &codes)
+        } else {
+            Tensor::from_slice(t, &stored, &bytes)
+        };
+        return fortran_order(t, &shape, fortran, path);
+    }
+    let file = npyz::NpyFile::with_header(header, reader);
     macro_rules! typed {
         ($ty:ty, $dtype:expr) => {{
             let v = file.into_vec::<$ty>().map_err(short)?;
@@ -144,12 +175,41 @@ pub fn read(path: &Path) -> Result<Tensor, String> {
             Tensor::from_i64(DType::Bool, &stored, v.into_iter().map(i64::from).collect())
         }
     };
+    fortran_order(t, &shape, fortran, path)
+}
+
+/// The array of `shape` whose elements `t` holds, in Fortran order if
+/// `fortran` (then `t` has the reversed shape).
+fn fortran_order(t: Tensor, shape: &[usize], fortran: bool, path: &Path) -> Result<Tensor, String> {
     if fortran && shape.len() > 1 {
         let reversed: Vec<usize> = (0..shape.len()).rev().collect();
         let view = t.permute(&reversed).map_err(|e| npy_err(path, e))?;
         return Ok(view.contiguous());
     }
     Ok(t)
+}
+
+/// The narrow float whose codes a file of element type `descr` holds,
+/// if it holds codes: `float16` for `<f2`, and `want` for raw elements of
+/// its width.
+fn coded(descr: &str, want: Option<DType>) -> Result<Option<DType>, String> {
+    let kind = descr.trim_start_matches(['<', '|', '=']);
+    if descr.starts_with('>') && (kind == "f2" || kind.starts_with('V')) {
+        return Err(format!("big-endian `{descr}` elements are not supported"));
+    }
+    let Some(width) = kind.strip_prefix('V') else {
+        return Ok((kind == "f2").then_some(DType::F16));
+    };
+    match want {
+        Some(t) if t.narrow().is_some() && width == (t.bits() / 8).to_string() => Ok(Some(t)),
+        Some(t) => Err(format!(
+            "it holds raw {width}-byte elements (`{descr}`), which are not {t}"
+        )),
+        None => Err(format!(
+            "it holds raw {width}-byte elements (`{descr}`) of no named type; only an input \
+             declared as bfloat16 or an 8- or 4-bit float is read from raw codes"
+        )),
+    }
 }
 
 /// Writes a tensor as `.npy` in its element type (C order).
@@ -192,6 +252,45 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), String> {
         DType::U32 => put!(u32, slice!(u32)),
         DType::U64 => put!(u64, slice!(u64)),
         DType::Bool => put!(bool, slice!(u8).map(|x| x != 0)),
+        narrow => return write_codes(path, &t, narrow),
     }
     Ok(())
+}
+
+/// Writes a tensor of a narrow float as its codes: numpy's `<f2` for
+/// `float16`, raw `|V2` or `|V1` for the types numpy lacks.
+fn write_codes(path: &Path, t: &Tensor, dtype: DType) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("error: cannot write `{}`: {e}", path.display());
+    let descr = match dtype {
+        DType::F16 => "<f2".to_string(),
+        _ => format!("|V{}", dtype.bits() / 8),
+    };
+    let shape: Vec<String> = t.shape().iter().map(|d| format!("{d},")).collect();
+    let mut dict = format!(
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': ({}), }}",
+        shape.join(" ")
+    );
+    // Format 1.0: magic, version, a 2-byte header length, and the header
+    // padded with spaces so that the data starts at a multiple of 64.
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(dict.as_bytes());
+    if dtype.bits() == 16 {
+        for c in t
+            .as_slice::<u16>()
+            .expect("a contiguous tensor of its own element type")
+        {
+            bytes.extend_from_slice(&c.to_le_bytes());
+        }
+    } else {
+        bytes.extend_from_slice(
+            t.as_slice::<u8>()
+                .expect("a contiguous tensor of its own element type"),
+        );
+    }
+    std::fs::write(path, bytes).map_err(fail)
 }

@@ -242,6 +242,10 @@ impl Builder {
     /// `t(_i0, _i1, ...) reduction rhs where _i0 in 0:d0, ..., extra`: `rhs`
     /// reads the point through `_i0`, `_i1`, ... and may name what `extra`
     /// binds (reduction ranges, `let`s).
+    ///
+    /// A sum or product of a narrow float (`float16`, `bfloat16`, ...)
+    /// accumulates in `float32` and rounds once to `dtype` at the end, as
+    /// numpy's (and so the ONNX reference's) sums and products of them do.
     pub fn compute(
         &mut self,
         reduction: &str,
@@ -250,6 +254,18 @@ impl Builder {
         dtype: DType,
         shape: Vec<usize>,
     ) -> Var {
+        if dtype.narrow().is_some() && (reduction.starts_with('+') || reduction.starts_with('*')) {
+            let wide = self.compute(
+                reduction,
+                &format!("float32({rhs})"),
+                extra,
+                DType::F32,
+                shape,
+            );
+            let ix: Vec<String> = (0..wide.shape.len()).map(|k| format!("_i{k}")).collect();
+            let rounded = format!("{}({}({}))", dtype.name(), wide.name, ix.join(", "));
+            return self.compute("=", &rounded, &[], dtype, wide.shape);
+        }
         let name = self.fresh("t");
         let ix: Vec<String> = (0..shape.len()).map(|k| format!("_i{k}")).collect();
         let bindings: Vec<String> = ix
@@ -376,6 +392,13 @@ impl<'a> Node<'a> {
 
     /// Fails on any attribute the importer did not read: an attribute
     /// tessera does not know is never silently ignored.
+    /// Counts as read every attribute `other` (a copy of this node) read.
+    pub fn mark_read(&self, other: &Node) {
+        self.read
+            .borrow_mut()
+            .extend(other.read.borrow().iter().cloned());
+    }
+
     pub fn finish(&self) -> Result<(), String> {
         let read = self.read.borrow();
         for a in &self.proto.attribute {

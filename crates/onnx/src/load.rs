@@ -117,6 +117,13 @@ pub fn dtype(code: i32) -> Option<DType> {
         data_type::UINT32 => DType::U32,
         data_type::UINT64 => DType::U64,
         data_type::BOOL => DType::Bool,
+        data_type::FLOAT16 => DType::F16,
+        data_type::BFLOAT16 => DType::BF16,
+        data_type::FLOAT8E4M3FN => DType::F8E4M3FN,
+        data_type::FLOAT8E4M3FNUZ => DType::F8E4M3FNUZ,
+        data_type::FLOAT8E5M2 => DType::F8E5M2,
+        data_type::FLOAT8E5M2FNUZ => DType::F8E5M2FNUZ,
+        data_type::FLOAT4E2M1 => DType::F4E2M1,
         _ => return None,
     })
 }
@@ -146,11 +153,19 @@ pub fn tensor(t: &TensorProto, files: &Files, what: &str) -> Result<Tensor, Stri
     };
     let wrong = |got: usize| format!("{what} has {got} values, but its shape {shape:?} needs {n}");
     if let Some(raw) = raw {
-        let width = tensor::element_bytes(dt);
-        if raw.len() != n * width {
-            return Err(wrong(raw.len() / width));
-        }
-        let t = from_bytes(dt, &shape, raw);
+        let t = if dt == DType::F4E2M1 {
+            // Two 4-bit codes a byte, the first in the low half.
+            if raw.len() != n.div_ceil(2) {
+                return Err(wrong(raw.len() * 2));
+            }
+            unpacked(dt, &shape, raw.iter().map(|&b| i32::from(b)))
+        } else {
+            let width = tensor::element_bytes(dt);
+            if raw.len() != n * width {
+                return Err(wrong(raw.len() / width));
+            }
+            from_bytes(dt, &shape, raw)
+        };
         // The bytes are converted: their pages can go (a later read of
         // them, should one come, maps them in again).
         map.release(raw);
@@ -161,6 +176,21 @@ pub fn tensor(t: &TensorProto, files: &Files, what: &str) -> Result<Tensor, Stri
         DType::F64 if t.double_data.len() == n => Tensor::from_slice(dt, &shape, &t.double_data),
         DType::I64 if t.int64_data.len() == n => Tensor::from_i64(dt, &shape, t.int64_data.clone()),
         DType::U64 if t.uint64_data.len() == n => Tensor::from_slice(dt, &shape, &t.uint64_data),
+        // The narrow floats' codes are stored in `int32_data`, the 4-bit
+        // ones two to an entry.
+        DType::F4E2M1 if t.int32_data.len() == n.div_ceil(2) => {
+            unpacked(dt, &shape, t.int32_data.iter().copied())
+        }
+        _ if dt.narrow().is_some() && dt != DType::F4E2M1 && t.int32_data.len() == n => {
+            let mut codes = Tensor::zeros(dt, &shape);
+            with_element!(dt, T => {
+                let out = codes.as_mut_slice::<T>().expect("a new tensor is contiguous");
+                for (o, &c) in out.iter_mut().zip(&t.int32_data) {
+                    *o = c as T;
+                }
+            });
+            codes
+        }
         // Narrow integers and bool are stored in `int32_data`.
         _ if !dt.is_float() && dt != DType::I64 && dt != DType::U64 && t.int32_data.len() == n => {
             Tensor::from_i64(
@@ -201,6 +231,22 @@ fn from_bytes(dt: DType, shape: &[usize], raw: &[u8]) -> Tensor {
         // A bool tensor holds 0 or 1; ONNX's bytes may be any nonzero.
         let bytes = t.as_mut_slice::<u8>().expect("bool is stored as u8");
         bytes.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+    }
+    t
+}
+
+/// A tensor of 4-bit codes, two to each of `packed`'s entries (the first
+/// in the low half).
+fn unpacked(dt: DType, shape: &[usize], packed: impl Iterator<Item = i32>) -> Tensor {
+    let mut t = Tensor::zeros(dt, shape);
+    let out = t
+        .as_mut_slice::<u8>()
+        .expect("4-bit codes are stored as bytes");
+    for (pair, byte) in out.chunks_mut(2).zip(packed) {
+        pair[0] = (byte & 0xf) as u8;
+        if let Some(high) = pair.get_mut(1) {
+            *high = ((byte >> 4) & 0xf) as u8;
+        }
     }
     t
 }

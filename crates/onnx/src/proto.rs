@@ -146,6 +146,13 @@ pub mod data_type {
     pub const DOUBLE: i32 = 11;
     pub const UINT32: i32 = 12;
     pub const UINT64: i32 = 13;
+    pub const FLOAT16: i32 = 10;
+    pub const BFLOAT16: i32 = 16;
+    pub const FLOAT8E4M3FN: i32 = 17;
+    pub const FLOAT8E4M3FNUZ: i32 = 18;
+    pub const FLOAT8E5M2: i32 = 19;
+    pub const FLOAT8E5M2FNUZ: i32 = 20;
+    pub const FLOAT4E2M1: i32 = 23;
 }
 
 /// `TensorProto.DataLocation.EXTERNAL`.

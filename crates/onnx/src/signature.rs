@@ -118,5 +118,12 @@ pub fn onnx_type_name(d: DType) -> &'static str {
         DType::U32 => "uint32",
         DType::U64 => "uint64",
         DType::Bool => "bool",
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::F8E4M3FN => "float8e4m3fn",
+        DType::F8E4M3FNUZ => "float8e4m3fnuz",
+        DType::F8E5M2 => "float8e5m2",
+        DType::F8E5M2FNUZ => "float8e5m2fnuz",
+        DType::F4E2M1 => "float4e2m1",
     }
 }

@@ -40,8 +40,22 @@ struct Keep {
 }
 
 /// The element types tessera takes, with NumPy's names.
-const TAKEN: &str =
-    "float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool";
+const TAKEN: &str = "float32, float64, float16, int8, int16, int32, int64, uint8, uint16, uint32, \
+     uint64, bool, and ml_dtypes' bfloat16, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, \
+     float8_e5m2fnuz and float4_e2m1fn";
+
+/// The narrow floats by their NumPy names: `float16` is NumPy's own, the
+/// others are `ml_dtypes`' (which ONNX and JAX install). Their arrays hold
+/// the codes tessera stores.
+const NARROW: [(DType, &str); 7] = [
+    (DType::F16, "float16"),
+    (DType::BF16, "bfloat16"),
+    (DType::F8E4M3FN, "float8_e4m3fn"),
+    (DType::F8E4M3FNUZ, "float8_e4m3fnuz"),
+    (DType::F8E5M2, "float8_e5m2"),
+    (DType::F8E5M2FNUZ, "float8_e5m2fnuz"),
+    (DType::F4E2M1, "float4_e2m1fn"),
+];
 
 /// The tensor element type of a NumPy array, if tessera has one.
 fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
@@ -51,6 +65,13 @@ fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
     // every other element type's Rust type names exactly.
     if d.is_equiv_to(&numpy::dtype::<bool>(py)) {
         return Some(DType::Bool);
+    }
+    // A narrow float is told by its name: its codes are stored as unsigned
+    // integers of its width, which NumPy's `uint8`/`uint16` would match.
+    if let Ok(name) = d.getattr("name").and_then(|n| n.extract::<String>()) {
+        if let Some((t, _)) = NARROW.iter().find(|(_, n)| *n == name) {
+            return Some(*t);
+        }
     }
     DType::ALL
         .into_iter()
@@ -161,6 +182,24 @@ pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
         // Bools are stored as bytes 0 and 1, which is NumPy's `bool_`.
         let bool_ = py.import("numpy")?.getattr("bool_")?;
         return array.call_method1("view", PyTuple::new(py, [bool_])?);
+    }
+    if let Some((_, name)) = NARROW.iter().find(|(n, _)| *n == t.dtype()) {
+        // The codes, viewed as the type whose codes they are.
+        let module = if t.dtype() == DType::F16 {
+            "numpy"
+        } else {
+            "ml_dtypes"
+        };
+        let ty = py
+            .import(module)
+            .and_then(|m| m.getattr(*name))
+            .map_err(|e| {
+                errors::Error::new_err(format!(
+                    "an output is {}, whose NumPy type `{module}.{name}` is not available: {e}",
+                    t.dtype()
+                ))
+            })?;
+        return array.call_method1("view", PyTuple::new(py, [ty])?);
     }
     Ok(array)
 }

@@ -101,7 +101,7 @@ def test_outputs_own_their_memory_and_later_runs_do_not_touch_them():
 
 
 def test_every_element_type_round_trips():
-    for dt in ["float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]:
+    for dt in ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]:
         src = f"def copy({dt}(N) A) -> (B) {{ B(i) = A(i) }}"
         a = (np.arange(10) % 7).astype(dt)
         out = tessera.compile(src)(a)
@@ -111,3 +111,24 @@ def test_every_element_type_round_trips():
     out = tessera.compile("def neg(bool(N) A) -> (B) { B(i) = !A(i) }")(mask)
     assert out.dtype == np.bool_
     np.testing.assert_array_equal(out, ~mask)
+
+
+def test_narrow_floats_compute_and_round_in_their_type():
+    # float16 is NumPy's; bfloat16 is ml_dtypes'. Each computes as NumPy
+    # computes it, rounding every result to the type: 65504 * 2 overflows
+    # float16, 256 + 1 ties to 256 in bfloat16.
+    import ml_dtypes
+
+    h = np.array([1, 0.5, 65504, -2, 3.14159], dtype=np.float16)
+    twice = tessera.compile("def twice(float16(N) A) -> (float16(N) B) { B(i) = A(i) * float16(2.0) }")
+    with np.errstate(over="ignore"):
+        want = h * np.float16(2)
+    out = twice(h)
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, want)
+    b = np.array([1.5, 3, -0.25, 256, 0.1], dtype=ml_dtypes.bfloat16)
+    plus = tessera.compile("def plus(bfloat16(N) A) -> (bfloat16(N) B) { B(i) = A(i) + bfloat16(1.0) }")
+    out = plus(b)
+    assert out.dtype == ml_dtypes.bfloat16
+    want = b + ml_dtypes.bfloat16(1)
+    np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))

@@ -273,11 +273,6 @@ impl Parser {
     fn dtype(&mut self) -> PResult<(DType, Span)> {
         let t = self.peek().clone();
         match &t.tok {
-            Tok::Ident(s) if s == "half" || s == "float16" || s == "bfloat16" => Err(Diagnostic::error(
-                format!("`{s}` is not supported yet"),
-                t.span,
-            )
-            .with_help("use `float` (float32) or `double` (float64)")),
             Tok::Ident(s) => match DType::from_name(s) {
                 Some(d) => {
                     self.bump();
@@ -285,7 +280,7 @@ impl Parser {
                 }
                 None => Err(Diagnostic::error(format!("unknown type `{s}`"), t.span)
                     .with_label("expected an element type")
-                    .with_help("element types: float, float32, float64, double, int, int8/16/32/64, uint8/16/32/64, bool")),
+                    .with_help("element types: float, float32, float64, double, float16 (half), bfloat16, float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz, float4e2m1, int, int8/16/32/64, uint8/16/32/64, bool")),
             },
             _ => Err(self.unexpected("a type")),
         }
@@ -325,7 +320,7 @@ impl Parser {
     fn return_ast(&mut self) -> PResult<ReturnAst> {
         let typed = match (&self.peek().tok, &self.peek_at(1).tok) {
             (Tok::Ident(s), Tok::Punct("(")) | (Tok::Ident(s), Tok::Ident(_)) => {
-                DType::from_name(s).is_some() || s == "half"
+                DType::from_name(s).is_some()
             }
             _ => false,
         };

@@ -5,8 +5,9 @@ use ir::{arith, DType, Value};
 
 /// A Rust type that stores the elements of one or more [`DType`]s.
 ///
-/// `bool` is stored as `u8` (0 or 1) and shares it with `uint8`; every other
-/// dtype has its own type. [`Element::to_value`] and [`Element::from_value`]
+/// `bool` is stored as `u8` (0 or 1) and shares it with `uint8` and the 8-
+/// and 4-bit floats (their codes); `float16` and `bfloat16` share `u16`
+/// with `uint16`; every other dtype has its own type. [`Element::to_value`] and [`Element::from_value`]
 /// convert with the semantics of the dtype (a `uint64` is held in a
 /// [`Value::Int`] as its bit pattern, as the kernel VM holds it).
 pub trait Element: bytemuck::Pod + Send + Sync + 'static {
@@ -29,6 +30,8 @@ macro_rules! int_element {
             fn to_value(self, t: DType) -> Value {
                 if t == DType::Bool {
                     Value::Bool(self != 0)
+                } else if let Some(f) = t.narrow() {
+                    Value::Float(f.decode(self as u32))
                 } else {
                     // Widening to i64 keeps the value; `u64` keeps its bits.
                     Value::Int(self as i64)
@@ -40,16 +43,29 @@ macro_rules! int_element {
                     Value::Bool(b) => b as $t,
                     // `cast_value` has wrapped the value to `t`'s width.
                     Value::Int(i) => i as $t,
-                    Value::Float(x) => x as $t,
+                    Value::Float(x) => match t.narrow() {
+                        Some(f) => f.encode(x) as $t,
+                        None => x as $t,
+                    },
                 }
             }
         }
     };
 }
 
-int_element!(u8, DType::U8, DType::Bool);
+// The narrow floats are stored as their codes.
+int_element!(
+    u8,
+    DType::U8,
+    DType::Bool,
+    DType::F4E2M1,
+    DType::F8E4M3FN,
+    DType::F8E4M3FNUZ,
+    DType::F8E5M2,
+    DType::F8E5M2FNUZ
+);
 int_element!(i8, DType::I8);
-int_element!(u16, DType::U16);
+int_element!(u16, DType::U16, DType::F16, DType::BF16);
 int_element!(i16, DType::I16);
 int_element!(u32, DType::U32);
 int_element!(i32, DType::I32);
@@ -101,8 +117,17 @@ pub fn element_bytes(t: DType) -> usize {
 macro_rules! with_element {
     ($t:expr, $T:ident => $body:expr) => {
         match $t {
-            ir::DType::Bool => {
+            ir::DType::Bool
+            | ir::DType::F4E2M1
+            | ir::DType::F8E4M3FN
+            | ir::DType::F8E4M3FNUZ
+            | ir::DType::F8E5M2
+            | ir::DType::F8E5M2FNUZ => {
                 type $T = u8;
+                $body
+            }
+            ir::DType::F16 | ir::DType::BF16 => {
+                type $T = u16;
                 $body
             }
             ir::DType::F32 => {
@@ -156,7 +181,7 @@ macro_rules! with_int_element {
                 type $T = i64;
                 $body
             }
-            ir::DType::Bool | ir::DType::F32 | ir::DType::F64 => $other,
+            _ => $other,
         }
     };
 }
@@ -185,5 +210,8 @@ mod tests {
         assert_eq!(u64::from_value(DType::U64, Value::Int(-1)), u64::MAX);
         assert_eq!(f32::from_value(DType::F32, Value::Float(0.1)), 0.1f32);
         assert_eq!(0.5f32.to_value(DType::F32), Value::Float(0.5));
+        assert_eq!(u16::from_value(DType::F16, Value::Float(-2.0)), 0xc000);
+        assert_eq!(0x3f80u16.to_value(DType::BF16), Value::Float(1.0));
+        assert_eq!(u8::from_value(DType::F8E4M3FN, Value::Int(1000)), 0x7f);
     }
 }

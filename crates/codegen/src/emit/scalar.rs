@@ -44,14 +44,17 @@
 
 use std::fmt::Write;
 
+use ir::minifloat::{Format, Special};
 use ir::{arith, BinOp, Builtin, CSpelling, DType, UnOp, Value};
 
 use kernel::{Agg, Op};
 
-/// The C type of a scalar of type `t`.
+/// The C type of a scalar of type `t` (a narrow float is held in a
+/// `float`, which holds all of its values).
 pub(crate) fn ctype(t: DType) -> &'static str {
     match t {
         DType::Bool => "bool",
+        _ if t.narrow().is_some() => "float",
         other => storage_type(other),
     }
 }
@@ -61,6 +64,11 @@ pub(crate) fn ctype(t: DType) -> &'static str {
 pub(crate) fn storage_type(t: DType) -> &'static str {
     match t {
         DType::Bool | DType::U8 => "uint8_t",
+        // Narrow floats are stored as their codes.
+        DType::F4E2M1 | DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ => {
+            "uint8_t"
+        }
+        DType::F16 | DType::BF16 => "uint16_t",
         DType::I8 => "int8_t",
         DType::U16 => "uint16_t",
         DType::I16 => "int16_t",
@@ -87,9 +95,42 @@ fn wrap_type(t: DType) -> &'static str {
 pub(crate) fn read_element(t: DType, element: &str) -> String {
     if t == DType::Bool {
         format!("({element} != 0)")
+    } else if let Some(f) = t.narrow() {
+        format!("(float)tsr_mf_decode({element}, {})", format_args(f))
     } else {
         element.to_string()
     }
+}
+
+/// The prelude's arguments naming format `f`: mantissa and exponent
+/// widths, bias and kind.
+fn format_args(f: Format) -> String {
+    let kind = match f.special {
+        Special::Ieee => 0,
+        Special::FiniteNan => 1,
+        Special::UnsignedZero => 2,
+        Special::Finite => 3,
+    };
+    format!("{}, {}, {}, {kind}", f.mantissa, f.exponent, f.bias)
+}
+
+/// `x` (a C `double` expression) rounded to the narrow float `t` and
+/// held in a `float`; `x` itself for the other types.
+fn rounded(t: DType, x: String) -> String {
+    match t.narrow() {
+        Some(f) => format!("(float)tsr_mf_round({x}, {})", format_args(f)),
+        None => x,
+    }
+}
+
+/// The code of `x` (a C expression of a value of the narrow float `t`)
+/// to store in a buffer element.
+fn code(t: DType, f: Format, x: &str) -> String {
+    format!(
+        "({})tsr_mf_encode({x}, {})",
+        storage_type(t),
+        format_args(f)
+    )
 }
 
 /// The C literal of `value` converted to `t` as a kernel constant is.
@@ -102,6 +143,8 @@ pub(crate) fn literal(t: DType, value: Value) -> String {
 }
 
 fn float_literal(t: DType, x: f64) -> String {
+    // A narrow float's value is held in a `float`.
+    let t = if t.narrow().is_some() { DType::F32 } else { t };
     let (suffix, cast) = if t == DType::F32 {
         ("f", "")
     } else {
@@ -236,6 +279,14 @@ fn binary(op: BinOp, t: DType, a: &str, b: &str) -> Result<Computed, String> {
     if t == DType::Bool {
         return Err(format!("`{}` on bool values", op.symbol()));
     }
+    if t.narrow().is_some() {
+        // Computed in `double` and rounded once, as arith does.
+        let x = match op {
+            BinOp::Mod => format!("tsr_fmod((double){a}, (double){b})"),
+            _ => format!("(double){a} {} (double){b}", op.symbol()),
+        };
+        return Ok(plain(rounded(t, x), t));
+    }
     if t.is_float() {
         return Ok(match op {
             BinOp::Mod => {
@@ -300,8 +351,27 @@ fn builtin(f: Builtin, t: DType, args: &[(String, DType)]) -> Result<String, Str
     Ok(float_call(f, t, &operands))
 }
 
+/// A float builtin on a narrow float: the `double` function, rounded once
+/// (`nextafter`, a property of the type, steps in the format itself).
+fn narrow_call(f: Builtin, t: DType, operands: &[&str]) -> String {
+    if let (Builtin::Nextafter, Some(format)) = (f, t.narrow()) {
+        return format!(
+            "(float)tsr_mf_nextafter((double){}, (double){}, {})",
+            operands[0],
+            operands[1],
+            format_args(format)
+        );
+    }
+    let wide: Vec<String> = operands.iter().map(|n| format!("(double){n}")).collect();
+    let wide: Vec<&str> = wide.iter().map(String::as_str).collect();
+    rounded(t, float_call(f, DType::F64, &wide))
+}
+
 /// The C calling float builtin `f` on `operands` of the float type `t`.
 fn float_call(f: Builtin, t: DType, operands: &[&str]) -> String {
+    if t.narrow().is_some() {
+        return narrow_call(f, t, operands);
+    }
     if f == Builtin::Exp && t == DType::F32 {
         return format!("tsr_expf({})", operands.join(", "));
     }
@@ -331,6 +401,9 @@ pub(crate) fn cast(to: DType, from: DType, x: &str) -> String {
     if to == DType::Bool {
         return format!("{x} != 0");
     }
+    if to.narrow().is_some() {
+        return rounded(to, format!("(double){x}"));
+    }
     if to.is_float() {
         return format!("({ty}){x}");
     }
@@ -357,6 +430,19 @@ pub(crate) fn store(agg: Agg, t: DType, dst: &str, x: &str) -> String {
                 if agg == Agg::Min { "min" } else { "max" }
             ),
         };
+        return out;
+    }
+    if let Some(f) = t.narrow() {
+        // Read, combined in `float` (exact for `+` and `*` of two narrow
+        // values but for the rounding the code makes), and written back.
+        let old = read_element(t, dst);
+        let new = match agg {
+            Agg::Assign => x.to_string(),
+            Agg::Add | Agg::Mul => format!("(double){old} {} (double){x}", agg_symbol(agg)),
+            Agg::Min => format!("tsr_minimumf({old}, {x})"),
+            Agg::Max => format!("tsr_maximumf({old}, {x})"),
+        };
+        let _ = write!(out, "{dst} = {};", code(t, f, &new));
         return out;
     }
     let ty = ctype(t);
@@ -672,6 +758,68 @@ static inline int64_t tsr_f2i(double x) {
 static inline uint64_t tsr_f2u(double x) {
   if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
   return (uint64_t)tsr_f2i(x);
+}
+
+/* The narrow floats, as ir's minifloat.rs computes them, operation for
+   operation. A format is its mantissa width m, exponent width e, bias b
+   and kind k (0: IEEE infinities and NaNs; 1: no infinity, the all-ones
+   code NaN; 2: no infinity, NaN in place of negative zero; 3: no special
+   codes). Every call passes constants, which gcc folds. */
+static inline double tsr_mf_max(int m, int e, int b, int k) {
+  int field = k == 0 ? (1 << e) - 2 : (1 << e) - 1;
+  int top = k == 1 ? (1 << m) - 2 : (1 << m) - 1;
+  return ldexp((double)((1 << m) + top), field - b - m);
+}
+/* x rounded to the format, to nearest with ties to even, keeping the sign
+   of a zero; beyond the largest finite value, infinity, NaN or (k = 3)
+   the largest finite value. */
+static inline double tsr_mf_round(double x, int m, int e, int b, int k) {
+  if (x != x) return k == 3 ? -0.0 : NAN;
+  double a = fabs(x), max = tsr_mf_max(m, e, b, k);
+  double over = k == 0 ? INFINITY : k == 3 ? max : NAN;
+  double r = over;
+  if (a <= 2 * max) {
+    int ex;
+    frexp(a, &ex);
+    ex = ex - 1 < 1 - b ? 1 - b : ex - 1;
+    double q = ldexp(1.0, ex - m);
+    r = rint(a / q) * q;
+    r = r > max ? over : r;
+  }
+  return r != r || (r == 0 && k == 2) ? r : copysign(r, x);
+}
+static inline uint32_t tsr_mf_encode(double x, int m, int e, int b, int k) {
+  double r = tsr_mf_round(x, m, e, b, k);
+  uint32_t sign = signbit(r) ? 1u << (e + m) : 0, top = (1u << e) - 1;
+  if (r != r) return k == 0 ? (top << m) | (1u << (m - 1)) : k == 1 ? (top << m) | ((1u << m) - 1) : 1u << (e + m);
+  if (isinf(r)) return sign | (top << m);
+  double a = fabs(r);
+  if (a == 0) return k == 2 ? 0 : sign;
+  int ex;
+  frexp(a, &ex);
+  ex -= 1;
+  if (ex < 1 - b) return sign | (uint32_t)(a / ldexp(1.0, 1 - b - m));
+  return sign | ((uint32_t)(ex + b) << m) | (uint32_t)(a / ldexp(1.0, ex - m) - (double)(1u << m));
+}
+static inline double tsr_mf_decode(uint32_t bits, int m, int e, int b, int k) {
+  uint32_t negative = (bits >> (e + m)) & 1, top = (1u << e) - 1;
+  uint32_t field = (bits >> m) & top, man = bits & ((1u << m) - 1);
+  if ((k == 0 && field == top && man != 0) || (k == 1 && field == top && man == (1u << m) - 1) ||
+      (k == 2 && negative && field == 0 && man == 0))
+    return NAN;
+  double a = k == 0 && field == top ? INFINITY
+           : field == 0 ? ldexp((double)man, 1 - b - m)
+           : ldexp((double)(man | (1u << m)), (int)field - b - m);
+  return negative ? -a : a;
+}
+static inline double tsr_mf_nextafter(double x, double y, int m, int e, int b, int k) {
+  if (x != x || y != y) return NAN;
+  if (x == y) return y;
+  if (x == 0) return copysign(ldexp(1.0, 1 - b - m), y - x);
+  uint32_t bits = tsr_mf_encode(x, m, e, b, k), sign = bits & (1u << (e + m));
+  uint32_t magnitude = bits & ~sign;
+  magnitude = (y > x) == (x > 0) ? magnitude + 1 : magnitude - 1;
+  return tsr_mf_decode(sign | magnitude, m, e, b, k);
 }
 #endif
 "#;

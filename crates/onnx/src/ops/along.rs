@@ -20,7 +20,7 @@ use crate::import::Importer;
 
 /// Fails unless `x` is float32 or float64.
 fn float_input(n: &Node, x: &Var) -> Result<(), String> {
-    if !matches!(x.dtype, DType::F32 | DType::F64) {
+    if !x.dtype.is_float() {
         return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
     }
     Ok(())

@@ -29,7 +29,7 @@ pub fn attention(im: &mut Importer, n: &Node) -> Result<(), String> {
     let nonpad = im.optional_var(n, 6)?;
     let t = q.dtype;
     let rank = q.shape.len();
-    if !matches!(t, DType::F32 | DType::F64)
+    if !t.is_float()
         || !matches!(rank, 3 | 4)
         || k.shape.len() != rank
         || v.shape.len() != rank

@@ -164,13 +164,20 @@ pub fn cast_like(im: &mut Importer, n: &Node) -> Result<(), String> {
 /// Input 0 of `n` converted to `to`, as `Cast` converts.
 fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
     im.outputs(n, 1)?;
-    // Saturation matters only for the float8 types, which are refused
-    // before this.
-    if im.opset >= 19 {
-        let _ = n.int("saturate")?;
-    }
+    // A saturating cast to an 8-bit float (the default) takes values
+    // beyond its largest finite one, infinities included, to that value
+    // instead of to infinity or NaN; NaN stays NaN. `float16`, `bfloat16`
+    // and `float4e2m1` take no attribute: the first two overflow to
+    // infinity, the last always saturates.
+    let saturate = im.opset < 19 || n.int("saturate")?.unwrap_or(1) != 0;
+    let bound = match to {
+        DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ if saturate => {
+            to.narrow().map(|f| f.max())
+        }
+        _ => None,
+    };
     let y = match im.value(n, 0)? {
-        Value::Const(t) => Value::Const(convert(&t, to)),
+        Value::Const(t) => Value::Const(convert(&t, to, bound)),
         Value::Var(v) if v.dtype == to => Value::Var(v),
         Value::Var(v) => {
             let pair = match (v.dtype, to) {
@@ -190,10 +197,12 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
                 // Any other pair converts as C does (a float to an
                 // integer truncates), as the prelude's casts do.
                 None => {
-                    let expr = if to == DType::Bool {
-                        "_a != 0".to_string()
-                    } else {
-                        format!("{}(_a)", to.name())
+                    let expr = match bound {
+                        _ if to == DType::Bool => "_a != 0".to_string(),
+                        Some(m) if v.dtype.is_float() => {
+                            format!("{}(max(min(_a, {m:?}), -{m:?}))", to.name())
+                        }
+                        _ => format!("{}(_a)", to.name()),
                     };
                     Value::Var(super::map::map(im, n, &expr, &[v], to)?)
                 }
@@ -205,8 +214,12 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
 }
 
 /// A constant converted as `Cast` does (floats to integers truncate; to
-/// bool, nonzero is true).
-fn convert(t: &Tensor, to: DType) -> Tensor {
+/// bool, nonzero is true; a float clamped to `±bound` first when given).
+pub(crate) fn convert(t: &Tensor, to: DType, bound: Option<f64>) -> Tensor {
+    let clamp = |x: f64| match bound {
+        Some(m) if !x.is_nan() => x.clamp(-m, m),
+        _ => x,
+    };
     if to == DType::Bool {
         let v = t
             .to_f64_vec()
@@ -220,7 +233,7 @@ fn convert(t: &Tensor, to: DType) -> Tensor {
             t.shape(),
             t.to_f64_vec()
                 .into_iter()
-                .map(|x| ir::arith::round(to, x))
+                .map(|x| ir::arith::round(to, clamp(x)))
                 .collect(),
         )
     } else {

@@ -11,8 +11,6 @@
 //! index clamped into the classes, so an ignored one out of range reads
 //! nothing outside the input.
 
-use ir::DType;
-
 use super::point::{point, read};
 use crate::build::{Node, Value};
 use crate::import::Importer;
@@ -24,7 +22,7 @@ pub fn loss(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.var(n, 0)?;
     let target = im.var(n, 1)?;
     let weight = im.optional_var(n, 2)?;
-    if !matches!(x.dtype, DType::F32 | DType::F64) {
+    if !x.dtype.is_float() {
         return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
     }
     let r = x.shape.len();

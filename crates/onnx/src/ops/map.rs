@@ -108,7 +108,7 @@ enum Types {
 
 impl Types {
     fn admits(self, t: DType) -> bool {
-        let float = matches!(t, DType::F32 | DType::F64);
+        let float = t.is_float();
         let signed = matches!(t, DType::I8 | DType::I16 | DType::I32 | DType::I64);
         let unsigned = matches!(t, DType::U8 | DType::U16 | DType::U32 | DType::U64);
         match self {
@@ -195,7 +195,7 @@ fn unary_expr(n: &Node) -> Result<Option<(String, Types)>, String> {
         "Celu" => {
             let alpha = attr(n, "alpha", 1.0)?;
             (
-                format!("max(_a, 0) + min(0, {alpha} * (exp(_a / {alpha}) - 1))"),
+                format!("max(_a, 0) + min(0, {alpha} * expm1(_a / {alpha}))"),
                 Types::Float,
             )
         }

@@ -30,6 +30,7 @@ mod reduce;
 mod resize;
 mod rotary;
 mod swap;
+mod widen;
 
 use tensor::Tensor;
 
@@ -215,6 +216,16 @@ pub fn import_node(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.op != "MatMul" {
         im.unswap_inputs(n);
     }
+    if widen::WIDENED.contains(&n.op) {
+        if let Some(t) = widen::narrow_input(im, n) {
+            return widen::import(im, n, t, import_op);
+        }
+    }
+    import_op(im, n)
+}
+
+/// Imports one node by its operator's importer.
+fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
     match n.op {
         "Conv" => conv::conv(im, n),
         "ConvTranspose" => conv::conv_transpose(im, n),

@@ -10,8 +10,6 @@
 //! size one) and read back at each element. Scales and biases broadcast to
 //! the normalized shape (aligned at the right) or are per channel.
 
-use ir::DType;
-
 use super::point::{kept, point, read, reduce_kept};
 use super::{axis, map};
 use crate::build::{float, Node, Value, Var};
@@ -19,7 +17,7 @@ use crate::import::Importer;
 
 /// Fails unless `x` is float32 or float64.
 fn float_input(n: &Node, x: &Var) -> Result<(), String> {
-    if !matches!(x.dtype, DType::F32 | DType::F64) {
+    if !x.dtype.is_float() {
         return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
     }
     Ok(())

@@ -30,7 +30,7 @@ pub(crate) fn general(
 ) -> Result<Var, String> {
     let d = kernel.len();
     let max = n.op == "MaxPool";
-    let float = matches!(x.dtype, DType::F32 | DType::F64);
+    let float = x.dtype.is_float();
     if x.dtype == DType::Bool || !max && !float {
         return Err(n.error(format!("{} of {} is not supported", n.op, x.dtype)));
     }

@@ -107,7 +107,7 @@ pub fn dequantize(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.var(n, 0)?;
     let scale = im.var(n, 1)?;
     let (a, block) = axis_block(n, &x)?;
-    if !x.dtype.is_int() || !matches!(scale.dtype, DType::F32 | DType::F64) {
+    if !x.dtype.is_int() || !scale.dtype.is_float() {
         return Err(n.error(format!(
             "dequantizing {} by a {} scale is not supported",
             x.dtype, scale.dtype

@@ -14,7 +14,6 @@
 //! sequences longer than [`MOST_STEPS`] (the unrolled program grows with
 //! each step).
 
-use ir::DType;
 use tensor::Tensor;
 
 use crate::build::{Node, Value, Var};
@@ -66,7 +65,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let linear_before_reset = n.op == "GRU" && n.int("linear_before_reset")?.unwrap_or(0) != 0;
     let t = x.dtype;
-    if !matches!(t, DType::F32 | DType::F64) || x.shape.len() != 3 {
+    if !t.is_float() || x.shape.len() != 3 {
         return Err(n.error(format!(
             "an input {t} {:?} (a float sequence of rank 3 is needed)",
             x.shape

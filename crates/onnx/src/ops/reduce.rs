@@ -130,7 +130,7 @@ fn general(
     keep: bool,
     shape: Vec<usize>,
 ) -> Result<Var, String> {
-    let float = matches!(x.dtype, DType::F32 | DType::F64);
+    let float = x.dtype.is_float();
     let numeric = float || x.dtype.is_int();
     // (before, reduction, after, float only): `_v` is the element or the
     // reduced value.

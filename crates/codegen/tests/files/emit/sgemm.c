@@ -280,6 +280,56 @@ static inline uint64_t tsr_f2u(double x) {
   if (x >= 0) return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
   return (uint64_t)tsr_f2i(x);
 }
+
+/* The narrow floats, as ir's minifloat.rs computes them, operation for
+   operation. A format is its mantissa width m, exponent width e, bias b
+   and kind k (0: IEEE infinities and NaNs; 1: no infinity, the all-ones
+   code NaN; 2: no infinity, NaN in place of negative zero; 3: no special
+   codes). Every call passes constants, which gcc folds. */
+static inline double tsr_mf_max(int m, int e, int b, int k) {
+  int field = k == 0 ? (1 << e) - 2 : (1 << e) - 1;
+  int top = k == 1 ? (1 << m) - 2 : (1 << m) - 1;
+  return ldexp((double)((1 << m) + top), field - b - m);
+}
+/* x rounded to the format, to nearest with ties to even, keeping the sign
+   of a zero; beyond the largest finite value, infinity, NaN or (k = 3)
+   the largest finite value. */
+static inline double tsr_mf_round(double x, int m, int e, int b, int k) {
+  if (x != x) return k == 3 ? -0.0 : x;
+  double a = fabs(x), max = tsr_mf_max(m, e, b, k);
+  double over = k == 0 ? INFINITY : k == 3 ? max : NAN;
+  if (a > 2 * max) return copysign(over, x);
+  int ex;
+  frexp(a, &ex);
+  ex = ex - 1 < 1 - b ? 1 - b : ex - 1;
+  double q = ldexp(1.0, ex - m);
+  double r = rint(a / q) * q;
+  return copysign(r > max ? over : r, x);
+}
+static inline uint32_t tsr_mf_encode(double x, int m, int e, int b, int k) {
+  double r = tsr_mf_round(x, m, e, b, k);
+  uint32_t sign = signbit(r) ? 1u << (e + m) : 0, top = (1u << e) - 1;
+  if (r != r) return k == 0 ? (top << m) | (1u << (m - 1)) : k == 1 ? (top << m) | ((1u << m) - 1) : 1u << (e + m);
+  if (isinf(r)) return sign | (top << m);
+  double a = fabs(r);
+  if (a == 0) return k == 2 ? 0 : sign;
+  int ex;
+  frexp(a, &ex);
+  ex -= 1;
+  if (ex < 1 - b) return sign | (uint32_t)(a / ldexp(1.0, 1 - b - m));
+  return sign | ((uint32_t)(ex + b) << m) | (uint32_t)(a / ldexp(1.0, ex - m) - (double)(1u << m));
+}
+static inline double tsr_mf_decode(uint32_t bits, int m, int e, int b, int k) {
+  uint32_t negative = (bits >> (e + m)) & 1, top = (1u << e) - 1;
+  uint32_t field = (bits >> m) & top, man = bits & ((1u << m) - 1);
+  if ((k == 0 && field == top && man != 0) || (k == 1 && field == top && man == (1u << m) - 1) ||
+      (k == 2 && negative && field == 0 && man == 0))
+    return NAN;
+  double a = k == 0 && field == top ? INFINITY
+           : field == 0 ? ldexp((double)man, 1 - b - m)
+           : ldexp((double)(man | (1u << m)), (int)field - b - m);
+  return negative ? -a : a;
+}
 #endif
 #ifndef TSR_PRELUDE_AVX512
 #define TSR_PRELUDE_AVX512

@@ -302,6 +302,7 @@ def more_fixtures():
     single("reduce_sum_axes_input", "ReduceSum", [[2, 3, 4]], consts=[np.array([1], dtype=np.int64)])
     single("reduce_max_keep", "ReduceMax", [[3, 4]], axes=[1])
     reduce_axes_graph_input()
+    empty_axes_graph_input()
     nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
@@ -485,6 +486,16 @@ def reduce_axes_graph_input():
     axes = m.int_input("axes", [1], 3)
     m.output(m.node("ReduceSum", [x, axes], keepdims=1))
     save("reduce_axes_graph_input", m)
+
+
+def empty_axes_graph_input():
+    """A reduction whose axes input is empty (shape [0]): it reduces every
+    axis. The model def does not take the empty input, but callers give it."""
+    m = Model(303)
+    x = m.input("x", [2, 3, 4])
+    axes = m.int_input("axes", [0], 3)
+    m.output(m.node("ReduceSum", [x, axes], keepdims=1))
+    save("empty_axes_graph_input", m)
 
 
 def nan_fixtures():

@@ -168,6 +168,43 @@ fn inputs_that_contradict_the_model_are_rejected() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains(want), "`{stderr}` does not say `{want}`");
     }
+    // An input declared empty (no elements; the model def does not take
+    // it) must still be given as declared: of its type, and empty.
+    let empty = dir.join("empty_axes_graph_input");
+    let x = format!("x={}", empty.join("inputs/x.npy").display());
+    let floats = tmp.join("empty_f32.npy");
+    npy::write(&floats, &interp::Tensor::zeros(ir::DType::F32, &[0])).unwrap();
+    let two = tmp.join("two_axes.npy");
+    npy::write(
+        &two,
+        &interp::Tensor::from_i64(ir::DType::I64, &[2], vec![0, 1]),
+    )
+    .unwrap();
+    let cases = [
+        (
+            vec![x.clone(), format!("axes={}", floats.display())],
+            format!(
+                "input `axes`: `{}` holds float32 but `axes` is int64",
+                floats.display()
+            ),
+        ),
+        (
+            vec![x.clone(), format!("axes={}", two.display())],
+            "input `axes` dimension 0 is 0 in the model, but the tensor given for it is [2]"
+                .to_string(),
+        ),
+    ];
+    for (inputs, want) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("run").arg(empty.join("model.onnx"));
+        for i in &inputs {
+            cmd.arg("--input").arg(i);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&want), "`{stderr}` does not say `{want}`");
+    }
     let _ = std::fs::remove_dir_all(&tmp);
 }
 

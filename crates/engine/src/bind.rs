@@ -127,17 +127,60 @@ pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
 }
 
 /// `NAME=VALUE` items of an imported model with the model's input names
-/// replaced by the model def's parameters.
+/// replaced by the model def's parameters. An item for an input with an
+/// empty dimension, which the model def does not take, is checked against
+/// the declared shape and dropped.
 pub fn model_items(source: &crate::Source, items: &[String]) -> Result<Vec<String>, Error> {
-    items
-        .iter()
-        .map(|it| {
-            let (k, v) = it.split_once('=').ok_or_else(|| {
-                Error::Usage(format!("`--input {it}` is not of the form NAME=FILE.npy"))
-            })?;
-            Ok(format!("{}={v}", source.parameter_of(k.trim())?))
-        })
-        .collect()
+    let mut out = Vec::new();
+    for it in items {
+        let (k, v) = it.split_once('=').ok_or_else(|| {
+            Error::Usage(format!("`--input {it}` is not of the form NAME=FILE.npy"))
+        })?;
+        let k = k.trim();
+        match source.parameter_of(k)? {
+            Some(param) => out.push(format!("{param}={v}")),
+            None => check_empty(source, k, v.trim())?,
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `.npy` file `path`, given for the empty input `name`, has the
+/// input's declared element type and shape.
+fn check_empty(source: &crate::Source, name: &str, path: &str) -> Result<(), Error> {
+    let Some(port) = source
+        .model
+        .as_ref()
+        .and_then(|m| m.empty.iter().find(|p| p.onnx == name))
+    else {
+        return Err(Error::Internal(format!("`{name}` is no empty input")));
+    };
+    let npy_error = |message| Error::Npy {
+        path: path.to_string(),
+        message,
+    };
+    let tensor = npy::read_as(Path::new(path), Some(port.dtype)).map_err(npy_error)?;
+    if tensor.dtype() != port.dtype {
+        return Err(Error::Input {
+            name: name.to_string(),
+            message: format!(
+                "input `{name}`: `{path}` holds {} but `{name}` is {}",
+                tensor.dtype(),
+                port.dtype
+            ),
+        });
+    }
+    if tensor.shape() != port.shape {
+        return Err(Error::Shape {
+            name: name.to_string(),
+            message: format!(
+                "input `{name}`: `{path}` has shape ({}), but the model declares ({})",
+                join(tensor.shape()),
+                join(&port.shape)
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The arguments `NAME=FILE.npy` or `NAME=NUMBER` items give `def`.

@@ -52,8 +52,9 @@ type InstanceKey = (Vec<Vec<usize>>, Vec<(usize, Vec<i64>)>);
 struct Instance {
     source: Source,
     spec: Specialized,
-    /// The model def's parameter for each declared input.
-    params: Vec<String>,
+    /// The model def's parameter for each declared input (`None` for one
+    /// with an empty dimension, which the def does not take).
+    params: Vec<Option<String>>,
     /// The positions of the inputs whose values the import read as
     /// constants (`onnx::Model::specialized`).
     specialized: Vec<usize>,
@@ -412,11 +413,14 @@ fn exact_values(t: &Tensor) -> Vec<i64> {
     }
 }
 
-fn args_of(params: &[String], tensors: Vec<Tensor>) -> HashMap<String, Arg> {
+/// The model def's arguments: each input's tensor as its parameter (an
+/// input the def does not take, one with an empty dimension, is left out).
+fn args_of(params: &[Option<String>], tensors: Vec<Tensor>) -> HashMap<String, Arg> {
     params
         .iter()
         .cloned()
         .zip(tensors.into_iter().map(Arg::Tensor))
+        .filter_map(|(p, t)| Some((p?, t)))
         .collect()
 }
 

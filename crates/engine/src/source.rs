@@ -51,6 +51,9 @@ pub struct Ports {
     /// The inputs whose values the import was specialized on
     /// (`onnx::Model::specialized`).
     pub specialized: Vec<String>,
+    /// The inputs with an empty dimension, which the model def does not
+    /// take (`onnx::Model::empty`).
+    pub empty: Vec<onnx::Port>,
 }
 
 /// Reads a text file: its name as messages show it, and its text.
@@ -219,6 +222,7 @@ impl Source {
             nodes: model.nodes,
             packing: model.packing,
             specialized: model.specialized,
+            empty: model.empty,
         });
         source.weights = weights;
         Ok(source)
@@ -293,13 +297,17 @@ impl Source {
     }
 
     /// The model def's parameter for the model's input `name`; for TC
-    /// source, `name` itself.
-    pub fn parameter_of(&self, name: &str) -> Result<String, Error> {
+    /// source, `name` itself; `None` for an input with an empty dimension,
+    /// which the model def does not take.
+    pub fn parameter_of(&self, name: &str) -> Result<Option<String>, Error> {
         let Some(ports) = &self.model else {
-            return Ok(name.to_string());
+            return Ok(Some(name.to_string()));
         };
+        if ports.empty.iter().any(|p| p.onnx == name) {
+            return Ok(None);
+        }
         match ports.inputs.iter().find(|p| p.onnx == name) {
-            Some(p) => Ok(p.tc.clone()),
+            Some(p) => Ok(Some(p.tc.clone())),
             None => {
                 let names: Vec<String> = ports
                     .inputs

@@ -62,6 +62,11 @@ pub struct Model {
     /// needs a constant (a reduction's axes, a reshape's shape): the model
     /// def is specialized on them, as it is on the input sizes.
     pub specialized: Vec<String>,
+    /// The graph inputs with an empty dimension (`tc` is empty): they hold
+    /// no elements, so the import knows them whole and the model def does
+    /// not take them (an empty `axes`, the type-only input of `CastLike`).
+    /// A caller still gives them, of their declared type and shape.
+    pub empty: Vec<Port>,
 }
 
 /// What importing needs to know besides the model.
@@ -210,6 +215,7 @@ fn import_all(
         im.values.insert(name, Value::Const(tensor));
     }
     let mut inputs = Vec::new();
+    let mut empty = Vec::new();
     let mut used_names = std::collections::HashSet::new();
     for (k, vi) in graph.input.iter().enumerate() {
         let onnx = vi.name.clone().unwrap_or_default();
@@ -219,6 +225,17 @@ fn import_all(
             continue;
         }
         let (dtype, shape) = value_type(vi, sizes, "input").map_err(one)?;
+        if shape.contains(&0) {
+            let value = Tensor::zeros(dtype, &shape);
+            im.values.insert(onnx.clone(), Value::Const(value));
+            empty.push(Port {
+                onnx,
+                tc: String::new(),
+                dtype,
+                shape,
+            });
+            continue;
+        }
         let tc = tc_name(&onnx, k, &mut used_names);
         let v = im.b.param(&tc, dtype, &shape);
         let value = values
@@ -246,7 +263,10 @@ fn import_all(
     {
         let node = Node::new(node, k);
         if !node.proto.input.iter().any(|i| unknown.contains(i)) {
-            match crate::ops::import_node(&mut im, &node).and_then(|()| node.finish()) {
+            let result = crate::ops::import_node(&mut im, &node)
+                .and_then(|()| node.finish())
+                .and_then(|()| no_empty_weight(&im, &node));
+            match result {
                 Ok(()) => {
                     nodes.resize(im.b.stmts.len(), Some(node.label.clone()));
                     continue;
@@ -327,7 +347,28 @@ fn import_all(
         nodes,
         packing: im.b.packing,
         specialized: im.specialized.into_inner().into_iter().collect(),
+        empty,
     })
+}
+
+/// Fails when node `n` made a tensor without elements a parameter of the
+/// model def (an empty input or initializer read as a tensor): tessera's
+/// tensors have positive dimensions.
+fn no_empty_weight(im: &Importer, n: &Node) -> Result<(), String> {
+    match im.b.weights.iter().find(|(_, t)| t.is_empty()) {
+        Some(_) => {
+            let empty = n
+                .proto
+                .input
+                .iter()
+                .find(|i| matches!(im.values.get(*i), Some(Value::Const(t)) if t.is_empty()));
+            Err(n.error(format!(
+                "input `{}` has no elements: tessera computes only on tensors with positive dimensions",
+                empty.map_or("?", String::as_str)
+            )))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Every statement's result has the shape and element type the importer
@@ -476,10 +517,9 @@ fn value_type(
                 ))
             }
         };
-        if v <= 0 {
-            return Err(format!(
-                "{what} `{name}` dimension {k} is {v}: tessera's tensors have positive dimensions"
-            ));
+        // An empty dimension is taken: such an input is a known constant.
+        if v < 0 {
+            return Err(format!("{what} `{name}` dimension {k} is {v}"));
         }
         shape
             .push(usize::try_from(v).map_err(|_| format!("{what} `{name}` dimension {k} is {v}"))?);

@@ -5,6 +5,7 @@
 //! in the model def.
 
 use ir::DType;
+use tensor::Tensor;
 
 use super::{axis, ints, MAX_RANK};
 use crate::build::{float, Node, Value, Var};
@@ -33,7 +34,7 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     for (k, what) in [(1, "scale"), (2, "bias")] {
         let v = match n.input(k) {
             Some(_) => im.value(n, k)?,
-            None => Value::Const(tensor::Tensor::zeros(DType::F32, &[d])),
+            None => Value::Const(Tensor::zeros(DType::F32, &[d])),
         };
         // Scale and bias may be [D] or [1, .., 1, D].
         if v.shape().iter().product::<usize>() != d || v.shape().last() != Some(&d) {
@@ -67,8 +68,8 @@ pub fn layernorm(im: &mut Importer, n: &Node) -> Result<(), String> {
 
 pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.outputs(n, 1)?;
-    let x = im.var(n, 0)?;
-    let r = x.shape.len();
+    let data = im.value(n, 0)?;
+    let r = data.shape().len();
     // The axes are an input for ReduceSum from version 13, for the others
     // from version 18; an attribute before.
     let as_input = im.version(n) >= if n.op == "ReduceSum" { 13 } else { 18 };
@@ -93,11 +94,22 @@ pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
     axes.dedup();
     let shape: Vec<usize> = (0..r)
         .filter_map(|k| match (axes.contains(&k), keep) {
-            (false, _) => Some(x.shape[k]),
+            (false, _) => Some(data.shape()[k]),
             (true, true) => Some(1),
             (true, false) => None,
         })
         .collect();
+    if let Value::Const(t) = &data {
+        if t.is_empty() && !axes.is_empty() {
+            // Every reduced set is empty: the result is the reduction's
+            // value on no elements.
+            let value = empty_set(n.op, t.dtype());
+            let y = Tensor::from_f64(t.dtype(), &shape, vec![value; shape.iter().product()]);
+            im.set(n, 0, Value::Const(y));
+            return Ok(());
+        }
+    }
+    let x = im.as_var(n, 0, data);
     let op = match n.op {
         "ReduceMean" => "mean",
         "ReduceSum" => "sum",
@@ -116,6 +128,22 @@ pub fn reduce(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// What reduction `op` gives on no elements of type `t`: the identity of
+/// its combining operation, through its final step (the mean divides 0 by
+/// 0, the log-sums take the log of 0).
+fn empty_set(op: &str, t: DType) -> f64 {
+    match op {
+        "ReduceProd" => 1.0,
+        "ReduceMax" if t.is_float() => f64::NEG_INFINITY,
+        "ReduceMax" => ir::int_min(t) as f64,
+        "ReduceMin" if t.is_float() => f64::INFINITY,
+        "ReduceMin" => ir::int_max(t) as f64,
+        "ReduceMean" => f64::NAN,
+        "ReduceLogSum" | "ReduceLogSumExp" => f64::NEG_INFINITY,
+        _ => 0.0,
+    }
 }
 
 /// A reduction over `axes` of `x` as comprehensions in the model def: an

@@ -25,7 +25,11 @@ use ir::{arith, Builtin, DType, Value};
 use kernel::Block;
 use testkit::Rng;
 
-const INTS: [DType; 8] = [
+const INTS: [DType; 12] = [
+    DType::I2,
+    DType::U2,
+    DType::I4,
+    DType::U4,
     DType::I8,
     DType::U8,
     DType::I16,
@@ -75,14 +79,9 @@ fn parse(text: &str) -> Block {
 /// magnitude, wrapped to `t` (as the VM holds them).
 fn ints(t: DType, n: usize, seed: u64) -> Vec<Value> {
     let mut edge: Vec<i64> = vec![0, 1, -1, 2, -2, 3, 7, -7, 100, -100];
-    let bits = t.bits();
-    let (min, max) = if t.is_signed() {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    };
-    for v in [min, max, min + 1, max - 1] {
-        edge.push(v as i64);
+    let (min, max) = (ir::int_min(t), ir::int_max(t));
+    for v in [min, max, min.wrapping_add(1), max.wrapping_sub(1)] {
+        edge.push(v);
     }
     let mut rng = Rng::new(seed);
     let mut out: Vec<Value> = edge
@@ -203,7 +202,7 @@ fn integer_tests(tests: &mut Vec<Test>) {
         b.rotate_left(5);
         for v in &mut b {
             if *v == Value::Int(0) {
-                *v = Value::Int(3);
+                *v = Value::Int(arith::wrap(t, 3));
             }
         }
         tests.push(Test {

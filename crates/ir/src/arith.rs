@@ -40,6 +40,10 @@ pub fn round(t: DType, x: f64) -> f64 {
 pub fn wrap(t: DType, v: i64) -> i64 {
     match t {
         DType::Bool => i64::from(v != 0),
+        DType::U2 => v & 0x3,
+        DType::I2 => (v << 62) >> 62,
+        DType::U4 => v & 0xf,
+        DType::I4 => (v << 60) >> 60,
         DType::U8 => v as u8 as i64,
         DType::I8 => v as i8 as i64,
         DType::U16 => v as u16 as i64,

@@ -10,6 +10,10 @@ use crate::minifloat::{self, Format};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bool,
+    U2,
+    I2,
+    U4,
+    I4,
     U8,
     I8,
     U16,
@@ -30,8 +34,12 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 18] = [
+    pub const ALL: [DType; 22] = [
         DType::Bool,
+        DType::U2,
+        DType::I2,
+        DType::U4,
+        DType::I4,
         DType::U8,
         DType::I8,
         DType::U16,
@@ -55,6 +63,10 @@ impl DType {
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::U2 => "uint2",
+            DType::I2 => "int2",
+            DType::U4 => "uint4",
+            DType::I4 => "int4",
             DType::U8 => "uint8",
             DType::I8 => "int8",
             DType::U16 => "uint16",
@@ -79,6 +91,10 @@ impl DType {
     pub fn from_name(s: &str) -> Option<DType> {
         Some(match s {
             "bool" => DType::Bool,
+            "uint2" => DType::U2,
+            "int2" => DType::I2,
+            "uint4" => DType::U4,
+            "int4" => DType::I4,
             "uint8" | "byte" => DType::U8,
             "int8" => DType::I8,
             "uint16" => DType::U16,
@@ -124,13 +140,18 @@ impl DType {
     }
 
     pub fn is_signed(self) -> bool {
-        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64) || self.is_float()
+        matches!(
+            self,
+            DType::I2 | DType::I4 | DType::I8 | DType::I16 | DType::I32 | DType::I64
+        ) || self.is_float()
     }
 
-    /// Width in bits as stored (`bool` and `float4e2m1` take a byte).
+    /// Width in bits as stored (`bool`, `float4e2m1` and the 2- and 4-bit
+    /// integers take a byte).
     pub fn bits(self) -> u32 {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 8,
+            DType::U2 | DType::I2 | DType::U4 | DType::I4 => 8,
             DType::F4E2M1
             | DType::F8E4M3FN
             | DType::F8E4M3FNUZ

@@ -61,7 +61,8 @@ impl Span {
     fn whole(t: DType) -> Span {
         let (lo, hi) = match t {
             DType::Bool => (0, 1),
-            DType::U64 | DType::F32 | DType::F64 => (i64::MIN, i64::MAX),
+            DType::U64 => (i64::MIN, i64::MAX),
+            _ if t.is_float() => (i64::MIN, i64::MAX),
             _ => (int_min(t), int_max(t)),
         };
         Span { t, lo, hi }

@@ -368,6 +368,10 @@ impl Reduction {
 pub fn int_max(t: DType) -> i64 {
     match t {
         DType::Bool => 1,
+        DType::U2 => 3,
+        DType::I2 => 1,
+        DType::U4 => 15,
+        DType::I4 => 7,
         DType::U8 => u8::MAX as i64,
         DType::I8 => i8::MAX as i64,
         DType::U16 => u16::MAX as i64,
@@ -382,6 +386,8 @@ pub fn int_max(t: DType) -> i64 {
 /// The smallest value of integer type `t`.
 pub fn int_min(t: DType) -> i64 {
     match t {
+        DType::I2 => -2,
+        DType::I4 => -8,
         DType::I8 => i8::MIN as i64,
         DType::I16 => i16::MIN as i64,
         DType::I32 => i32::MIN as i64,

@@ -416,7 +416,7 @@ fn every_construct_round_trips() {
         "    $g = gather(T, $i0, $i1)",
         "    $h = gather(U)",
         "  none B00[x, -1] bool(3, 5):(5, -7)",
-        "  inout B34[x, -1]:max uint64(3, 5):(5, -7)",
+        "  inout B34[x, -1]:max uint16(3, 5):(5, -7)",
         "  $c1 = const.float32(-0.0)",
         "  $c2 = const.float64(1e-30)",
         "  $c4 = const.float64(inf)",

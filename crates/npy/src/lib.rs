@@ -5,11 +5,12 @@
 //! and gives Fortran-ordered arrays their C order. Every failure is an
 //! `error:` message naming the file.
 //!
-//! `float16` is numpy's `<f2`. The narrow floats numpy lacks (`bfloat16`,
-//! the 8- and 4-bit floats, which `ml_dtypes` adds to numpy) are written
-//! as their raw codes, `|V2` or `|V1`, as `ml_dtypes` arrays save; such a
-//! file names no type, so [`read_as`] reads it only as the type the
-//! reader expects.
+//! `float16` is numpy's `<f2`. The types numpy lacks (`bfloat16`, the 8-
+//! and 4-bit floats and the 2- and 4-bit integers, which `ml_dtypes` adds
+//! to numpy) are written as their raw codes, `|V2` or `|V1`, as
+//! `ml_dtypes` arrays save (a 2- or 4-bit integer's code is its low bits);
+//! such a file names no type, so [`read_as`] reads it only as the type
+//! the reader expects.
 
 use std::path::Path;
 
@@ -132,6 +133,10 @@ pub fn read_as(path: &Path, want: Option<DType>) -> Result<Tensor, String> {
                 .map(|c| u16::from_le_bytes([c[0], c[1]]))
                 .collect();
             Tensor::from_slice(t, &stored, &codes)
+        } else if t.is_int() {
+            // A code's low bits, wrapped to the type, are the value.
+            let values = bytes.iter().map(|&b| i64::from(b)).collect();
+            Tensor::from_i64(t, &stored, values)
         } else {
             Tensor::from_slice(t, &stored, &bytes)
         };
@@ -201,13 +206,13 @@ fn coded(descr: &str, want: Option<DType>) -> Result<Option<DType>, String> {
         return Ok((kind == "f2").then_some(DType::F16));
     };
     match want {
-        Some(t) if t.narrow().is_some() && width == (t.bits() / 8).to_string() => Ok(Some(t)),
+        Some(t) if coded_type(t) && width == (t.bits() / 8).to_string() => Ok(Some(t)),
         Some(t) => Err(format!(
             "it holds raw {width}-byte elements (`{descr}`), which are not {t}"
         )),
         None => Err(format!(
             "it holds raw {width}-byte elements (`{descr}`) of no named type; only an input \
-             declared as bfloat16 or an 8- or 4-bit float is read from raw codes"
+             declared as bfloat16, an 8- or 4-bit float or a 2- or 4-bit integer is read from raw codes"
         )),
     }
 }
@@ -257,6 +262,11 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether numpy stores `t` as raw codes (`ml_dtypes`' types).
+fn coded_type(t: DType) -> bool {
+    t.narrow().is_some() || matches!(t, DType::U2 | DType::I2 | DType::U4 | DType::I4)
+}
+
 /// Writes a tensor of a narrow float as its codes: numpy's `<f2` for
 /// `float16`, raw `|V2` or `|V1` for the types numpy lacks.
 fn write_codes(path: &Path, t: &Tensor, dtype: DType) -> Result<(), String> {
@@ -286,6 +296,15 @@ fn write_codes(path: &Path, t: &Tensor, dtype: DType) -> Result<(), String> {
         {
             bytes.extend_from_slice(&c.to_le_bytes());
         }
+    } else if dtype.is_int() {
+        // A 2- or 4-bit integer's code is its low bits.
+        let width = if matches!(dtype, DType::U2 | DType::I2) {
+            2
+        } else {
+            4
+        };
+        let mask = (1i64 << width) - 1;
+        bytes.extend(t.to_i64_vec().iter().map(|&v| (v & mask) as u8));
     } else {
         bytes.extend_from_slice(
             t.as_slice::<u8>()

@@ -49,3 +49,17 @@ fn raw_codes_read_only_as_a_narrow_float_of_their_width() {
     npy::write(&path, &half).unwrap();
     assert_eq!(npy::read(&path).unwrap().dtype(), DType::F16);
 }
+
+#[test]
+fn two_and_four_bit_integers_are_stored_as_their_low_bits() {
+    let tensor = Tensor::from_i64(DType::I4, &[4], vec![-8, -1, 0, 7]);
+    let path = scratch("int4.npy");
+    npy::write(&path, &tensor).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    // ml_dtypes' codes: -8 is 0b1000, -1 is 0b1111.
+    assert_eq!(&bytes[bytes.len() - 4..], &[8, 15, 0, 7]);
+    let back = npy::read_as(&path, Some(DType::I4)).unwrap();
+    assert_eq!(back.to_i64_vec(), vec![-8, -1, 0, 7]);
+    let unsigned = npy::read_as(&path, Some(DType::U4)).unwrap();
+    assert_eq!(unsigned.to_i64_vec(), vec![8, 15, 0, 7]);
+}

@@ -124,6 +124,10 @@ pub fn dtype(code: i32) -> Option<DType> {
         data_type::FLOAT8E5M2 => DType::F8E5M2,
         data_type::FLOAT8E5M2FNUZ => DType::F8E5M2FNUZ,
         data_type::FLOAT4E2M1 => DType::F4E2M1,
+        data_type::UINT4 => DType::U4,
+        data_type::INT4 => DType::I4,
+        data_type::UINT2 => DType::U2,
+        data_type::INT2 => DType::I2,
         _ => return None,
     })
 }
@@ -153,10 +157,9 @@ pub fn tensor(t: &TensorProto, files: &Files, what: &str) -> Result<Tensor, Stri
     };
     let wrong = |got: usize| format!("{what} has {got} values, but its shape {shape:?} needs {n}");
     if let Some(raw) = raw {
-        let t = if dt == DType::F4E2M1 {
-            // Two 4-bit codes a byte, the first in the low half.
-            if raw.len() != n.div_ceil(2) {
-                return Err(wrong(raw.len() * 2));
+        let t = if let Some(per) = packed(dt) {
+            if raw.len() != n.div_ceil(per) {
+                return Err(wrong(raw.len() * per));
             }
             unpacked(dt, &shape, raw.iter().map(|&b| i32::from(b)))
         } else {
@@ -176,12 +179,12 @@ pub fn tensor(t: &TensorProto, files: &Files, what: &str) -> Result<Tensor, Stri
         DType::F64 if t.double_data.len() == n => Tensor::from_slice(dt, &shape, &t.double_data),
         DType::I64 if t.int64_data.len() == n => Tensor::from_i64(dt, &shape, t.int64_data.clone()),
         DType::U64 if t.uint64_data.len() == n => Tensor::from_slice(dt, &shape, &t.uint64_data),
-        // The narrow floats' codes are stored in `int32_data`, the 4-bit
-        // ones two to an entry.
-        DType::F4E2M1 if t.int32_data.len() == n.div_ceil(2) => {
+        // The narrow floats' codes are stored in `int32_data`, the 4- and
+        // 2-bit types' packed as in `raw_data`.
+        _ if packed(dt).is_some_and(|per| t.int32_data.len() == n.div_ceil(per)) => {
             unpacked(dt, &shape, t.int32_data.iter().copied())
         }
-        _ if dt.narrow().is_some() && dt != DType::F4E2M1 && t.int32_data.len() == n => {
+        _ if dt.narrow().is_some() && packed(dt).is_none() && t.int32_data.len() == n => {
             let mut codes = Tensor::zeros(dt, &shape);
             with_element!(dt, T => {
                 let out = codes.as_mut_slice::<T>().expect("a new tensor is contiguous");
@@ -235,18 +238,36 @@ fn from_bytes(dt: DType, shape: &[usize], raw: &[u8]) -> Tensor {
     t
 }
 
-/// A tensor of 4-bit codes, two to each of `packed`'s entries (the first
-/// in the low half).
-fn unpacked(dt: DType, shape: &[usize], packed: impl Iterator<Item = i32>) -> Tensor {
+/// How many elements of `dt` ONNX packs into a byte: two of the 4-bit
+/// types, four of the 2-bit ones; `None` for the others.
+fn packed(dt: DType) -> Option<usize> {
+    match dt {
+        DType::F4E2M1 | DType::U4 | DType::I4 => Some(2),
+        DType::U2 | DType::I2 => Some(4),
+        _ => None,
+    }
+}
+
+/// A tensor of 4- or 2-bit elements, packed into the bytes of `bytes`
+/// from the low bits up: `float4e2m1`'s codes, and the integers' values
+/// (their codes' low bits, sign-extended when signed).
+fn unpacked(dt: DType, shape: &[usize], bytes: impl Iterator<Item = i32>) -> Tensor {
+    let per = packed(dt).unwrap_or(1);
+    let bits = 8 / per;
+    let n = tensor::element_count(shape).unwrap_or(0);
+    let codes: Vec<i64> = bytes
+        .flat_map(|b| (0..per).map(move |k| i64::from((b >> (k * bits)) & ((1 << bits) - 1))))
+        .take(n)
+        .collect();
+    if dt.is_int() {
+        return Tensor::from_i64(dt, shape, codes);
+    }
     let mut t = Tensor::zeros(dt, shape);
     let out = t
         .as_mut_slice::<u8>()
         .expect("4-bit codes are stored as bytes");
-    for (pair, byte) in out.chunks_mut(2).zip(packed) {
-        pair[0] = (byte & 0xf) as u8;
-        if let Some(high) = pair.get_mut(1) {
-            *high = ((byte >> 4) & 0xf) as u8;
-        }
+    for (o, c) in out.iter_mut().zip(codes) {
+        *o = c as u8;
     }
     t
 }

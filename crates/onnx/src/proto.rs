@@ -153,6 +153,10 @@ pub mod data_type {
     pub const FLOAT8E5M2: i32 = 19;
     pub const FLOAT8E5M2FNUZ: i32 = 20;
     pub const FLOAT4E2M1: i32 = 23;
+    pub const UINT4: i32 = 21;
+    pub const INT4: i32 = 22;
+    pub const UINT2: i32 = 25;
+    pub const INT2: i32 = 26;
 }
 
 /// `TensorProto.DataLocation.EXTERNAL`.

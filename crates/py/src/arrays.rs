@@ -42,7 +42,17 @@ struct Keep {
 /// The element types tessera takes, with NumPy's names.
 const TAKEN: &str = "float32, float64, float16, int8, int16, int32, int64, uint8, uint16, uint32, \
      uint64, bool, and ml_dtypes' bfloat16, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, \
-     float8_e5m2fnuz and float4_e2m1fn";
+     float8_e5m2fnuz, float4_e2m1fn, int4, uint4, int2 and uint2";
+
+/// `ml_dtypes`' 2- and 4-bit integers: their arrays hold codes (the low
+/// bits) where tessera holds values, so they are converted on the way in
+/// and out (one copy each way).
+const SUB_BYTE: [(DType, &str, &str); 4] = [
+    (DType::I4, "int4", "int8"),
+    (DType::U4, "uint4", "uint8"),
+    (DType::I2, "int2", "int8"),
+    (DType::U2, "uint2", "uint8"),
+];
 
 /// The narrow floats by their NumPy names: `float16` is NumPy's own, the
 /// others are `ml_dtypes`' (which ONNX and JAX install). Their arrays hold
@@ -73,9 +83,14 @@ fn dtype_of(a: &Bound<'_, PyUntypedArray>) -> Option<DType> {
             return Some(*t);
         }
     }
+    // The other types by their Rust element type, among those NumPy names
+    // by it (not the narrow floats' or the 2- and 4-bit integers', which
+    // share `u8`, `i8` and `u16` with NumPy's own integers).
     DType::ALL
         .into_iter()
-        .filter(|&t| t != DType::Bool)
+        .filter(|&t| {
+            t != DType::Bool && t.narrow().is_none() && !SUB_BYTE.iter().any(|(s, _, _)| *s == t)
+        })
         .find(|&t| tensor::with_element!(t, T => d.is_equiv_to(&numpy::dtype::<T>(py))))
 }
 
@@ -112,6 +127,20 @@ fn as_array<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyU
 /// documentation). `what` names it in errors (`input \`x\``).
 pub fn tensor_from(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Tensor> {
     let array = as_array(obj, what)?;
+    let name = array
+        .dtype()
+        .getattr("name")
+        .and_then(|n| n.extract::<String>())
+        .unwrap_or_default();
+    if let Some((t, _, wide)) = SUB_BYTE.iter().find(|(_, n, _)| *n == name) {
+        COPIES.fetch_add(1, Ordering::Relaxed);
+        let values = array
+            .call_method1("astype", (*wide,))?
+            .cast_into::<PyUntypedArray>()?;
+        let held = tensor_from(values.as_any(), what)?;
+        return Tensor::from_buffer(*t, held.shape(), held.buffer().clone())
+            .map_err(|e| errors::input(e.0));
+    }
     let dtype = dtype_of(&array).ok_or_else(|| {
         errors::input(format!(
             "{what} has element type {}, which tessera does not take (it takes {TAKEN})",
@@ -182,6 +211,18 @@ pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
         // Bools are stored as bytes 0 and 1, which is NumPy's `bool_`.
         let bool_ = py.import("numpy")?.getattr("bool_")?;
         return array.call_method1("view", PyTuple::new(py, [bool_])?);
+    }
+    if let Some((_, name, _)) = SUB_BYTE.iter().find(|(n, _, _)| *n == t.dtype()) {
+        let ty = py
+            .import("ml_dtypes")
+            .and_then(|m| m.getattr(*name))
+            .map_err(|e| {
+                errors::Error::new_err(format!(
+                    "an output is {}, whose NumPy type `ml_dtypes.{name}` is not available: {e}",
+                    t.dtype()
+                ))
+            })?;
+        return array.call_method1("astype", PyTuple::new(py, [ty])?);
     }
     if let Some((_, name)) = NARROW.iter().find(|(n, _)| *n == t.dtype()) {
         // The codes, viewed as the type whose codes they are.

@@ -132,3 +132,17 @@ def test_narrow_floats_compute_and_round_in_their_type():
     assert out.dtype == ml_dtypes.bfloat16
     want = b + ml_dtypes.bfloat16(1)
     np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
+
+
+def test_two_and_four_bit_integers_wrap_to_their_width():
+    # ml_dtypes' int4 arrays hold codes; tessera takes and gives values.
+    # -(-8) is 8, one past int4's largest value: it wraps to -8.
+    import ml_dtypes
+
+    a = np.array([-8, -1, 0, 7], dtype=ml_dtypes.int4)
+    out = tessera.compile("def neg(int4(N) A) -> (int4(N) B) { B(i) = -A(i) }")(a)
+    assert out.dtype == ml_dtypes.int4
+    np.testing.assert_array_equal(out.astype(np.int8), np.array([-8, 1, 0, -7], dtype=np.int8))
+    u = np.array([0, 1, 2, 3], dtype=ml_dtypes.uint2)
+    out = tessera.compile("def inc(uint2(N) A) -> (uint2(N) B) { B(i) = A(i) + uint2(1) }")(u)
+    np.testing.assert_array_equal(out.astype(np.uint8), np.array([1, 2, 3, 0], dtype=np.uint8))

@@ -87,16 +87,7 @@ pub fn convert(v: Value, t: DType) -> Value {
 
 /// Wraps an integer to the width of type `t`.
 pub fn wrap_int(i: i64, t: DType) -> i64 {
-    match t {
-        DType::Bool => i64::from(i != 0),
-        DType::U8 => i64::from(i as u8),
-        DType::I8 => i64::from(i as i8),
-        DType::U16 => i64::from(i as u16),
-        DType::I16 => i64::from(i as i16),
-        DType::U32 => i64::from(i as u32),
-        DType::I32 => i64::from(i as i32),
-        _ => i,
-    }
+    ir::arith::wrap(t, i)
 }
 
 /// Gives a weak expression type `t`, or converts a strong one with a cast.

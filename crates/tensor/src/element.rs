@@ -62,9 +62,12 @@ int_element!(
     DType::F8E4M3FN,
     DType::F8E4M3FNUZ,
     DType::F8E5M2,
-    DType::F8E5M2FNUZ
+    DType::F8E5M2FNUZ,
+    DType::U4,
+    DType::U2
 );
-int_element!(i8, DType::I8);
+// The 2- and 4-bit integers are stored as their values, a byte each.
+int_element!(i8, DType::I8, DType::I4, DType::I2);
 int_element!(u16, DType::U16, DType::F16, DType::BF16);
 int_element!(i16, DType::I16);
 int_element!(u32, DType::U32);
@@ -149,11 +152,11 @@ macro_rules! with_element {
 macro_rules! with_int_element {
     ($t:expr, $T:ident => $body:expr, $other:expr) => {
         match $t {
-            ir::DType::U8 => {
+            ir::DType::U8 | ir::DType::U4 | ir::DType::U2 => {
                 type $T = u8;
                 $body
             }
-            ir::DType::I8 => {
+            ir::DType::I8 | ir::DType::I4 | ir::DType::I2 => {
                 type $T = i8;
                 $body
             }

@@ -63,7 +63,8 @@ pub(crate) fn ctype(t: DType) -> &'static str {
 /// holding 0 or 1).
 pub(crate) fn storage_type(t: DType) -> &'static str {
     match t {
-        DType::Bool | DType::U8 => "uint8_t",
+        DType::Bool | DType::U8 | DType::U4 | DType::U2 => "uint8_t",
+        DType::I4 | DType::I2 => "int8_t",
         // Narrow floats are stored as their codes.
         DType::F4E2M1 | DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ => {
             "uint8_t"
@@ -99,6 +100,21 @@ pub(crate) fn read_element(t: DType, element: &str) -> String {
         format!("(float)tsr_mf_decode({element}, {})", format_args(f))
     } else {
         element.to_string()
+    }
+}
+
+/// `x` (a C expression of the integer type `t`, or of a wider one)
+/// wrapped to `t`'s width where its C type is wider: the 2- and 4-bit
+/// integers, held in a byte, keep their low bits, sign-extended when
+/// signed (gcc converts to a narrow signed type modulo its width, and
+/// shifts a negative `int` right arithmetically).
+fn wrapped(t: DType, x: String) -> String {
+    match t {
+        DType::U2 => format!("(uint8_t)(({x}) & 0x3)"),
+        DType::U4 => format!("(uint8_t)(({x}) & 0xf)"),
+        DType::I2 => format!("(int8_t)((int8_t)((uint8_t)({x}) << 6) >> 6)"),
+        DType::I4 => format!("(int8_t)((int8_t)((uint8_t)({x}) << 4) >> 4)"),
+        _ => x,
     }
 }
 
@@ -214,7 +230,7 @@ pub(crate) fn intrinsic(op: &Op, t: DType, args: &[(String, DType)]) -> Result<C
         dtype,
     };
     let a = args[0].0.as_str();
-    Ok(match op {
+    let mut c = match op {
         Op::Cast => plain(cast(t, args[0].1, a), t),
         Op::Select => {
             if args[0].1 != DType::Bool {
@@ -255,7 +271,9 @@ pub(crate) fn intrinsic(op: &Op, t: DType, args: &[(String, DType)]) -> Result<C
             same(f.name())?;
             plain(builtin(*f, t, args)?, t)
         }
-    })
+    };
+    c.expr = wrapped(c.dtype, c.expr);
+    Ok(c)
 }
 
 fn binary(op: BinOp, t: DType, a: &str, b: &str) -> Result<Computed, String> {
@@ -453,11 +471,8 @@ pub(crate) fn store(agg: Agg, t: DType, dst: &str, x: &str) -> String {
         }
         Agg::Add | Agg::Mul => {
             let u = wrap_type(t);
-            write!(
-                out,
-                "{dst} = ({ty})(({u}){dst} {} ({u}){x});",
-                agg_symbol(agg)
-            )
+            let sum = format!("({ty})(({u}){dst} {} ({u}){x})", agg_symbol(agg));
+            write!(out, "{dst} = {};", wrapped(t, sum))
         }
         Agg::Min | Agg::Max if t.is_float() => {
             // TC's `max(element, x)`, the VM's rule. Stored unconditionally:
@@ -770,9 +785,10 @@ static inline double tsr_mf_max(int m, int e, int b, int k) {
   int top = k == 1 ? (1 << m) - 2 : (1 << m) - 1;
   return ldexp((double)((1 << m) + top), field - b - m);
 }
-/* x rounded to the format, to nearest with ties to even, keeping the sign
-   of a zero; beyond the largest finite value, infinity, NaN or (k = 3)
-   the largest finite value. */
+/* x rounded to the format, to nearest with ties to even; beyond the
+   largest finite value, infinity, NaN or (k = 3) the largest finite value.
+   The value its code holds: every NaN is NAN, and a zero keeps its sign
+   but where the format has no negative zero (k = 2). */
 static inline double tsr_mf_round(double x, int m, int e, int b, int k) {
   if (x != x) return k == 3 ? -0.0 : NAN;
   double a = fabs(x), max = tsr_mf_max(m, e, b, k);

@@ -202,6 +202,13 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
                         Some(m) if v.dtype.is_float() => {
                             format!("{}(max(min(_a, {m:?}), -{m:?}))", to.name())
                         }
+                        _ if sub_byte(to) && v.dtype.is_float() => {
+                            let (lo, hi) = (ir::int_min(to) - 1, ir::int_max(to) + 1);
+                            format!(
+                                "_a > {lo}.0 && _a < {hi}.0 ? {t}(_a) : {t}(0)",
+                                t = to.name()
+                            )
+                        }
                         _ => format!("{}(_a)", to.name()),
                     };
                     Value::Var(super::map::map(im, n, &expr, &[v], to)?)
@@ -211,6 +218,13 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
     };
     im.set(n, 0, y);
     Ok(())
+}
+
+/// Whether `t` is a 2- or 4-bit integer, to which `Cast` takes a float
+/// beyond the type's range to 0 (as `ml_dtypes`, the ONNX reference,
+/// converts), not wrapped.
+fn sub_byte(t: DType) -> bool {
+    matches!(t, DType::U2 | DType::I2 | DType::U4 | DType::I4)
 }
 
 /// A constant converted as `Cast` does (floats to integers truncate; to
@@ -236,6 +250,21 @@ pub(crate) fn convert(t: &Tensor, to: DType, bound: Option<f64>) -> Tensor {
                 .map(|x| ir::arith::round(to, clamp(x)))
                 .collect(),
         )
+    } else if sub_byte(to) && t.dtype().is_float() {
+        let (lo, hi) = (ir::int_min(to) as f64, ir::int_max(to) as f64);
+        let v = t
+            .to_f64_vec()
+            .into_iter()
+            .map(|x| {
+                let x = x.trunc();
+                if lo <= x && x <= hi {
+                    x as i64
+                } else {
+                    0
+                }
+            })
+            .collect();
+        Tensor::from_i64(to, t.shape(), v)
     } else {
         let v = t
             .to_f64_vec()

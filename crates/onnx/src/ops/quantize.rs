@@ -82,6 +82,10 @@ fn axis_block(n: &Node, x: &Var) -> Result<(usize, usize), String> {
 /// The range of an integer quantized type, for saturation.
 fn range(n: &Node, t: DType) -> Result<(i64, i64), String> {
     Ok(match t {
+        DType::U2 => (0, 3),
+        DType::I2 => (-2, 1),
+        DType::U4 => (0, 15),
+        DType::I4 => (-8, 7),
         DType::U8 => (0, 255),
         DType::I8 => (-128, 127),
         DType::U16 => (0, 65_535),
@@ -92,8 +96,19 @@ fn range(n: &Node, t: DType) -> Result<(i64, i64), String> {
 }
 
 /// `v` (a float expression) rounded half to even, plus `zero`,
-/// saturated to `t` and converted to it.
-fn requantized(n: &Node, v: &str, zero: &str, t: DType) -> Result<String, String> {
+/// saturated to `t` and converted to it; for a narrow float `t`, `v` plus
+/// `zero` converted to it, clamped to its largest finite value first when
+/// `saturate` (as `Cast` saturates).
+fn requantized(n: &Node, v: &str, zero: &str, t: DType, saturate: bool) -> Result<String, String> {
+    if let Some(format) = t.narrow() {
+        let sum = format!("{v} + float64({zero})");
+        return Ok(if saturate {
+            let m = format.max();
+            format!("{}(max(-{m:?}, min({m:?}, {sum})))", t.name())
+        } else {
+            format!("{}({sum})", t.name())
+        });
+    }
     let (lo, hi) = range(n, t)?;
     let rounded = format!("({v} - floor({v}) == 0.5 ? 2 * round({v} / 2) : round({v}))");
     Ok(format!(
@@ -107,7 +122,7 @@ pub fn dequantize(im: &mut Importer, n: &Node) -> Result<(), String> {
     let x = im.var(n, 0)?;
     let scale = im.var(n, 1)?;
     let (a, block) = axis_block(n, &x)?;
-    if !x.dtype.is_int() || !scale.dtype.is_float() {
+    if !(x.dtype.is_int() || x.dtype.narrow().is_some()) || !scale.dtype.is_float() {
         return Err(n.error(format!(
             "dequantizing {} by a {} scale is not supported",
             x.dtype, scale.dtype
@@ -139,7 +154,7 @@ pub fn quantize(im: &mut Importer, n: &Node) -> Result<(), String> {
     if !x.dtype.is_float() && x.dtype != DType::I32 {
         return Err(n.error(format!("quantizing {} is not supported", x.dtype)));
     }
-    let _ = n.int("saturate")?;
+    let saturate = n.int("saturate")?.unwrap_or(1) != 0;
     if n.int("precision")?.is_some_and(|p| p != 0) {
         return Err(n.error("precision is not supported"));
     }
@@ -160,7 +175,7 @@ pub fn quantize(im: &mut Importer, n: &Node) -> Result<(), String> {
         DType::F64
     };
     let v = format!("({}({here}) / {}({s}))", t.name(), t.name());
-    let rhs = requantized(n, &v, &z, out)?;
+    let rhs = requantized(n, &v, &z, out, saturate)?;
     let y = im.b.compute("=", &rhs, &[], out, x.shape.clone());
     im.set(n, 0, Value::Var(y));
     Ok(())
@@ -203,12 +218,12 @@ pub fn dynamic_quantize(im: &mut Importer, n: &Node) -> Result<(), String> {
         vec![],
     );
     let s = format!("{}()", scale.name);
-    let zero = requantized(n, &format!("(0 - {lo} / {s})"), "0", DType::U8)?;
+    let zero = requantized(n, &format!("(0 - {lo} / {s})"), "0", DType::U8, true)?;
     let zero = im.b.compute("=", &zero, &[], DType::U8, vec![]);
     // As the ONNX function does, in float32.
     let here = read(&x, &point(r));
     let v = format!("({here} / {s})");
-    let rhs = requantized(n, &v, &format!("{}()", zero.name), DType::U8)?;
+    let rhs = requantized(n, &v, &format!("{}()", zero.name), DType::U8, true)?;
     let y = im.b.compute("=", &rhs, &[], DType::U8, x.shape.clone());
     im.set(n, 0, Value::Var(y));
     im.set(n, 1, Value::Var(scale));
@@ -307,7 +322,7 @@ pub fn qlinear_matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
     let here = read(&product, &point(product.shape.len()));
     let v = format!("(float64({here}) * {factor})");
     let z = format!("{}({})", zy.name, vec!["0"; zy.shape.len()].join(", "));
-    let rhs = requantized(n, &v, &z, zy.dtype)?;
+    let rhs = requantized(n, &v, &z, zy.dtype, true)?;
     let y =
         im.b.compute("=", &rhs, &[], zy.dtype, product.shape.clone());
     im.set(n, 0, Value::Var(y));

@@ -294,20 +294,24 @@ static inline double tsr_mf_max(int m, int e, int b, int k) {
   int top = k == 1 ? (1 << m) - 2 : (1 << m) - 1;
   return ldexp((double)((1 << m) + top), field - b - m);
 }
-/* x rounded to the format, to nearest with ties to even, keeping the sign
-   of a zero; beyond the largest finite value, infinity, NaN or (k = 3)
-   the largest finite value. */
+/* x rounded to the format, to nearest with ties to even; beyond the
+   largest finite value, infinity, NaN or (k = 3) the largest finite value.
+   The value its code holds: every NaN is NAN, and a zero keeps its sign
+   but where the format has no negative zero (k = 2). */
 static inline double tsr_mf_round(double x, int m, int e, int b, int k) {
-  if (x != x) return k == 3 ? -0.0 : x;
+  if (x != x) return k == 3 ? -0.0 : NAN;
   double a = fabs(x), max = tsr_mf_max(m, e, b, k);
   double over = k == 0 ? INFINITY : k == 3 ? max : NAN;
-  if (a > 2 * max) return copysign(over, x);
-  int ex;
-  frexp(a, &ex);
-  ex = ex - 1 < 1 - b ? 1 - b : ex - 1;
-  double q = ldexp(1.0, ex - m);
-  double r = rint(a / q) * q;
-  return copysign(r > max ? over : r, x);
+  double r = over;
+  if (a <= 2 * max) {
+    int ex;
+    frexp(a, &ex);
+    ex = ex - 1 < 1 - b ? 1 - b : ex - 1;
+    double q = ldexp(1.0, ex - m);
+    r = rint(a / q) * q;
+    r = r > max ? over : r;
+  }
+  return r != r || (r == 0 && k == 2) ? r : copysign(r, x);
 }
 static inline uint32_t tsr_mf_encode(double x, int m, int e, int b, int k) {
   double r = tsr_mf_round(x, m, e, b, k);
@@ -332,6 +336,15 @@ static inline double tsr_mf_decode(uint32_t bits, int m, int e, int b, int k) {
            : field == 0 ? ldexp((double)man, 1 - b - m)
            : ldexp((double)(man | (1u << m)), (int)field - b - m);
   return negative ? -a : a;
+}
+static inline double tsr_mf_nextafter(double x, double y, int m, int e, int b, int k) {
+  if (x != x || y != y) return NAN;
+  if (x == y) return y;
+  if (x == 0) return copysign(ldexp(1.0, 1 - b - m), y - x);
+  uint32_t bits = tsr_mf_encode(x, m, e, b, k), sign = bits & (1u << (e + m));
+  uint32_t magnitude = bits & ~sign;
+  magnitude = (y > x) == (x > 0) ? magnitude + 1 : magnitude - 1;
+  return tsr_mf_decode(sign | magnitude, m, e, b, k);
 }
 #endif
 #ifndef TSR_PRELUDE_AVX512

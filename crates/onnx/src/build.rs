@@ -243,9 +243,10 @@ impl Builder {
     /// reads the point through `_i0`, `_i1`, ... and may name what `extra`
     /// binds (reduction ranges, `let`s).
     ///
-    /// A sum or product of a narrow float (`float16`, `bfloat16`, ...)
-    /// accumulates in `float32` and rounds once to `dtype` at the end, as
-    /// numpy's (and so the ONNX reference's) sums and products of them do.
+    /// A sum or product of `float16` accumulates in `float32` and rounds
+    /// once to `dtype` at the end, as numpy's (and so the ONNX
+    /// reference's) do; `bfloat16` and the 8-bit floats round at every
+    /// step, as `ml_dtypes`' do.
     pub fn compute(
         &mut self,
         reduction: &str,
@@ -254,7 +255,7 @@ impl Builder {
         dtype: DType,
         shape: Vec<usize>,
     ) -> Var {
-        if dtype.narrow().is_some() && (reduction.starts_with('+') || reduction.starts_with('*')) {
+        if dtype == DType::F16 && (reduction.starts_with('+') || reduction.starts_with('*')) {
             let wide = self.compute(
                 reduction,
                 &format!("float32({rhs})"),

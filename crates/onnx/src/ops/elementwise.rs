@@ -152,11 +152,9 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     let shape = broadcast_operands(n, &a, &b)?;
     // Mod's remainder takes the dividend's sign (C's fmod) with `fmod = 1`,
-    // the divisor's (Python's %) without; ONNX allows only fmod on floats.
+    // the divisor's (Python's %, numpy's `mod`) without, on integers and
+    // floats alike.
     let fmod = n.op == "Mod" && n.int("fmod")?.unwrap_or(0) != 0;
-    if n.op == "Mod" && a.dtype().is_float() && !fmod {
-        return Err(n.error("Mod of floats requires fmod = 1"));
-    }
     if let (Value::Const(x), Value::Const(y), false) = (&a, &b, mixed) {
         let t = fold(n, x, y, &shape, fmod)?;
         im.set(n, 0, Value::Const(t));
@@ -339,6 +337,8 @@ fn fold(n: &Node, a: &Tensor, b: &Tensor, shape: &[usize], fmod: bool) -> Result
             "Sub" => Some(ir::BinOp::Sub),
             "Mul" => Some(ir::BinOp::Mul),
             "Div" => Some(ir::BinOp::Div),
+            // The divisor's sign: `ir::arith::float_mod`.
+            "Mod" if !fmod => Some(ir::BinOp::Mod),
             _ => None,
         };
         let builtin = if n.op == "Mod" {
@@ -563,8 +563,24 @@ pub fn expand(im: &mut Importer, n: &Node) -> Result<(), String> {
         return Ok(());
     }
     let r = rank(n, &shape, "a result")?;
+    if x.dtype() != DType::F32 {
+        // Other types: a comprehension reading each result point's
+        // element of `x`, whose axes align with the result's last ones
+        // (an axis of size 1 is read at 0).
+        let x = im.as_var(n, 0, x);
+        let lead = r - x.shape.len();
+        let subs: Vec<String> = (0..x.shape.len())
+            .map(|k| match x.shape[k] {
+                1 if shape[lead + k] != 1 => "0".to_string(),
+                _ => format!("_i{}", lead + k),
+            })
+            .collect();
+        let rhs = super::point::read(&x, &subs);
+        let y = im.b.compute("=", &rhs, &[], x.dtype, shape);
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
+    }
     let x = to_rank(im, n, &x, 0, r)?;
-    float_only(n, &x)?;
     let dims: Vec<String> = shape.iter().map(|&d| int(d as i64)).collect();
     let y =
         im.b.call(&format!("expand_r{r}"), &[&x], &dims, DType::F32, shape);

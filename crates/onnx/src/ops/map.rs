@@ -300,6 +300,8 @@ pub(crate) fn arithmetic(
             );
         }
         "Pow" => "pow(_a, _b)",
+        // TC's `%` on floats is the remainder with the divisor's sign.
+        "Mod" if !int && !fmod => "_a % _b",
         "Mod" if !int => "fmod(_a, _b)",
         // With `fmod` the remainder takes the dividend's sign: the floor
         // remainder less the divisor when the signs differ.

@@ -4,7 +4,7 @@
 //! `bfloat16` or an 8-bit float is imported as the same node on those
 //! inputs cast to `float32`, its float outputs cast back: the CPU has no
 //! arithmetic of those types, and these operators' forms (the prelude's
-//! convolutions, attention) are written for `float32`. The node keeps its
+//! convolutions, attention, matrix products) are written for `float32`. The node keeps its
 //! name in messages, and its attributes are checked as the inner import
 //! reads them.
 //!
@@ -19,7 +19,7 @@ use super::{Importer, Value};
 use crate::build::Node;
 
 /// The operators imported through `float32` when their inputs are narrow.
-pub(crate) const WIDENED: &[&str] = &["Conv", "ConvTranspose", "Attention"];
+pub(crate) const WIDENED: &[&str] = &["Conv", "ConvTranspose", "Attention", "MatMul", "Gemm"];
 
 /// The narrow float type of `n`'s float inputs, if they have one.
 pub(crate) fn narrow_input(im: &Importer, n: &Node) -> Option<DType> {

@@ -568,7 +568,7 @@ def malformed():
         [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", auto_pad="SOMETIMES")], [w]))
     write("unknown_attribute", graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu", alpha=0.5)]))
-    bad = numpy_helper.from_array(np.ones([3, 3], dtype=np.float32), "w")
+    bad = numpy_helper.from_array(np.ones([2, 3], dtype=np.float32), "w")
     write("shape_mismatch", graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [bad]))
     ints = numpy_helper.from_array(np.ones([1, 2, 3, 3], dtype=np.int64), "k")
     write("type_mismatch", graph([helper.make_node("Add", ["x", "k"], ["y"], name="add")], [ints]))

@@ -37,7 +37,11 @@ pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.unswap_inputs(n);
     let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
     let (sa, sb) = (&a.shape, &b.shape);
-    let mismatch = || n.error(format!("shapes {sa:?} and {sb:?} do not multiply"));
+    if a.dtype != DType::F32 || b.dtype != DType::F32 {
+        let y = general(im, n, &a, &b)?;
+        im.set(n, 0, Value::Var(y));
+        return Ok(());
+    }
     let (def, shape) = match (sa.len(), sb.len()) {
         (2, 2) if sa[1] == sb[0] => ("matmul", vec![sa[0], sb[1]]),
         (3, 2) if sa[2] == sb[0] => ("matmul_r3_r2", vec![sa[0], sa[1], sb[1]]),
@@ -48,18 +52,90 @@ pub fn matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
         (5, 5) if sa[..3] == sb[..3] && sa[4] == sb[3] => {
             ("batch_matmul_r5", vec![sa[0], sa[1], sa[2], sa[3], sb[4]])
         }
-        (2..=5, 2..=5) if sa.len() >= sb.len() => return Err(mismatch()),
-        _ => {
+        _ if sa.len() > 5 || sb.len() > 5 => {
             return Err(n.error(format!(
                 "MatMul of ranks {} and {} is not supported",
                 sa.len(),
                 sb.len()
             )))
         }
+        // Vectors, broadcast batch dimensions, and the mismatches (which
+        // `general` names).
+        _ => {
+            let y = general(im, n, &a, &b)?;
+            im.set(n, 0, Value::Var(y));
+            return Ok(());
+        }
     };
     let y = im.b.call(def, &[&a, &b], &[], DType::F32, shape);
     im.set(n, 0, Value::Var(y));
     Ok(())
+}
+
+/// numpy's `matmul` of `a` and `b` of one type as a comprehension: a
+/// vector operand is a row (`a`) or a column (`b`) whose axis the result
+/// drops, and the batch dimensions before the last two broadcast.
+fn general(im: &mut Importer, n: &Node, a: &Var, b: &Var) -> Result<Var, String> {
+    let (sa, sb) = (&a.shape, &b.shape);
+    let mismatch = || n.error(format!("shapes {sa:?} and {sb:?} do not multiply"));
+    if a.dtype != b.dtype || a.dtype == DType::Bool {
+        return Err(n.error(format!(
+            "MatMul of {} and {} is not supported",
+            a.dtype, b.dtype
+        )));
+    }
+    if sa.is_empty() || sb.is_empty() {
+        return Err(mismatch());
+    }
+    let k = sa[sa.len() - 1];
+    let k_of_b = if sb.len() == 1 {
+        sb[0]
+    } else {
+        sb[sb.len() - 2]
+    };
+    if k != k_of_b {
+        return Err(mismatch());
+    }
+    let batch_a = &sa[..sa.len().saturating_sub(2)];
+    let batch_b = &sb[..sb.len().saturating_sub(2)];
+    let batch = super::elementwise::broadcast(batch_a, batch_b).ok_or_else(mismatch)?;
+    let nb = batch.len();
+    let batch_subs = |own: &[usize]| -> Vec<String> {
+        (0..own.len())
+            .map(|d| {
+                let j = nb - own.len() + d;
+                if own[d] == 1 && batch[j] != 1 {
+                    "0".to_string()
+                } else {
+                    format!("_i{j}")
+                }
+            })
+            .collect()
+    };
+    let mut shape = batch.clone();
+    let mut a_subs = batch_subs(batch_a);
+    if sa.len() >= 2 {
+        a_subs.push(format!("_i{}", shape.len()));
+        shape.push(sa[sa.len() - 2]);
+    }
+    a_subs.push("_k".to_string());
+    let mut b_subs = batch_subs(batch_b);
+    b_subs.push("_k".to_string());
+    if sb.len() >= 2 {
+        b_subs.push(format!("_i{}", shape.len()));
+        shape.push(sb[sb.len() - 1]);
+    }
+    if shape.len() > MAX_RANK {
+        return Err(n.error(format!("a result of rank {} is not supported", shape.len())));
+    }
+    let rhs = format!(
+        "{} * {}",
+        super::point::read(a, &a_subs),
+        super::point::read(b, &b_subs)
+    );
+    Ok(im
+        .b
+        .compute("+=!", &rhs, &[format!("_k in 0:{k}")], a.dtype, shape))
 }
 
 pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {

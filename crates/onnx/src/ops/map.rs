@@ -192,6 +192,14 @@ fn unary_expr(n: &Node) -> Result<Option<(String, Types)>, String> {
                 Types::Float,
             )
         }
+        // Toward zero by `bias` beyond `±lambd`, zero inside.
+        "Shrink" => {
+            let (lambd, bias) = (attr(n, "lambd", 0.5)?, attr(n, "bias", 0.0)?);
+            (
+                format!("_a < -{lambd} ? _a + {bias} : (_a > {lambd} ? _a - {bias} : 0)"),
+                Types::Signed,
+            )
+        }
         "Celu" => {
             let alpha = attr(n, "alpha", 1.0)?;
             (
@@ -342,6 +350,20 @@ pub fn binary(im: &mut Importer, n: &Node) -> Result<(), String> {
     let (a, b) = (im.var(n, 0)?, im.var(n, 1)?);
     let y = if n.op == "Xor" {
         compare(im, n, a, b)?
+    } else if n.op == "SwiGLU" {
+        // `a`'s Swish gate, `a * sigmoid(alpha * a)`, times `b`, of one
+        // shape (SwiGLU does not broadcast).
+        if a.shape != b.shape {
+            return Err(n.error(format!(
+                "inputs of shapes {:?} and {:?} (SwiGLU takes one shape)",
+                a.shape, b.shape
+            )));
+        }
+        let alpha = attr(n, "alpha", 1.0)?;
+        let operands = [a, b];
+        let t = check_types(n, &operands, Types::Float)?;
+        let expr = format!("_a * (1 / (1 + exp(-{alpha} * _a))) * _b");
+        map(im, n, &expr, &operands, t)?
     } else {
         let operands = [a, b];
         let t = check_types(n, &operands, Types::Integer)?;

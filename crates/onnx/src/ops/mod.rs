@@ -31,6 +31,7 @@ mod resize;
 mod rotary;
 mod swap;
 mod widen;
+mod window;
 
 use tensor::Tensor;
 
@@ -58,6 +59,7 @@ pub const SUPPORTED: &[&str] = &[
     "BitwiseNot",
     "BitwiseOr",
     "BitwiseXor",
+    "BlackmanWindow",
     "Cast",
     "CastLike",
     "Ceil",
@@ -98,6 +100,8 @@ pub const SUPPORTED: &[&str] = &[
     "GreaterOrEqual",
     "GridSample",
     "GroupNormalization",
+    "HammingWindow",
+    "HannWindow",
     "HardSigmoid",
     "HardSwish",
     "Hardmax",
@@ -105,6 +109,7 @@ pub const SUPPORTED: &[&str] = &[
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
+    "LRN",
     "LSTM",
     "LayerNormalization",
     "LeakyRelu",
@@ -157,6 +162,7 @@ pub const SUPPORTED: &[&str] = &[
     "ScatterND",
     "Selu",
     "Shape",
+    "Shrink",
     "Sigmoid",
     "Sign",
     "Sin",
@@ -173,6 +179,7 @@ pub const SUPPORTED: &[&str] = &[
     "Squeeze",
     "Sub",
     "Sum",
+    "SwiGLU",
     "Swish",
     "Tan",
     "Tanh",
@@ -298,12 +305,14 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Not" => compare::not(im, n),
         "Expand" => elementwise::expand(im, n),
         "Max" | "Min" | "Sum" | "Mean" => map::variadic(im, n),
-        "Xor" | "BitShift" => map::binary(im, n),
+        "Xor" | "BitShift" | "SwiGLU" => map::binary(im, n),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => window::window(im, n),
+        "LRN" => normalize::lrn(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"
         | "Celu" | "HardSigmoid" | "HardSwish" | "Softplus" | "Softsign" | "Mish"
-        | "ThresholdedRelu" | "IsNaN" | "IsInf" | "Swish" => map::unary(im, n),
+        | "ThresholdedRelu" | "IsNaN" | "IsInf" | "Swish" | "Shrink" => map::unary(im, n),
         other => Err(n.error(format!("operator `{other}` is not supported"))),
     }
 }

@@ -1,8 +1,8 @@
 //! Normalizations as comprehensions in the model def, in the forms the
 //! prelude's `layernorm_rK` does not take: `LayerNormalization` over any
 //! trailing axes with its `Mean` and `InvStdDev` outputs,
-//! `RMSNormalization`, `InstanceNormalization`, `GroupNormalization` and
-//! `MeanVarianceNormalization`.
+//! `RMSNormalization`, `InstanceNormalization`, `GroupNormalization`,
+//! `MeanVarianceNormalization`, and `LRN` (across channels).
 //!
 //! Each computes the mean over the normalized axes, then the mean square
 //! of the deviation (`E[(x - mean)^2]`, as the ONNX reference does), then
@@ -276,6 +276,49 @@ pub fn group(im: &mut Importer, n: &Node) -> Result<(), String> {
     let rhs = format!(
         "({here} - {}({group})) * {}({group}) * {s} + {b}",
         mu.name, inv.name
+    );
+    let y = im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `LRN`: each element divided by `(bias + alpha / size * s)^beta`, `s`
+/// the sum of squares over the `size` channels around its own (from
+/// `floor((size - 1) / 2)` before to `ceil((size - 1) / 2)` after; those
+/// past the ends are not read).
+pub fn lrn(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    float_input(n, &x)?;
+    if x.shape.len() < 3 {
+        return Err(n.error(format!("input {:?}: LRN needs N x C x spatial", x.shape)));
+    }
+    let size = n
+        .int("size")?
+        .filter(|&s| s > 0)
+        .ok_or_else(|| n.error("attribute `size` (positive) is required"))?;
+    let alpha = n.float("alpha")?.unwrap_or(1e-4);
+    let beta = n.float("beta")?.unwrap_or(0.75);
+    let bias = n.float("bias")?.unwrap_or(1.0);
+    let before = (size - 1) / 2;
+    let mut at = point(x.shape.len());
+    at[1] = format!("_i1 + _c - {before}");
+    let element = read(&x, &at);
+    let squares = im.b.compute(
+        "+=!",
+        &format!("{element} * {element}"),
+        &[format!("_c in 0:{size}")],
+        x.dtype,
+        x.shape.clone(),
+    );
+    let here = point(x.shape.len());
+    let rhs = format!(
+        "{} / pow({} + {} * {}, {})",
+        read(&x, &here),
+        float(f64::from(bias)),
+        float(f64::from(alpha) / size as f64),
+        read(&squares, &here),
+        float(f64::from(beta))
     );
     let y = im.b.compute("=", &rhs, &[], x.dtype, x.shape.clone());
     im.set(n, 0, Value::Var(y));

@@ -12,6 +12,7 @@ mod attention;
 pub mod blocked;
 mod compare;
 mod conv;
+mod dft;
 mod einsum;
 mod elementwise;
 mod fold;
@@ -29,6 +30,7 @@ mod recurrent;
 mod reduce;
 mod resize;
 mod rotary;
+mod selected;
 mod swap;
 mod widen;
 mod window;
@@ -65,6 +67,7 @@ pub const SUPPORTED: &[&str] = &[
     "Ceil",
     "Celu",
     "Clip",
+    "Compress",
     "Concat",
     "Constant",
     "ConstantOfShape",
@@ -74,6 +77,7 @@ pub const SUPPORTED: &[&str] = &[
     "Cosh",
     "CumProd",
     "CumSum",
+    "DFT",
     "DepthToSpace",
     "DequantizeLinear",
     "Div",
@@ -131,6 +135,7 @@ pub const SUPPORTED: &[&str] = &[
     "Mul",
     "Neg",
     "NegativeLogLikelihoodLoss",
+    "NonZero",
     "Not",
     "OneHot",
     "Or",
@@ -188,6 +193,7 @@ pub const SUPPORTED: &[&str] = &[
     "TopK",
     "Transpose",
     "Trilu",
+    "Unique",
     "Unsqueeze",
     "Upsample",
     "Where",
@@ -308,6 +314,10 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Xor" | "BitShift" | "SwiGLU" => map::binary(im, n),
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => window::window(im, n),
         "LRN" => normalize::lrn(im, n),
+        "NonZero" => selected::nonzero(im, n),
+        "Compress" => selected::compress(im, n),
+        "Unique" => selected::unique(im, n),
+        "DFT" => dft::dft(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

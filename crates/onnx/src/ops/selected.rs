@@ -1,0 +1,240 @@
+//! Operators whose output shape depends on their input's values:
+//! `NonZero`, `Compress` and `Unique`. The values that fix the shape are
+//! read at import (`Importer::constant`): an initializer, a folded value,
+//! or a graph input the import is then specialized on, so that each value
+//! gets its own program, as each set of input sizes does. `Compress`'s
+//! data may be any tensor of the model; `NonZero` and `Unique` fold whole.
+//!
+//! Guarantees: numpy's `nonzero`, `compress` and `unique` (with the ONNX
+//! reference's order for `sorted = 0`: first occurrences).
+
+use std::cmp::Ordering;
+
+use ir::DType;
+use tensor::Tensor;
+
+use super::axis;
+use super::point::{point, read};
+use crate::build::{Node, Value};
+use crate::import::Importer;
+
+/// The row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * shape[k + 1];
+    }
+    s
+}
+
+/// `NonZero`: the coordinates of the nonzero elements, one row per axis.
+pub fn nonzero(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.constant(
+        n,
+        0,
+        "the data, whose nonzero elements fix the output's shape",
+    )?;
+    let shape = x.shape().to_vec();
+    let st = strides(&shape);
+    let flat: Vec<usize> = x
+        .to_f64_vec()
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v != 0.0)
+        .map(|(k, _)| k)
+        .collect();
+    if flat.is_empty() {
+        return Err(n.error(
+            "no element is nonzero: the output would be empty, and tessera's tensors have positive dimensions",
+        ));
+    }
+    let mut rows = Vec::with_capacity(shape.len() * flat.len());
+    for (d, s) in st.iter().enumerate() {
+        rows.extend(flat.iter().map(|&f| ((f / s) % shape[d]) as i64));
+    }
+    let y = Tensor::from_i64(DType::I64, &[shape.len().max(1), flat.len()], rows);
+    im.set(n, 0, Value::Const(y));
+    Ok(())
+}
+
+/// `Compress`: the slices along `axis` (of the flattened data without
+/// one) whose condition is true.
+pub fn compress(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let data = im.value(n, 0)?;
+    let condition = im.constant(n, 1, "the condition, which fixes the output's shape")?;
+    let keep: Vec<usize> = condition
+        .to_f64_vec()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c != 0.0)
+        .map(|(k, _)| k)
+        .collect();
+    let shape = data.shape().to_vec();
+    let a = n
+        .int("axis")?
+        .map(|a| axis(n, a, shape.len()))
+        .transpose()?;
+    let extent = a.map_or_else(|| shape.iter().product(), |a| shape[a]);
+    if let Some(&past) = keep.iter().find(|&&k| k >= extent) {
+        return Err(n.error(format!(
+            "the condition selects position {past}, past the {extent} it selects from"
+        )));
+    }
+    if keep.is_empty() {
+        return Err(n.error(
+            "the condition selects nothing: the output would be empty, and tessera's tensors have positive dimensions",
+        ));
+    }
+    let picks = Tensor::from_i64(
+        DType::I64,
+        &[keep.len()],
+        keep.iter().map(|&k| k as i64).collect(),
+    );
+    let picks = im.b.weight(&format!("{}#picks", n.label), &picks);
+    let x = im.as_var(n, 0, data);
+    let y = match a {
+        Some(a) => {
+            let mut out = shape.clone();
+            out[a] = keep.len();
+            let here = point(shape.len());
+            let mut at = here.clone();
+            at[a] = read(&picks, &[here[a].clone()]);
+            im.b.compute("=", &read(&x, &at), &[], x.dtype, out)
+        }
+        None => {
+            // Each pick is a flat position of the data.
+            let pick = read(&picks, &["_i0".to_string()]);
+            let at: Vec<String> = strides(&shape)
+                .iter()
+                .zip(&shape)
+                .map(|(s, d)| format!("({pick} / {s}) % {d}"))
+                .collect();
+            im.b.compute("=", &read(&x, &at), &[], x.dtype, vec![keep.len()])
+        }
+    };
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `Unique`: the distinct elements (or slices along `axis`), sorted or in
+/// order of first occurrence, with the index of each one's first
+/// occurrence, each input slice's position among them, and their counts.
+pub fn unique(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 4)?;
+    let x = im.constant(
+        n,
+        0,
+        "the data, whose distinct values fix the output's shape",
+    )?;
+    let sorted = n.int("sorted")?.unwrap_or(1) != 0;
+    let shape = x.shape().to_vec();
+    let a = n
+        .int("axis")?
+        .map(|a| axis(n, a, shape.len()))
+        .transpose()?;
+    // The flat positions of each slice's elements, slice by slice.
+    let (count, slices): (usize, Vec<Vec<usize>>) = match a {
+        None => {
+            let total = shape.iter().product();
+            (total, (0..total).map(|k| vec![k]).collect())
+        }
+        Some(a) => {
+            let st = strides(&shape);
+            let total: usize = shape.iter().product();
+            let mut slices = vec![Vec::new(); shape[a]];
+            for f in 0..total {
+                slices[(f / st[a]) % shape[a]].push(f);
+            }
+            (shape[a], slices)
+        }
+    };
+    let values = x.to_f64_vec();
+    let key = |s: &Vec<usize>| -> Vec<f64> { s.iter().map(|&f| values[f]).collect() };
+    let keys: Vec<Vec<f64>> = slices.iter().map(key).collect();
+    let compare = |p: &Vec<f64>, q: &Vec<f64>| -> Ordering {
+        p.iter()
+            .zip(q)
+            .map(|(u, v)| u.total_cmp(v))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or(Ordering::Equal)
+    };
+    // The first occurrence of each distinct slice, in input order.
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut inverse_first = Vec::with_capacity(count);
+    for k in 0..count {
+        match firsts
+            .iter()
+            .position(|&f| compare(&keys[f], &keys[k]) == Ordering::Equal)
+        {
+            Some(u) => inverse_first.push(u),
+            None => {
+                inverse_first.push(firsts.len());
+                firsts.push(k);
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..firsts.len()).collect();
+    if sorted {
+        order.sort_by(|&p, &q| compare(&keys[firsts[p]], &keys[firsts[q]]));
+    }
+    // Where each first-occurrence rank lands in the output.
+    let mut rank = vec![0; order.len()];
+    for (at, &u) in order.iter().enumerate() {
+        rank[u] = at;
+    }
+    let distinct: Vec<usize> = order.iter().map(|&u| firsts[u]).collect();
+    let mut counts = vec![0i64; distinct.len()];
+    for &u in &inverse_first {
+        counts[rank[u]] += 1;
+    }
+    let source: Vec<usize> = match a {
+        None => distinct.iter().map(|&k| slices[k][0]).collect(),
+        Some(a) => {
+            // The output keeps the data's layout with the distinct slices
+            // along `axis`.
+            let st = strides(&shape);
+            let mut out = shape.clone();
+            out[a] = distinct.len();
+            let total: usize = out.iter().product();
+            let ost = strides(&out);
+            (0..total)
+                .map(|f| {
+                    let mut src = 0;
+                    for d in 0..out.len() {
+                        let i = (f / ost[d]) % out[d];
+                        let i = if d == a { distinct[i] } else { i };
+                        src += i * st[d];
+                    }
+                    src
+                })
+                .collect()
+        }
+    };
+    let y_shape = match a {
+        None => vec![distinct.len()],
+        Some(a) => {
+            let mut out = shape.clone();
+            out[a] = distinct.len();
+            out
+        }
+    };
+    let y = super::layout::gather(&x, &y_shape, &source);
+    let as_ints = |v: Vec<i64>| Tensor::from_i64(DType::I64, &[v.len()], v);
+    im.set(n, 0, Value::Const(y));
+    im.set(
+        n,
+        1,
+        Value::Const(as_ints(distinct.iter().map(|&k| k as i64).collect())),
+    );
+    im.set(
+        n,
+        2,
+        Value::Const(as_ints(
+            inverse_first.iter().map(|&u| rank[u] as i64).collect(),
+        )),
+    );
+    im.set(n, 3, Value::Const(as_ints(counts)));
+    Ok(())
+}

@@ -540,10 +540,11 @@ def malformed():
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
     relu = helper.make_node("Relu", ["x"], ["y"], name="relu")
-    # Operator sets before 6 are refused whole; a node whose operator's
-    # version at its set is older than the importer implements is refused
-    # by name (Resize 10, whose nearest mode rounds otherwise).
-    write("unknown_opset", graph([relu], opset=5))
+    # An operator set newer than the pinned onnx package's is refused
+    # whole; a node whose operator's version at its set is older than the
+    # importer implements is refused by name (Resize 10, whose nearest
+    # mode rounds otherwise).
+    write("unknown_opset", graph([relu], opset=29))
     write("old_operator_version", graph([
         helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode="nearest"),
     ], [numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")], opset=10))

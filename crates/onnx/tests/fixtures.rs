@@ -106,7 +106,7 @@ fn every_fixture_matches_onnx_runtime() {
 #[test]
 fn malformed_models_are_rejected_with_their_reason() {
     let expect = [
-        ("unknown_opset", "operator set version 5; tessera reads versions 6 to 28"),
+        ("unknown_opset", "operator set version 29; tessera reads versions 1 to 28"),
         (
             "old_operator_version",
             "node `resize` (Resize): operator set 10 gives `Resize` version 10, which tessera does not implement",

@@ -163,6 +163,7 @@ pub const SUPPORTED: &[&str] = &[
     "Resize",
     "RotaryEmbedding",
     "Round",
+    "Scatter",
     "ScatterElements",
     "ScatterND",
     "Selu",
@@ -278,7 +279,8 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "RNN" | "GRU" | "LSTM" => recurrent::recurrent(im, n),
         "Trilu" => rearrange::trilu(im, n),
         "GatherElements" => rearrange::gather_elements(im, n),
-        "ScatterElements" => rearrange::scatter_elements(im, n),
+        // Scatter (sets 9 and 10) is ScatterElements before it was renamed.
+        "ScatterElements" | "Scatter" => rearrange::scatter_elements(im, n),
         "DepthToSpace" | "SpaceToDepth" => rearrange::depth_space(im, n),
         "GatherND" => rearrange::gather_nd(im, n),
         "ScatterND" => rearrange::scatter_nd(im, n),

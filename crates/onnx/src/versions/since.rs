@@ -127,6 +127,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("Resize", &[10, 11, 13, 18, 19]),
     ("RotaryEmbedding", &[23]),
     ("Round", &[11, 22]),
+    ("Scatter", &[9, 11]),
     ("ScatterElements", &[11, 13, 16, 18]),
     ("ScatterND", &[11, 13, 16, 18]),
     ("Selu", &[1, 6, 22]),

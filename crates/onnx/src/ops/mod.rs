@@ -10,6 +10,7 @@
 mod along;
 mod attention;
 pub mod blocked;
+mod causal_conv;
 mod compare;
 mod conv;
 mod dft;
@@ -64,6 +65,7 @@ pub const SUPPORTED: &[&str] = &[
     "BlackmanWindow",
     "Cast",
     "CastLike",
+    "CausalConvWithState",
     "Ceil",
     "Celu",
     "Clip",
@@ -320,6 +322,7 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Compress" => selected::compress(im, n),
         "Unique" => selected::unique(im, n),
         "DFT" => dft::dft(im, n),
+        "CausalConvWithState" => causal_conv::causal_conv(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

@@ -19,7 +19,14 @@ use super::{Importer, Value};
 use crate::build::Node;
 
 /// The operators imported through `float32` when their inputs are narrow.
-pub(crate) const WIDENED: &[&str] = &["Conv", "ConvTranspose", "Attention", "MatMul", "Gemm"];
+pub(crate) const WIDENED: &[&str] = &[
+    "Conv",
+    "ConvTranspose",
+    "Attention",
+    "MatMul",
+    "Gemm",
+    "CausalConvWithState",
+];
 
 /// The narrow float type of `n`'s float inputs, if they have one.
 pub(crate) fn narrow_input(im: &Importer, n: &Node) -> Option<DType> {

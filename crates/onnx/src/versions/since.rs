@@ -28,6 +28,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("BlackmanWindow", &[17]),
     ("Cast", &[1, 6, 9, 13, 19, 21, 23, 24, 25, 28]),
     ("CastLike", &[15, 19, 21, 23, 24, 25]),
+    ("CausalConvWithState", &[27]),
     ("Ceil", &[1, 6, 13]),
     ("Celu", &[12, 28]),
     ("Clip", &[1, 6, 11, 12, 13]),

@@ -20,6 +20,7 @@ mod fold;
 mod grid_sample;
 mod layout;
 mod linear;
+mod linear_attention;
 mod loss;
 mod map;
 mod normalize;
@@ -121,6 +122,7 @@ pub const SUPPORTED: &[&str] = &[
     "LeakyRelu",
     "Less",
     "LessOrEqual",
+    "LinearAttention",
     "Log",
     "LogSoftmax",
     "LpNormalization",
@@ -323,6 +325,7 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "Unique" => selected::unique(im, n),
         "DFT" => dft::dft(im, n),
         "CausalConvWithState" => causal_conv::causal_conv(im, n),
+        "LinearAttention" => linear_attention::linear_attention(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

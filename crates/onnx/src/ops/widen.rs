@@ -26,6 +26,7 @@ pub(crate) const WIDENED: &[&str] = &[
     "MatMul",
     "Gemm",
     "CausalConvWithState",
+    "LinearAttention",
 ];
 
 /// The narrow float type of `n`'s float inputs, if they have one.

@@ -84,6 +84,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("LeakyRelu", &[1, 6, 16]),
     ("Less", &[1, 7, 9, 13]),
     ("LessOrEqual", &[12, 16]),
+    ("LinearAttention", &[27]),
     ("Log", &[1, 6, 13]),
     ("LogSoftmax", &[1, 11, 13]),
     ("LpNormalization", &[1, 22]),

@@ -73,13 +73,11 @@ pub fn load(path: &Path) -> Result<Loaded, Error> {
     for o in &model.opset_import {
         let domain = o.domain.as_deref().unwrap_or("");
         let version = o.version.unwrap_or(0);
-        match domain {
-            "" | "ai.onnx" => opset = Some(version),
-            other => {
-                return Err(Error::unsupported(format!(
-                    "`{shown}` imports the operator set `{other}` (version {version}), which tessera does not support"
-                )))
-            }
+        // Another domain's nodes are refused where they are met, by name
+        // (`ops::unsupported`): a model that imports a domain but uses
+        // only the default one's operators (an expanded function) reads.
+        if matches!(domain, "" | "ai.onnx") {
+            opset = Some(version);
         }
     }
     let opset = opset

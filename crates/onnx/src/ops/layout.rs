@@ -283,7 +283,18 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
         im.set(n, 0, Value::Const(t));
         return Ok(());
     }
-    let parts: Vec<Var> = (0..count).map(|k| im.var(n, k)).collect::<Result<_, _>>()?;
+    // An empty input (a constant without elements) adds nothing.
+    let keep: Vec<usize> = (0..count)
+        .filter(|&k| !matches!(&values[k], Value::Const(t) if t.is_empty()))
+        .collect();
+    if let [only] = keep[..] {
+        im.set(n, 0, values[only].clone());
+        return Ok(());
+    }
+    let parts: Vec<Var> = keep
+        .iter()
+        .map(|&k| im.var(n, k))
+        .collect::<Result<_, _>>()?;
     if let Some(p) = parts.iter().find(|p| p.dtype != parts[0].dtype) {
         return Err(n.error(format!(
             "inputs of types {} and {} (ONNX requires one type)",
@@ -314,14 +325,13 @@ pub fn concat(im: &mut Importer, n: &Node) -> Result<(), String> {
         return Ok(());
     }
     let r = rank(n, values[0].shape(), "an input")?;
-    let mut acc: Var = im.var(n, 0)?;
-    for k in 1..count {
-        let next = im.var(n, k)?;
+    let mut acc: Var = parts[0].clone();
+    for next in &parts[1..] {
         let mut shape = acc.shape.clone();
         shape[a] += next.shape[a];
         acc = im.b.call(
             &format!("concat_r{r}_a{a}"),
-            &[&acc, &next],
+            &[&acc, next],
             &[],
             acc.dtype,
             shape,
@@ -530,17 +540,37 @@ pub fn split(im: &mut Importer, n: &Node) -> Result<(), String> {
             .map(|k| each.min(x.shape[a].saturating_sub(k * each)))
             .collect()
     };
-    if sizes.len() != count || sizes.iter().sum::<usize>() != x.shape[a] || sizes.contains(&0) {
+    if sizes.len() != count
+        || sizes.iter().sum::<usize>() != x.shape[a]
+        || sizes.iter().all(|&s| s == 0)
+    {
         return Err(n.error(format!(
             "split sizes {sizes:?} do not divide axis {a} of {:?} into {count} parts",
             x.shape
         )));
     }
+    // A part of size 0 is a constant without elements; the others split
+    // the axis among themselves.
+    let mut outputs = Vec::new();
+    for (k, &size) in sizes.iter().enumerate() {
+        if size == 0 {
+            let mut shape = x.shape.clone();
+            shape[a] = 0;
+            im.set(n, k, Value::Const(Tensor::zeros(x.dtype, &shape)));
+        } else {
+            outputs.push((k, size));
+        }
+    }
+    if let [(k, _)] = outputs[..] {
+        im.set(n, k, Value::Var(x));
+        return Ok(());
+    }
+    let count = outputs.len();
     // The prelude's `split_rK_aA` splits float32 of ranks 1 to 5; any other
     // split reads each part by a comprehension of its own.
     if x.dtype != DType::F32 || r > super::MAX_RANK {
         let mut offset = 0;
-        for (k, &size) in sizes.iter().enumerate() {
+        for &(k, size) in &outputs {
             let mut index = super::point::point(r);
             index[a] = format!("_i{a} + {offset}");
             let mut shape = x.shape.clone();
@@ -554,8 +584,8 @@ pub fn split(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     // A chain of two-way splits: the first part, then the rest.
     let mut rest = x;
-    for (k, &size) in sizes.iter().enumerate() {
-        if k + 1 == count {
+    for (j, &(k, size)) in outputs.iter().enumerate() {
+        if j + 1 == count {
             im.set(n, k, Value::Var(rest.clone()));
             break;
         }

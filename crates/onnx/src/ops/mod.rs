@@ -16,6 +16,7 @@ mod conv;
 mod dft;
 mod einsum;
 mod elementwise;
+mod flex_attention;
 mod fold;
 mod grid_sample;
 mod layout;
@@ -214,10 +215,12 @@ pub(crate) const NEEDS_VALUE: &str = "whose value the import needs";
 /// operator's version in operator set `opset`), if none does.
 pub fn unsupported(n: &Node, opset: i64) -> Option<String> {
     let domain = n.proto.domain.as_deref().unwrap_or("");
-    if !matches!(domain, "" | "ai.onnx") {
+    // FlexAttention is the one operator of `ai.onnx.preview` imported.
+    let preview = domain == "ai.onnx.preview" && n.op == "FlexAttention";
+    if !matches!(domain, "" | "ai.onnx") && !preview {
         return Some(n.error(format!("the operator domain `{domain}` is not supported")));
     }
-    if !SUPPORTED.contains(&n.op) {
+    if !SUPPORTED.contains(&n.op) && !preview {
         return Some(n.error(format!("operator `{}` is not supported", n.op)));
     }
     crate::versions::unimplemented(n.op, opset).map(|why| n.error(why))
@@ -326,6 +329,7 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "DFT" => dft::dft(im, n),
         "CausalConvWithState" => causal_conv::causal_conv(im, n),
         "LinearAttention" => linear_attention::linear_attention(im, n),
+        "FlexAttention" => flex_attention::flex_attention(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

@@ -27,6 +27,7 @@ pub(crate) const WIDENED: &[&str] = &[
     "Gemm",
     "CausalConvWithState",
     "LinearAttention",
+    "FlexAttention",
 ];
 
 /// The narrow float type of `n`'s float inputs, if they have one.

@@ -80,8 +80,21 @@ pub fn load(path: &Path) -> Result<Loaded, Error> {
             opset = Some(version);
         }
     }
-    let opset = opset
-        .ok_or_else(|| Error::invalid(format!("`{shown}` imports no default operator set")))?;
+    // A model of other domains' operators alone needs no default set.
+    let default_nodes = model.graph.as_ref().is_some_and(|g| {
+        g.node
+            .iter()
+            .any(|n| matches!(n.domain.as_deref().unwrap_or(""), "" | "ai.onnx"))
+    });
+    let opset = match opset {
+        Some(v) => v,
+        None if !default_nodes => crate::versions::NEWEST,
+        None => {
+            return Err(Error::invalid(format!(
+                "`{shown}` imports no default operator set"
+            )))
+        }
+    };
     if !OPSETS.contains(&opset) {
         return Err(Error::unsupported(format!(
             "`{shown}` uses default operator set version {opset}; tessera reads versions {} to {}",

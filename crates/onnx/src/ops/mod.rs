@@ -25,6 +25,7 @@ mod linear_attention;
 mod loss;
 mod map;
 mod normalize;
+mod optimizer;
 mod point;
 mod pool;
 mod quantize;
@@ -210,13 +211,21 @@ pub const SUPPORTED: &[&str] = &[
 /// a constant when the caller gave none (`ErrorKind::NeedsValue`).
 pub(crate) const NEEDS_VALUE: &str = "whose value the import needs";
 
+/// The operators of other domains than the default one that are imported.
+const PREVIEW: &[(&str, &str)] = &[
+    ("ai.onnx.preview", "FlexAttention"),
+    ("ai.onnx.preview.training", "Adagrad"),
+    ("ai.onnx.preview.training", "Momentum"),
+    ("ai.onnx.preview.training", "Adam"),
+];
+
 /// Imports one node.
 /// Why no importer handles node `n` (its domain, its operator, or its
 /// operator's version in operator set `opset`), if none does.
 pub fn unsupported(n: &Node, opset: i64) -> Option<String> {
     let domain = n.proto.domain.as_deref().unwrap_or("");
-    // FlexAttention is the one operator of `ai.onnx.preview` imported.
-    let preview = domain == "ai.onnx.preview" && n.op == "FlexAttention";
+    // The operators of the preview domains imported.
+    let preview = PREVIEW.contains(&(domain, n.op));
     if !matches!(domain, "" | "ai.onnx") && !preview {
         return Some(n.error(format!("the operator domain `{domain}` is not supported")));
     }
@@ -330,6 +339,7 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "CausalConvWithState" => causal_conv::causal_conv(im, n),
         "LinearAttention" => linear_attention::linear_attention(im, n),
         "FlexAttention" => flex_attention::flex_attention(im, n),
+        "Adagrad" | "Momentum" | "Adam" => optimizer::optimizer(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

@@ -51,8 +51,19 @@ pub fn identity(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
         if let Some(k) = n.input(2) {
             let t = im.constant(n, 2, "training_mode")?;
-            if ints(&t).first().copied().unwrap_or(0) != 0 {
-                return Err(n.error(format!("training mode (`{k}` true) is not supported")));
+            // Training with a ratio of 0 drops nothing: the identity too.
+            let ratio = match n.input(1) {
+                Some(_) => im
+                    .constant(n, 1, "the ratio")?
+                    .to_f64_vec()
+                    .first()
+                    .copied(),
+                None => Some(0.5),
+            };
+            if ints(&t).first().copied().unwrap_or(0) != 0 && ratio != Some(0.0) {
+                return Err(n.error(format!(
+                    "training mode (`{k}` true) with a nonzero ratio draws a random mask, which tessera does not"
+                )));
             }
         }
     }
@@ -375,5 +386,23 @@ pub fn range(im: &mut Importer, n: &Node) -> Result<(), String> {
         )
     };
     im.set(n, 0, Value::Const(t));
+    Ok(())
+}
+
+/// `OptionalHasElement`: whether its input is present (a tensor is; an
+/// omitted input is not). `OptionalGetElement`: its tensor input itself.
+pub fn optional(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    if n.op == "OptionalHasElement" {
+        let present = i64::from(n.input(0).is_some());
+        im.set(
+            n,
+            0,
+            Value::Const(Tensor::from_i64(DType::Bool, &[], vec![present])),
+        );
+        return Ok(());
+    }
+    let x = im.value(n, 0)?;
+    im.set(n, 0, x);
     Ok(())
 }

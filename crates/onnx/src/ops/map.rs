@@ -192,6 +192,11 @@ fn unary_expr(n: &Node) -> Result<Option<(String, Types)>, String> {
                 Types::Float,
             )
         }
+        // `ai.onnx.ml`'s: 1 above the threshold, else 0.
+        "Binarizer" => {
+            let threshold = attr(n, "threshold", 0.0)?;
+            (format!("_a > {threshold} ? 1.0 : 0.0"), Types::Float)
+        }
         // Toward zero by `bias` beyond `±lambd`, zero inside.
         "Shrink" => {
             let (lambd, bias) = (attr(n, "lambd", 0.5)?, attr(n, "bias", 0.0)?);

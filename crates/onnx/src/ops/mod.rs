@@ -144,6 +144,8 @@ pub const SUPPORTED: &[&str] = &[
     "NonZero",
     "Not",
     "OneHot",
+    "OptionalGetElement",
+    "OptionalHasElement",
     "Or",
     "PRelu",
     "Pad",
@@ -167,6 +169,7 @@ pub const SUPPORTED: &[&str] = &[
     "Relu",
     "Reshape",
     "Resize",
+    "ReverseSequence",
     "RotaryEmbedding",
     "Round",
     "Scatter",
@@ -217,6 +220,8 @@ const PREVIEW: &[(&str, &str)] = &[
     ("ai.onnx.preview.training", "Adagrad"),
     ("ai.onnx.preview.training", "Momentum"),
     ("ai.onnx.preview.training", "Adam"),
+    ("ai.onnx.ml", "Binarizer"),
+    ("ai.onnx.ml", "ArrayFeatureExtractor"),
 ];
 
 /// Imports one node.
@@ -340,6 +345,10 @@ fn import_op(im: &mut Importer, n: &Node) -> Result<(), String> {
         "LinearAttention" => linear_attention::linear_attention(im, n),
         "FlexAttention" => flex_attention::flex_attention(im, n),
         "Adagrad" | "Momentum" | "Adam" => optimizer::optimizer(im, n),
+        "OptionalHasElement" | "OptionalGetElement" => fold::optional(im, n),
+        "ReverseSequence" => rearrange::reverse_sequence(im, n),
+        "Binarizer" => map::unary(im, n),
+        "ArrayFeatureExtractor" => rearrange::feature_extractor(im, n),
         "BitwiseAnd" | "BitwiseOr" | "BitwiseXor" | "BitwiseNot" => map::bitwise(im, n),
         "Reciprocal" | "Sin" | "Cos" | "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh"
         | "Asinh" | "Acosh" | "Atanh" | "Floor" | "Ceil" | "Round" | "Sign" | "Elu" | "Selu"

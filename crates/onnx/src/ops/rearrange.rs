@@ -495,3 +495,83 @@ pub fn eye_like(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+/// `ReverseSequence`: along `time_axis`, the first `sequence_lens[b]`
+/// steps of each batch entry `b` (along `batch_axis`) reversed, the rest
+/// kept. The lengths are read at import (a constant, or a graph input the
+/// program is specialized on) into a table of source steps.
+pub fn reverse_sequence(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let lens = ints(&im.constant(n, 1, "the sequence lengths")?);
+    let batch = usize::try_from(n.int("batch_axis")?.unwrap_or(1)).unwrap_or(usize::MAX);
+    let time = usize::try_from(n.int("time_axis")?.unwrap_or(0)).unwrap_or(usize::MAX);
+    if x.shape.len() < 2 || batch > 1 || time > 1 || batch == time {
+        return Err(n.error(format!(
+            "batch_axis {batch} and time_axis {time} for input {:?} (0 and 1, or 1 and 0)",
+            x.shape
+        )));
+    }
+    let (nb, nt) = (x.shape[batch], x.shape[time]);
+    if lens.len() != nb || lens.iter().any(|&l| l < 0 || l as usize > nt) {
+        return Err(n.error(format!(
+            "sequence lengths {lens:?} for {nb} entries of {nt} steps"
+        )));
+    }
+    let source: Vec<i64> = (0..nb)
+        .flat_map(|b| {
+            let l = lens[b];
+            (0..nt as i64).map(move |t| if t < l { l - 1 - t } else { t })
+        })
+        .collect();
+    let table = tensor::Tensor::from_i64(DType::I64, &[nb, nt], source);
+    let table = im.b.weight(&format!("{}#steps", n.label), &table);
+    let here = point(x.shape.len());
+    let mut at = here.clone();
+    at[time] = read(&table, &[here[batch].clone(), here[time].clone()]);
+    let y =
+        im.b.compute("=", &read(&x, &at), &[], x.dtype, x.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `ai.onnx.ml`'s `ArrayFeatureExtractor`: the elements of the last axis
+/// of `x` that the indices `y` pick (a vector `x` as one row).
+pub fn feature_extractor(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let y = im.var(n, 1)?;
+    if !y.dtype.is_int() || x.shape.is_empty() {
+        return Err(n.error(format!(
+            "indices {} {:?} into {:?}",
+            y.dtype, y.shape, x.shape
+        )));
+    }
+    let picks: usize = y.shape.iter().product();
+    let r = x.shape.len();
+    let mut shape = if r == 1 {
+        vec![1]
+    } else {
+        x.shape[..r - 1].to_vec()
+    };
+    shape.push(picks);
+    let last = shape.len() - 1;
+    let pick = if y.shape.is_empty() {
+        read(&y, &[])
+    } else {
+        // The pick's flat position among the indices.
+        let mut at = Vec::new();
+        let mut rest = format!("_i{last}");
+        for k in (0..y.shape.len()).rev() {
+            at.push(format!("({rest}) % {}", y.shape[k]));
+            rest = format!("({rest}) / {}", y.shape[k]);
+        }
+        at.reverse();
+        read(&y, &at)
+    };
+    let mut index: Vec<String> = if r == 1 { Vec::new() } else { point(r - 1) };
+    index.push(pick);
+    let z = im.b.compute("=", &read(&x, &index), &[], x.dtype, shape);
+    im.set(n, 0, Value::Var(z));
+    Ok(())
+}

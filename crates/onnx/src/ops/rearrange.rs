@@ -575,3 +575,39 @@ pub fn feature_extractor(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(z));
     Ok(())
 }
+
+/// `CenterCropPad`: each of `axes` (all by default) cropped or padded with
+/// zeros to the length `shape` gives it, centred (the odd element at the
+/// end). The lengths are read at import. The result reads the input at
+/// each point shifted by the crop's start or back by the pad's; a point
+/// whose read falls outside the input is left 0.
+pub fn center_crop_pad(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let x = im.var(n, 0)?;
+    let lengths = ints(&im.constant(n, 1, "the shape")?);
+    let r = x.shape.len();
+    let axes: Vec<usize> = match n.ints("axes")? {
+        Some(a) => a.iter().map(|&a| axis(n, a, r)).collect::<Result<_, _>>()?,
+        None => (0..r).collect(),
+    };
+    if lengths.len() != axes.len() || lengths.iter().any(|&l| l < 1) {
+        return Err(n.error(format!(
+            "shape {lengths:?} for axes {axes:?} (one positive length each)"
+        )));
+    }
+    let mut shape = x.shape.clone();
+    let mut at = point(r);
+    for (&a, &l) in axes.iter().zip(&lengths) {
+        let (have, want) = (x.shape[a] as i64, l);
+        shape[a] = want as usize;
+        // Cropping starts (have - want) / 2 in; padding puts (want - have)
+        // / 2 zeros first.
+        let shift = (have - want).abs() / 2 * (have - want).signum();
+        if shift != 0 {
+            at[a] = format!("_i{a} + {shift}");
+        }
+    }
+    let y = im.b.compute("+=!", &read(&x, &at), &[], x.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

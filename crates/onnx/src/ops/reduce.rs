@@ -158,6 +158,12 @@ fn general(
     keep: bool,
     shape: Vec<usize>,
 ) -> Result<Var, String> {
+    if x.dtype == DType::Bool && matches!(n.op, "ReduceMax" | "ReduceMin") {
+        // Any and all: the extreme of the elements as 0 and 1.
+        let bytes = super::map::map(im, n, "uint8(_a)", std::slice::from_ref(x), DType::U8)?;
+        let extreme = general(im, n, &bytes, axes, keep, shape)?;
+        return super::map::map(im, n, "_a != 0", &[extreme], DType::Bool);
+    }
     let float = x.dtype.is_float();
     let numeric = float || x.dtype.is_int();
     // (before, reduction, after, float only): `_v` is the element or the

@@ -31,6 +31,7 @@ pub const SINCE: &[(&str, &[i64])] = &[
     ("CausalConvWithState", &[27]),
     ("Ceil", &[1, 6, 13]),
     ("Celu", &[12, 28]),
+    ("CenterCropPad", &[18]),
     ("Clip", &[1, 6, 11, 12, 13]),
     ("Compress", &[9, 11, 28]),
     ("Concat", &[1, 4, 11, 13]),

@@ -611,3 +611,80 @@ pub fn center_crop_pad(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+/// `TensorScatter`: `past_cache` with `update` written along `axis` from
+/// each batch entry's write index (`write_indices`, read at import; 0
+/// when absent), wrapping around the axis in `circular` mode. A table
+/// gives, for each batch entry and cache step, the update step written
+/// there, or none (the past kept).
+pub fn tensor_scatter(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let past = im.var(n, 0)?;
+    let update = im.var(n, 1)?;
+    let r = past.shape.len();
+    let a = axis(n, n.int("axis")?.unwrap_or(-2), r)?;
+    let circular = match n.string("mode")?.as_deref() {
+        None | Some("linear") => false,
+        Some("circular") => true,
+        Some(other) => return Err(n.error(format!("mode `{other}` is not supported"))),
+    };
+    let fits = update.shape.len() == r
+        && (0..r).all(|k| {
+            if k == a {
+                update.shape[k] <= past.shape[k]
+            } else {
+                update.shape[k] == past.shape[k]
+            }
+        });
+    if a == 0 || !fits || update.dtype != past.dtype {
+        return Err(n.error(format!(
+            "update {} {:?} into the cache {} {:?} along axis {a}",
+            update.dtype, update.shape, past.dtype, past.shape
+        )));
+    }
+    let (batch, steps, length) = (past.shape[0], update.shape[a], past.shape[a]);
+    let starts = match n.input(2) {
+        Some(_) => ints(&im.constant(n, 2, "the write indices")?),
+        None => vec![0; batch],
+    };
+    if starts.len() != batch {
+        return Err(n.error(format!(
+            "{} write indices for {batch} batch entries",
+            starts.len()
+        )));
+    }
+    let mut source = vec![0i64; batch * length];
+    let mut written = vec![0i64; batch * length];
+    for (b, &start) in starts.iter().enumerate() {
+        for s in 0..steps as i64 {
+            let mut at = start + s;
+            if circular {
+                at = at.rem_euclid(length as i64);
+            }
+            if at < 0 || at >= length as i64 {
+                return Err(n.error(format!(
+                    "write index {start} puts update step {s} at {at}, outside the cache's {length}"
+                )));
+            }
+            source[b * length + at as usize] = s;
+            written[b * length + at as usize] = 1;
+        }
+    }
+    let source = tensor::Tensor::from_i64(DType::I64, &[batch, length], source);
+    let written = tensor::Tensor::from_i64(DType::Bool, &[batch, length], written);
+    let source = im.b.weight(&format!("{}#source", n.label), &source);
+    let written = im.b.weight(&format!("{}#written", n.label), &written);
+    let here = point(r);
+    let table_at = [here[0].clone(), here[a].clone()];
+    let mut from = here.clone();
+    from[a] = read(&source, &table_at);
+    let rhs = format!(
+        "{} ? {} : {}",
+        read(&written, &table_at),
+        read(&update, &from),
+        read(&past, &here)
+    );
+    let y = im.b.compute("=", &rhs, &[], past.dtype, past.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}

@@ -257,10 +257,10 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
 }
 
 pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
     if n.int("training_mode")?.unwrap_or(0) != 0 {
-        return Err(n.error("training_mode = 1 is not supported (inference only)"));
+        return super::normalize::batchnorm_training(im, n);
     }
+    im.outputs(n, 1)?;
     let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
     // The running statistics' momentum matters in training only.
     let _ = n.float("momentum")?;

@@ -324,3 +324,92 @@ pub fn lrn(im: &mut Importer, n: &Node) -> Result<(), String> {
     im.set(n, 0, Value::Var(y));
     Ok(())
 }
+
+/// `BatchNormalization` in training mode: normalized by the batch's own
+/// mean and (population) variance per channel, with the running mean and
+/// variance updated by `momentum` as outputs 2 and 3.
+pub fn batchnorm_training(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 3)?;
+    let eps = f64::from(n.float("epsilon")?.unwrap_or(1e-5));
+    let momentum = f64::from(n.float("momentum")?.unwrap_or(0.9));
+    let x = im.var(n, 0)?;
+    float_input(n, &x)?;
+    let c = *x
+        .shape
+        .get(1)
+        .ok_or_else(|| n.error("input has no channel axis"))?;
+    let mut params = Vec::new();
+    for (k, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
+        let v = im.var(n, k)?;
+        if v.shape != [c] {
+            return Err(n.error(format!("{what} has shape {:?}, not [{c}]", v.shape)));
+        }
+        params.push(v);
+    }
+    let r = x.shape.len();
+    let count: usize = x
+        .shape
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| k != 1)
+        .map(|(_, d)| d)
+        .product();
+    // The channel is the result's `_i0`; the other axes are reduced.
+    let mut at: Vec<String> = (0..r).map(|k| format!("_r{k}")).collect();
+    at[1] = "_i0".to_string();
+    let ranges: Vec<String> = (0..r)
+        .filter(|&k| k != 1)
+        .map(|k| format!("_r{k} in 0:{}", x.shape[k]))
+        .collect();
+    let element = read(&x, &at);
+    let t = x.dtype;
+    let mean =
+        im.b.compute("+=!", &format!("{element} / {count}"), &ranges, t, vec![c]);
+    let centred = format!("({element} - {})", read(&mean, &["_i0".into()]));
+    let var = im.b.compute(
+        "+=!",
+        &format!("{centred} * {centred} / {count}"),
+        &ranges,
+        t,
+        vec![c],
+    );
+    let channel = ["_i1".to_string()];
+    let here = point(r);
+    let y = im.b.compute(
+        "=",
+        &format!(
+            "{} * ({} - {}) / sqrt({} + {}) + {}",
+            read(&params[0], &channel),
+            read(&x, &here),
+            read(&mean, &channel),
+            read(&var, &channel),
+            float(eps),
+            read(&params[1], &channel)
+        ),
+        &[],
+        t,
+        x.shape.clone(),
+    );
+    im.set(n, 0, Value::Var(y));
+    let c0 = ["_i0".to_string()];
+    for (k, (running, batch)) in [(&params[2], &mean), (&params[3], &var)]
+        .into_iter()
+        .enumerate()
+    {
+        let updated = im.b.compute(
+            "=",
+            &format!(
+                "{} * {} + {} * {}",
+                read(running, &c0),
+                float(momentum),
+                read(batch, &c0),
+                float(1.0 - momentum)
+            ),
+            &[],
+            t,
+            vec![c],
+        );
+        im.set(n, 1 + k, Value::Var(updated));
+    }
+    Ok(())
+}

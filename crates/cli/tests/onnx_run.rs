@@ -158,15 +158,7 @@ fn inputs_that_contradict_the_model_are_rejected() {
         ),
     ];
     for (inputs, want) in cases {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
-        cmd.arg("run").arg(bert.join("model.onnx"));
-        for i in &inputs {
-            cmd.arg("--input").arg(i);
-        }
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(want), "`{stderr}` does not say `{want}`");
+        refused(&bert.join("model.onnx"), &inputs, want);
     }
     // An input declared empty (no elements; the model def does not take
     // it) must still be given as declared: of its type, and empty.
@@ -195,17 +187,23 @@ fn inputs_that_contradict_the_model_are_rejected() {
         ),
     ];
     for (inputs, want) in cases {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
-        cmd.arg("run").arg(empty.join("model.onnx"));
-        for i in &inputs {
-            cmd.arg("--input").arg(i);
-        }
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains(&want), "`{stderr}` does not say `{want}`");
+        refused(&empty.join("model.onnx"), &inputs, &want);
     }
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `tessera run MODEL --input ITEM...` exits with status 1 and an error
+/// containing `want`.
+fn refused(model: &Path, inputs: &[String], want: &str) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.arg("run").arg(model);
+    for i in inputs {
+        cmd.arg("--input").arg(i);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(want), "`{stderr}` does not say `{want}`");
 }
 
 /// `bench --profile` reports the weights the import packed into kernel

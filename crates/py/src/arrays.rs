@@ -213,15 +213,7 @@ pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
         return array.call_method1("view", PyTuple::new(py, [bool_])?);
     }
     if let Some((_, name, _)) = SUB_BYTE.iter().find(|(n, _, _)| *n == t.dtype()) {
-        let ty = py
-            .import("ml_dtypes")
-            .and_then(|m| m.getattr(*name))
-            .map_err(|e| {
-                errors::Error::new_err(format!(
-                    "an output is {}, whose NumPy type `ml_dtypes.{name}` is not available: {e}",
-                    t.dtype()
-                ))
-            })?;
+        let ty = numpy_type(py, "ml_dtypes", name, t.dtype())?;
         return array.call_method1("astype", PyTuple::new(py, [ty])?);
     }
     if let Some((_, name)) = NARROW.iter().find(|(n, _)| *n == t.dtype()) {
@@ -231,18 +223,27 @@ pub fn array_from(py: Python<'_>, t: Tensor) -> PyResult<Bound<'_, PyAny>> {
         } else {
             "ml_dtypes"
         };
-        let ty = py
-            .import(module)
-            .and_then(|m| m.getattr(*name))
-            .map_err(|e| {
-                errors::Error::new_err(format!(
-                    "an output is {}, whose NumPy type `{module}.{name}` is not available: {e}",
-                    t.dtype()
-                ))
-            })?;
+        let ty = numpy_type(py, module, name, t.dtype())?;
         return array.call_method1("view", PyTuple::new(py, [ty])?);
     }
     Ok(array)
+}
+
+/// The NumPy type `module.name` of an output of element type `t`, or why
+/// it is not available.
+fn numpy_type<'py>(
+    py: Python<'py>,
+    module: &str,
+    name: &str,
+    t: DType,
+) -> PyResult<Bound<'py, PyAny>> {
+    py.import(module)
+        .and_then(|m| m.getattr(name))
+        .map_err(|e| {
+            errors::Error::new_err(format!(
+                "an output is {t}, whose NumPy type `{module}.{name}` is not available: {e}"
+            ))
+        })
 }
 
 fn lend<T: tensor::Element + numpy::Element>(

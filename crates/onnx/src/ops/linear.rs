@@ -256,6 +256,28 @@ pub fn gemm(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
+/// `BatchNormalization`'s channel count and its per-channel scale, bias,
+/// mean and variance (inputs 1 to 4), each checked to be `[C]`.
+pub(crate) fn batchnorm_params(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+) -> Result<(usize, Vec<Var>), String> {
+    let c = *x
+        .shape
+        .get(1)
+        .ok_or_else(|| n.error("input has no channel axis"))?;
+    let mut params = Vec::new();
+    for (k, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
+        let v = im.var(n, k)?;
+        if v.shape != [c] {
+            return Err(n.error(format!("{what} has shape {:?}, not [{c}]", v.shape)));
+        }
+        params.push(v);
+    }
+    Ok((c, params))
+}
+
 pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     if n.int("training_mode")?.unwrap_or(0) != 0 {
         return super::normalize::batchnorm_training(im, n);
@@ -275,18 +297,7 @@ pub fn batchnorm(im: &mut Importer, n: &Node) -> Result<(), String> {
     }
     im.plain_inputs(n);
     let x = im.var(n, 0)?;
-    let c = *x
-        .shape
-        .get(1)
-        .ok_or_else(|| n.error("input has no channel axis"))?;
-    let mut params = Vec::new();
-    for (k, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
-        let v = im.var(n, k)?;
-        if v.shape != [c] {
-            return Err(n.error(format!("{what} has shape {:?}, not [{c}]", v.shape)));
-        }
-        params.push(v);
-    }
+    let (_, params) = batchnorm_params(im, n, &x)?;
     let r = x.shape.len();
     if !(2..=MAX_RANK).contains(&r) {
         return Err(n.error(format!(

@@ -334,18 +334,7 @@ pub fn batchnorm_training(im: &mut Importer, n: &Node) -> Result<(), String> {
     let momentum = f64::from(n.float("momentum")?.unwrap_or(0.9));
     let x = im.var(n, 0)?;
     float_input(n, &x)?;
-    let c = *x
-        .shape
-        .get(1)
-        .ok_or_else(|| n.error("input has no channel axis"))?;
-    let mut params = Vec::new();
-    for (k, what) in [(1, "scale"), (2, "bias"), (3, "mean"), (4, "var")] {
-        let v = im.var(n, k)?;
-        if v.shape != [c] {
-            return Err(n.error(format!("{what} has shape {:?}, not [{c}]", v.shape)));
-        }
-        params.push(v);
-    }
+    let (c, params) = super::linear::batchnorm_params(im, n, &x)?;
     let r = x.shape.len();
     let count: usize = x
         .shape

@@ -545,6 +545,12 @@ def malformed():
     # importer implements is refused by name (Resize 10, whose nearest
     # mode rounds otherwise).
     write("unknown_opset", graph([relu], opset=29))
+    # An output shape that depends on values the model computes: NonZero
+    # reads its input's values at import, which a computed tensor has not.
+    write("nonzero_of_computed", graph([
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("NonZero", ["r"], ["y"], name="nonzero"),
+    ]))
     write("old_operator_version", graph([
         helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode="nearest"),
     ], [numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")], opset=10))

@@ -120,6 +120,12 @@ impl DType {
         matches!(self, DType::F32 | DType::F64) || self.narrow().is_some()
     }
 
+    /// Whether `self` is one of the 2- and 4-bit integers (stored a byte
+    /// each, as their values).
+    pub fn is_sub_byte(self) -> bool {
+        matches!(self, DType::U2 | DType::I2 | DType::U4 | DType::I4)
+    }
+
     /// The format of a float narrower than `float32` (stored as its code,
     /// computed in `f64` and rounded to it after every operation).
     pub fn narrow(self) -> Option<Format> {

@@ -264,7 +264,7 @@ pub fn write(path: &Path, t: &Tensor) -> Result<(), String> {
 
 /// Whether numpy stores `t` as raw codes (`ml_dtypes`' types).
 fn coded_type(t: DType) -> bool {
-    t.narrow().is_some() || matches!(t, DType::U2 | DType::I2 | DType::U4 | DType::I4)
+    t.narrow().is_some() || t.is_sub_byte()
 }
 
 /// Writes a tensor of a narrow float as its codes: numpy's `<f2` for

@@ -263,9 +263,10 @@ fn import_all(
     {
         let node = Node::new(node, k);
         if !node.proto.input.iter().any(|i| unknown.contains(i)) {
+            let weights = im.b.weights.len();
             let result = crate::ops::import_node(&mut im, &node)
                 .and_then(|()| node.finish())
-                .and_then(|()| no_empty_weight(&im, &node));
+                .and_then(|()| no_empty_weight(&im, &node, weights));
             match result {
                 Ok(()) => {
                     nodes.resize(im.b.stmts.len(), Some(node.label.clone()));
@@ -353,9 +354,10 @@ fn import_all(
 
 /// Fails when node `n` made a tensor without elements a parameter of the
 /// model def (an empty input or initializer read as a tensor): tessera's
-/// tensors have positive dimensions.
-fn no_empty_weight(im: &Importer, n: &Node) -> Result<(), String> {
-    match im.b.weights.iter().find(|(_, t)| t.is_empty()) {
+/// tensors have positive dimensions. Only the weights from `from` on, the
+/// node's own, are looked at.
+fn no_empty_weight(im: &Importer, n: &Node, from: usize) -> Result<(), String> {
+    match im.b.weights[from..].iter().find(|(_, t)| t.is_empty()) {
         Some(_) => {
             let empty = n
                 .proto

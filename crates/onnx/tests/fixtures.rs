@@ -108,6 +108,10 @@ fn malformed_models_are_rejected_with_their_reason() {
     let expect = [
         ("unknown_opset", "operator set version 29; tessera reads versions 1 to 28"),
         (
+            "nonzero_of_computed",
+            "node `nonzero` (NonZero): input 1 (the data, whose nonzero elements fix the output's shape) must be a constant, but it is computed by the model",
+        ),
+        (
             "old_operator_version",
             "node `resize` (Resize): operator set 10 gives `Resize` version 10, which tessera does not implement",
         ),

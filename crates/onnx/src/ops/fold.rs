@@ -213,7 +213,9 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
                         Some(m) if v.dtype.is_float() => {
                             format!("{}(max(min(_a, {m:?}), -{m:?}))", to.name())
                         }
-                        _ if sub_byte(to) && v.dtype.is_float() => {
+                        // A float beyond a 2- or 4-bit integer's range
+                        // casts to 0, as `ml_dtypes` (the reference) does.
+                        _ if to.is_sub_byte() && v.dtype.is_float() => {
                             let (lo, hi) = (ir::int_min(to) - 1, ir::int_max(to) + 1);
                             format!(
                                 "_a > {lo}.0 && _a < {hi}.0 ? {t}(_a) : {t}(0)",
@@ -229,13 +231,6 @@ fn cast_to(im: &mut Importer, n: &Node, to: DType) -> Result<(), String> {
     };
     im.set(n, 0, y);
     Ok(())
-}
-
-/// Whether `t` is a 2- or 4-bit integer, to which `Cast` takes a float
-/// beyond the type's range to 0 (as `ml_dtypes`, the ONNX reference,
-/// converts), not wrapped.
-fn sub_byte(t: DType) -> bool {
-    matches!(t, DType::U2 | DType::I2 | DType::U4 | DType::I4)
 }
 
 /// A constant converted as `Cast` does (floats to integers truncate; to
@@ -261,7 +256,7 @@ pub(crate) fn convert(t: &Tensor, to: DType, bound: Option<f64>) -> Tensor {
                 .map(|x| ir::arith::round(to, clamp(x)))
                 .collect(),
         )
-    } else if sub_byte(to) && t.dtype().is_float() {
+    } else if to.is_sub_byte() && t.dtype().is_float() {
         let (lo, hi) = (ir::int_min(to) as f64, ir::int_max(to) as f64);
         let v = t
             .to_f64_vec()

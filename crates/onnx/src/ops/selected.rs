@@ -11,21 +11,12 @@
 use std::cmp::Ordering;
 
 use ir::DType;
-use tensor::Tensor;
+use tensor::{row_major_strides, Tensor};
 
 use super::axis;
 use super::point::{point, read};
 use crate::build::{Node, Value};
 use crate::import::Importer;
-
-/// The row-major strides of `shape`.
-fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for k in (0..shape.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * shape[k + 1];
-    }
-    s
-}
 
 /// `NonZero`: the coordinates of the nonzero elements, one row per axis.
 pub fn nonzero(im: &mut Importer, n: &Node) -> Result<(), String> {
@@ -36,7 +27,7 @@ pub fn nonzero(im: &mut Importer, n: &Node) -> Result<(), String> {
         "the data, whose nonzero elements fix the output's shape",
     )?;
     let shape = x.shape().to_vec();
-    let st = strides(&shape);
+    let st = row_major_strides(&shape);
     let flat: Vec<usize> = x
         .to_f64_vec()
         .iter()
@@ -106,7 +97,7 @@ pub fn compress(im: &mut Importer, n: &Node) -> Result<(), String> {
         None => {
             // Each pick is a flat position of the data.
             let pick = read(&picks, &["_i0".to_string()]);
-            let at: Vec<String> = strides(&shape)
+            let at: Vec<String> = row_major_strides(&shape)
                 .iter()
                 .zip(&shape)
                 .map(|(s, d)| format!("({pick} / {s}) % {d}"))
@@ -141,7 +132,7 @@ pub fn unique(im: &mut Importer, n: &Node) -> Result<(), String> {
             (total, (0..total).map(|k| vec![k]).collect())
         }
         Some(a) => {
-            let st = strides(&shape);
+            let st = row_major_strides(&shape);
             let total: usize = shape.iter().product();
             let mut slices = vec![Vec::new(); shape[a]];
             for f in 0..total {
@@ -194,11 +185,11 @@ pub fn unique(im: &mut Importer, n: &Node) -> Result<(), String> {
         Some(a) => {
             // The output keeps the data's layout with the distinct slices
             // along `axis`.
-            let st = strides(&shape);
+            let st = row_major_strides(&shape);
             let mut out = shape.clone();
             out[a] = distinct.len();
             let total: usize = out.iter().product();
-            let ost = strides(&out);
+            let ost = row_major_strides(&out);
             (0..total)
                 .map(|f| {
                     let mut src = 0;

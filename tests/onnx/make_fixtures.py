@@ -303,6 +303,7 @@ def more_fixtures():
     single("reduce_max_keep", "ReduceMax", [[3, 4]], axes=[1])
     reduce_axes_graph_input()
     empty_axes_graph_input()
+    quantized_conv_fixtures()
     nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
@@ -486,6 +487,30 @@ def reduce_axes_graph_input():
     axes = m.int_input("axes", [1], 3)
     m.output(m.node("ReduceSum", [x, axes], keepdims=1))
     save("reduce_axes_graph_input", m)
+
+
+def quantized_conv_fixtures():
+    """QLinearConv (grouped, strided, padded, with a bias and the weight's
+    scale per output channel) and ConvInteger (dilated, zero points on
+    both operands), between a QuantizeLinear and a DequantizeLinear or Cast
+    so that the graph's input and output are float32."""
+    m = Model(311)
+    x = m.input("x", [1, 4, 7, 6])
+    q = m.node("QuantizeLinear", [x, m.const("xs", np.float32(0.03)), m.const("xz", np.uint8(120))])
+    w = m.rng.integers(-100, 100, (6, 2, 3, 3)).astype(np.int8)
+    ins = [q, "xs", "xz", m.const("w", w), m.const("ws", m.rng.uniform(0.002, 0.006, 6).astype(np.float32)),
+           m.const("wz", np.zeros(6, dtype=np.int8)), m.const("ys", np.float32(0.05)),
+           m.const("yz", np.uint8(100)), m.const("b", m.rng.integers(-3000, 3000, 6).astype(np.int32))]
+    y = m.node("QLinearConv", ins, group=2, strides=[2, 1], pads=[1, 1, 0, 1])
+    m.output(m.node("DequantizeLinear", [y, "ys", "yz"]))
+    save("qlinear_conv_grouped", m)
+    m = Model(312)
+    x = m.input("x", [2, 3, 8])
+    q = m.node("QuantizeLinear", [x, m.const("xs", np.float32(0.02)), m.const("xz", np.uint8(128))])
+    w = m.rng.integers(0, 255, (4, 3, 3)).astype(np.uint8)
+    y = m.node("ConvInteger", [q, m.const("w", w), "xz", m.const("wz", np.uint8(131))], dilations=[2], pads=[2, 1])
+    m.output(m.node("Cast", [y], to=F32))
+    save("conv_integer_dilated", m)
 
 
 def empty_axes_graph_input():

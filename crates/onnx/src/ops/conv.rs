@@ -100,13 +100,13 @@ fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, Strin
     })
 }
 
-pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
-    let xshape = im.plain_shape(n, 0)?;
-    // The weight becomes a parameter of the model only if it is used as it
-    // is (a strided or blocked convolution uses it rearranged).
-    let weight = im.value(n, 1)?;
-    let wshape = weight.shape().to_vec();
+/// The groups and window of convolution `n` with input `xshape` and
+/// weight `wshape`, checked against each other and the attributes.
+pub(crate) fn geometry(
+    n: &Node,
+    xshape: &[usize],
+    wshape: &[usize],
+) -> Result<(i64, Window), String> {
     let rank = xshape.len();
     if !(3..=5).contains(&rank) || wshape.len() != rank {
         return Err(n.error(format!(
@@ -128,7 +128,39 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
             )));
         }
     }
-    let win = window(n, &xshape[2..], kernel)?;
+    Ok((group, window(n, &xshape[2..], kernel)?))
+}
+
+/// The direct convolution of `x` by `w` (prelude form `conv{d}d`, plus
+/// `suffix`), its scalars from `win` and `group`, of element type `t`.
+pub(crate) fn direct(
+    im: &mut Importer,
+    tensors: &[&Var],
+    suffix: &str,
+    win: &Window,
+    group: i64,
+    t: DType,
+) -> Var {
+    let (x, w) = (tensors[0], tensors[1]);
+    let d = x.shape.len() - 2;
+    let mut scalars: Vec<String> = win.strides.iter().map(|&s| int(s)).collect();
+    scalars.extend(win.pads.iter().map(|&p| int(p)));
+    scalars.extend(win.dilations.iter().map(|&p| int(p)));
+    scalars.push(int(group));
+    let mut shape = vec![x.shape[0], w.shape[0]];
+    shape.extend(&win.out);
+    im.b.call(&format!("conv{d}d{suffix}"), tensors, &scalars, t, shape)
+}
+
+pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let xshape = im.plain_shape(n, 0)?;
+    // The weight becomes a parameter of the model only if it is used as it
+    // is (a strided or blocked convolution uses it rearranged).
+    let weight = im.value(n, 1)?;
+    let wshape = weight.shape().to_vec();
+    let (group, win) = geometry(n, &xshape, &wshape)?;
+    let f = wshape[0];
     let bias_value = match n.input(2) {
         Some(_) => Some(im.value(n, 2)?),
         None => None,
@@ -153,7 +185,6 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
         Some(_) => Some(im.var(n, 2)?),
         None => None,
     };
-    let d = rank - 2;
     if let Value::Const(t) = &weight {
         if let Some(y) = strided_as_unit_stride(im, n, &x, t, bias.as_ref(), &win, group) {
             im.set(n, 0, Value::Var(y));
@@ -161,18 +192,12 @@ pub fn conv(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
     }
     let w = im.var(n, 1)?;
-    let mut scalars: Vec<String> = win.strides.iter().map(|&s| int(s)).collect();
-    scalars.extend(win.pads.iter().map(|&p| int(p)));
-    scalars.extend(win.dilations.iter().map(|&p| int(p)));
-    scalars.push(int(group));
-    let mut shape = vec![x.shape[0], wshape[0]];
-    shape.extend(&win.out);
-    let name = format!("conv{d}d{}", if bias.is_some() { "_bias" } else { "" });
     let mut tensors = vec![&x, &w];
     if let Some(b) = &bias {
         tensors.push(b);
     }
-    let y = im.b.call(&name, &tensors, &scalars, DType::F32, shape);
+    let suffix = if bias.is_some() { "_bias" } else { "" };
+    let y = direct(im, &tensors, suffix, &win, group, DType::F32);
     im.set(n, 0, Value::Var(y));
     Ok(())
 }

@@ -2,9 +2,10 @@
 //! (`(x - zero_point) * scale`), `QuantizeLinear` (`x / scale` rounded
 //! half to even, plus the zero point, saturated to the output type),
 //! `DynamicQuantizeLinear` (uint8, its scale and zero point from the
-//! input's range), `MatMulInteger` and `QLinearMatMul` (the products of
-//! the operands less their zero points, accumulated in int32; the latter
-//! requantized by `a_scale * b_scale / y_scale`).
+//! input's range), `MatMulInteger` and `QLinearMatMul`, `ConvInteger`
+//! and `QLinearConv` (the products or convolutions of the operands less
+//! their zero points, accumulated in int32; the `QLinear` forms
+//! requantized by the product of the operands' scales over the output's).
 //!
 //! A scale or zero point is per tensor (one element), per axis (`[D]`
 //! along `axis`) or per block (the input's rank, `block_size` elements of
@@ -321,6 +322,116 @@ pub fn qlinear_matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
     let product = integer_product(im, n, &a, &b, [Some(za), Some(zb)])?;
     let here = read(&product, &point(product.shape.len()));
     let v = format!("(float64({here}) * {factor})");
+    let z = format!("{}({})", zy.name, vec!["0"; zy.shape.len()].join(", "));
+    let rhs = requantized(n, &v, &z, zy.dtype, true)?;
+    let y =
+        im.b.compute("=", &rhs, &[], zy.dtype, product.shape.clone());
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// The int32 convolution of `x` by `w` (inputs 0 and 1 of convolution
+/// `n`, integers) less their zero points `zero`: one for the tensor, or for
+/// the weight one per output channel. The operands less their zero points
+/// are convolved, so that the padding reads as zero, as in the reference.
+fn integer_conv(
+    im: &mut Importer,
+    n: &Node,
+    x: &Var,
+    w: &Var,
+    zero: [Option<Var>; 2],
+) -> Result<Var, String> {
+    if !x.dtype.is_int() || !w.dtype.is_int() {
+        return Err(n.error(format!(
+            "a convolution of {} by {} (integers are needed)",
+            x.dtype, w.dtype
+        )));
+    }
+    let (group, win) = super::conv::geometry(n, &x.shape, &w.shape)?;
+    let [zx, zw] = zero;
+    let mut less = |v: &Var, z: Option<Var>, what: &str| -> Result<Var, String> {
+        let z = match &z {
+            Some(z) => param(n, what, z, v, 0, 0)?,
+            None => "0".to_string(),
+        };
+        let here = read(v, &point(v.shape.len()));
+        let rhs = format!("int32({here}) - int32({z})");
+        Ok(im.b.compute("=", &rhs, &[], DType::I32, v.shape.clone()))
+    };
+    if zx
+        .as_ref()
+        .is_some_and(|z| z.shape.iter().product::<usize>() != 1)
+    {
+        return Err(n.error(format!(
+            "the input's zero point of shape {:?} (one element is needed)",
+            zx.as_ref().map(|z| z.shape.clone()).unwrap_or_default()
+        )));
+    }
+    let x32 = less(x, zx, "the input's zero point")?;
+    let w32 = less(w, zw, "the weight's zero point")?;
+    Ok(super::conv::direct(
+        im,
+        &[&x32, &w32],
+        "_int",
+        &win,
+        group,
+        DType::I32,
+    ))
+}
+
+pub fn conv_integer(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (x, w) = (im.var(n, 0)?, im.var(n, 1)?);
+    let zero = [im.optional_var(n, 2)?, im.optional_var(n, 3)?];
+    let y = integer_conv(im, n, &x, &w, zero)?;
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// `QLinearConv`: the int32 convolution plus the int32 bias, scaled by
+/// `x_scale * w_scale / y_scale` (the scales' product and quotient in
+/// `float32`, as the reference computes them; the weight's scale per
+/// tensor or per output channel), requantized to `y_zero_point`'s type.
+pub fn qlinear_conv(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let (x, sx, zx) = (im.var(n, 0)?, im.var(n, 1)?, im.var(n, 2)?);
+    let (w, sw, zw) = (im.var(n, 3)?, im.var(n, 4)?, im.var(n, 5)?);
+    let (sy, zy) = (im.var(n, 6)?, im.var(n, 7)?);
+    let bias = im.optional_var(n, 8)?;
+    let product = integer_conv(im, n, &x, &w, [Some(zx), Some(zw)])?;
+    let at = point(product.shape.len());
+    let here = read(&product, &at);
+    let f = product.shape[1];
+    let mut sum = format!("float64({here})");
+    if let Some(b) = &bias {
+        if b.shape != [f] || !b.dtype.is_int() {
+            return Err(n.error(format!(
+                "bias {} {:?} (int32 [{f}] is needed)",
+                b.dtype, b.shape
+            )));
+        }
+        sum = format!("float64({here} + int32({}(_i1)))", b.name);
+    }
+    let mut scales = Vec::new();
+    for (s, what) in [(&sx, "x_scale"), (&sw, "w_scale"), (&sy, "y_scale")] {
+        scales.push(match s.shape.iter().product::<usize>() {
+            1 => format!("{}({})", s.name, vec!["0"; s.shape.len()].join(", ")),
+            k if what == "w_scale" && s.shape == [f] && k == f => format!("{}(_i1)", s.name),
+            _ => {
+                return Err(n.error(format!(
+                    "{what} of shape {:?} (one element{} is supported)",
+                    s.shape,
+                    if what == "w_scale" {
+                        ", or one per output channel,"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+        });
+    }
+    let factor = format!("float64({} * {} / {})", scales[0], scales[1], scales[2]);
+    let v = format!("({sum} * {factor})");
     let z = format!("{}({})", zy.name, vec!["0"; zy.shape.len()].join(", "));
     let rhs = requantized(n, &v, &z, zy.dtype, true)?;
     let y =

@@ -304,6 +304,7 @@ def more_fixtures():
     reduce_axes_graph_input()
     empty_axes_graph_input()
     quantized_conv_fixtures()
+    computed_shape_fixtures()
     nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])
@@ -513,6 +514,32 @@ def quantized_conv_fixtures():
     save("conv_integer_dilated", m)
 
 
+def computed_shape_fixtures():
+    """Shapes that depend on values the model computes, which the import
+    reads after running the part of the model that computes them: the
+    positive elements' coordinates (NonZero) and values (GatherND by them,
+    Compress by a computed condition), and a Range up to their count, which
+    needs the positive values' sum, computed after NonZero (a part with a
+    part of its own)."""
+    m = Model(313)
+    x = m.input("x", [3, 5])
+    positive = m.node("Greater", [x, m.const("zero", np.float32(0))])
+    at = m.node("NonZero", [positive])
+    m.output(m.node("Cast", [at], to=F32))
+    values = m.node("GatherND", [x, m.node("Transpose", [at])])
+    m.output(values)
+    m.output(m.node("Compress", [x, m.node("Greater", [m.node("ReduceSum", [x, m.const("rows", np.array([1]))], keepdims=0), "zero"])], axis=0))
+    total = m.node("Cast", [m.node("Ceil", [m.node("ReduceSum", [values], keepdims=0)])], to=TensorProto.INT64)
+    m.output(m.node("Cast", [m.node("Range", [m.const("start", np.array(0)), total, m.const("step", np.array(2))])], to=F32))
+    save("computed_shapes", m)
+    # NonZero alone: its program depends on the count of positive elements only.
+    m = Model(314)
+    x = m.input("x", [3, 4])
+    at = m.node("NonZero", [m.node("Greater", [x, m.const("zero", np.float32(0))])])
+    m.output(m.node("GatherND", [x, m.node("Transpose", [at])]))
+    save("nonzero_of_computed", m)
+
+
 def empty_axes_graph_input():
     """A reduction whose axes input is empty (shape [0]): it reduces every
     axis. The model def does not take the empty input, but callers give it."""
@@ -570,12 +597,6 @@ def malformed():
     # importer implements is refused by name (Resize 10, whose nearest
     # mode rounds otherwise).
     write("unknown_opset", graph([relu], opset=29))
-    # An output shape that depends on values the model computes: NonZero
-    # reads its input's values at import, which a computed tensor has not.
-    write("nonzero_of_computed", graph([
-        helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("NonZero", ["r"], ["y"], name="nonzero"),
-    ]))
     write("old_operator_version", graph([
         helper.make_node("Resize", ["x", "scales"], ["y"], name="resize", mode="nearest"),
     ], [numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")], opset=10))

@@ -69,9 +69,13 @@ pub fn run(a: &BenchArgs) -> Result<String, String> {
 /// the caller's).
 fn measure(a: &BenchArgs) -> Result<String, engine::Error> {
     let search = a.search.requested(a.optimize, &a.compile)?;
-    let (mut source, bound, weights) =
-        crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0)?;
     let options = a.compile.options();
+    let setup = engine::Setup {
+        compiled: Some(options.clone()),
+        pool: None,
+    };
+    let (mut source, bound, weights) =
+        crate::run::load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, 0, &setup)?;
     if source.model.is_some() && !a.constants.is_empty() {
         return Err(engine::Error::Usage(
             "`--constant` is for TC inputs: a model's initializers are its constants".to_string(),

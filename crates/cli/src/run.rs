@@ -76,8 +76,18 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
             )))
         }
     };
-    let (mut source, mut bound, _) =
-        load_and_bind(&a.file, a.def.as_deref(), &a.sizes, &a.inputs, a.seed)?;
+    let setup = engine::Setup {
+        compiled: (!a.interp).then(|| a.compile.options()),
+        pool: None,
+    };
+    let (mut source, mut bound, _) = load_and_bind(
+        &a.file,
+        a.def.as_deref(),
+        &a.sizes,
+        &a.inputs,
+        a.seed,
+        &setup,
+    )?;
     // Random inputs are told before anything runs.
     notes.append(&mut bound.notes);
     let name = source.pick_def(a.def.as_deref())?.name.clone();
@@ -108,14 +118,18 @@ fn execute(a: &RunArgs, notes: &mut Vec<Note>) -> Result<String, Error> {
 /// The program in `file` (TC, or an `.onnx` model imported with `sizes`
 /// and the shapes of its input files) and its def `def`, bound: the
 /// `--input` items, the model's weights, seeded random values for the
-/// tensors not given (`seed`); and the weights' parameter names.
+/// tensors not given (`seed`); and the weights' parameter names. A model
+/// whose shapes depend on values it computes runs the part that computes
+/// them first, with `setup` ([`engine::stages`]).
 pub fn load_and_bind(
     file: &std::path::Path,
     def: Option<&str>,
     sizes: &[String],
     inputs: &[String],
     seed: u64,
+    setup: &engine::Setup,
 ) -> Result<(Source, engine::bind::Bound, Vec<String>), Error> {
+    let mut staged = Vec::new();
     let onnx = file.extension().is_some_and(|e| e == "onnx");
     let python = file.extension().is_some_and(|e| e == "py");
     let (mut source, items) = if python {
@@ -126,7 +140,18 @@ pub fn load_and_bind(
         let given = engine::bind::parse_sizes(sizes)?;
         let shapes = engine::bind::item_shapes(inputs)?;
         let values = engine::bind::item_values(inputs)?;
-        let source = Source::load_onnx(file, def, &given, &shapes, &values)?;
+        let source = engine::stages::load_onnx(
+            file,
+            def,
+            &given,
+            &shapes,
+            &values,
+            engine::stages::Run {
+                feed: &mut || read_feed(inputs),
+                setup,
+            },
+            &mut staged,
+        )?;
         let items = engine::bind::model_items(&source, inputs)?;
         (source, items)
     } else {
@@ -144,8 +169,28 @@ pub fn load_and_bind(
     let given = engine::bind::parse_sizes(if onnx || python { &[] } else { sizes })?;
     let mut args = engine::bind::read_items(d, &items)?;
     args.extend(weights);
-    let bound = engine::bind::bind(d, args, given, seed)?;
+    let mut bound = engine::bind::bind(d, args, given, seed)?;
+    bound.notes.append(&mut staged);
     Ok((source, bound, names))
+}
+
+/// Every `NAME=FILE.npy` item's tensor, by name: the feed of the part of
+/// a model that runs before the rest is imported.
+fn read_feed(items: &[String]) -> Result<Vec<(String, Tensor)>, Error> {
+    items
+        .iter()
+        .filter_map(|it| it.split_once('='))
+        .filter(|(_, v)| v.trim().ends_with(".npy"))
+        .map(|(k, v)| {
+            let path = v.trim();
+            npy::read(std::path::Path::new(path))
+                .map(|t| (k.trim().to_string(), t))
+                .map_err(|message| Error::Npy {
+                    path: path.to_string(),
+                    message,
+                })
+        })
+        .collect()
 }
 
 /// The memory a run used: the buffers' slots (temporaries share slots when

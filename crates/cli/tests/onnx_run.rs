@@ -305,3 +305,47 @@ fn an_input_taken_as_a_constant_is_read_from_its_file() {
         "{stderr}"
     );
 }
+
+/// A shape the model computes from its input (`NonZero` of a comparison)
+/// needs the input's values: without the input, or with one that makes
+/// the shape empty, the run is refused with the reason, exit status 1.
+#[test]
+fn a_shape_computed_from_an_input_needs_its_values() {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/onnx/fixtures/nonzero_of_computed/model.onnx");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("computed-shape");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let negative = tmp.join("negative.npy");
+    npy::write(
+        &negative,
+        &interp::Tensor::from_f64(ir::DType::F32, &[3, 4], vec![-1.0; 12]),
+    )
+    .unwrap();
+    let refused = |input: Option<&Path>, interp: bool| -> String {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("run").arg(&model);
+        if let Some(x) = input {
+            cmd.arg("--input").arg(format!("x={}", x.display()));
+        }
+        if interp {
+            cmd.arg("--interp");
+        }
+        let run = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        stderr
+    };
+    let missing = refused(None, false);
+    assert!(
+        missing.contains("the model's input `x` is not given: the shapes of what the model computes depend on its values"),
+        "{missing}"
+    );
+    for interp in [false, true] {
+        let empty = refused(Some(&negative), interp);
+        assert!(
+            empty.contains("(NonZero): no element is nonzero: the output would be empty"),
+            "{empty}"
+        );
+    }
+}

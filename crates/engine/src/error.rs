@@ -36,6 +36,12 @@ pub enum Error {
     /// An ONNX model's operator takes a graph input as a constant, and
     /// the caller gave no value for it (`onnx::ErrorKind::NeedsValue`).
     NeedsValue(String),
+    /// An ONNX model's operator needs the value of a tensor the model
+    /// computes (`onnx::ErrorKind::NeedsComputed`): `names` are those
+    /// tensors. [`crate::Model`] and [`crate::stages`] run the part of the
+    /// model that computes them first; a caller that does not run the
+    /// model (a search, a tuning) reports it.
+    NeedsComputed { names: Vec<String>, message: String },
     /// Lowering does not handle a form of the def yet; the interpreter can
     /// run it.
     NotLowered { def: String, reason: String },
@@ -84,6 +90,7 @@ impl fmt::Display for Error {
             | Error::Unsupported(message)
             | Error::Sizes(message)
             | Error::NeedsValue(message)
+            | Error::NeedsComputed { message, .. }
             | Error::Compiled(message)
             | Error::Environment(message)
             | Error::Interrupted(message)
@@ -111,6 +118,10 @@ impl From<onnx::Error> for Error {
             onnx::ErrorKind::Unsupported => Error::Unsupported(e.message),
             onnx::ErrorKind::Shape => Error::Sizes(e.message),
             onnx::ErrorKind::NeedsValue => Error::NeedsValue(e.message),
+            onnx::ErrorKind::NeedsComputed => Error::NeedsComputed {
+                names: e.computed,
+                message: e.message,
+            },
         }
     }
 }

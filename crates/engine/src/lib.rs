@@ -11,7 +11,8 @@
 //! run a program many times on new tensors, [`Model`] (an ONNX model, as an
 //! inference session) and [`Function`] (a TC def, called like a function)
 //! compile once per set of shapes and run from many threads at once
-//! ([`specialized`]); [`verify`] decides whether two defs are equivalent,
+//! ([`specialized`]); a model whose shapes depend on values it computes
+//! runs in [`stages`]; [`verify`] decides whether two defs are equivalent,
 //! and [`optimize`] searches for a faster equivalent of a def, its results
 //! cached on disk ([`optimize_cache`]).
 //! Errors are one typed [`Error`]; what the engine did that the user may
@@ -34,6 +35,7 @@ pub mod regions;
 pub mod session;
 pub mod source;
 pub mod specialized;
+pub mod stages;
 pub mod target;
 mod transfer;
 pub mod tune;

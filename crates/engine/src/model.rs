@@ -37,15 +37,68 @@ pub struct Model {
     /// The inputs and outputs the model declares.
     pub signature: onnx::Signature,
     instances: Specializations<InstanceKey, Instance>,
-    /// For each set of input shapes imported, the positions of the inputs
-    /// whose values the import reads.
-    specialized: std::sync::Mutex<HashMap<Vec<Vec<usize>>, Vec<usize>>>,
+    /// For each set of input shapes imported, what the import reads
+    /// besides the shapes.
+    reads: std::sync::Mutex<HashMap<Vec<Vec<usize>>, Reads>>,
+    /// The tensors (by ONNX name) this model is the part of its file that
+    /// computes them ([`onnx::cut`]); empty for the whole model.
+    part: Vec<String>,
+    /// For each set of input shapes whose import needs values the model
+    /// computes (`NonZero`'s data, a `Range` bound computed from an
+    /// input), the part of the model that computes them: it runs first,
+    /// and the instance is specialized on its results, which fix the
+    /// shapes of the rest. A part is a model too, with parts of its own
+    /// when what it computes needs such values.
+    stages: std::sync::Mutex<HashMap<Vec<Vec<usize>>, std::sync::Arc<Model>>>,
 }
 
 /// What an instance is built for: the input shapes (in declared order),
-/// and the values of the inputs its import was specialized on (by
-/// position).
-type InstanceKey = (Vec<Vec<usize>>, Vec<(usize, Vec<i64>)>);
+/// the values of the inputs its import was specialized on (by position),
+/// the values of the tensors the model computes that its import read (by
+/// ONNX name, in order), and the shapes of its runtime steps' outputs.
+type InstanceKey = (
+    Vec<Vec<usize>>,
+    Vec<(usize, Vec<i64>)>,
+    Vec<(String, Vec<i64>)>,
+    Vec<Vec<usize>>,
+);
+
+/// What the import of a set of input shapes reads besides the shapes,
+/// which the instances of those shapes are kept by.
+#[derive(Clone, Debug)]
+struct Reads {
+    /// The positions of the inputs whose values it reads.
+    inputs: Vec<usize>,
+    /// The tensors the model computes whose values it reads, by ONNX name.
+    computed: Vec<String>,
+    /// Its runtime steps: their outputs' shapes.
+    steps: Vec<onnx::Step>,
+}
+
+impl Reads {
+    fn of(instance: &Instance) -> Reads {
+        Reads {
+            inputs: instance.specialized.clone(),
+            computed: instance.computed_read.clone(),
+            steps: instance.steps.clone(),
+        }
+    }
+
+    /// Whether `instance` reads the same as these (its steps by their
+    /// inputs and weights).
+    fn fits(&self, instance: &Instance) -> bool {
+        let other = Reads::of(instance);
+        let steps = |r: &Reads| -> Vec<(String, Vec<String>)> {
+            r.steps
+                .iter()
+                .map(|s| (s.input.clone(), s.weights.clone()))
+                .collect()
+        };
+        self.inputs == other.inputs
+            && self.computed == other.computed
+            && steps(self) == steps(&other)
+    }
+}
 
 /// The model imported and compiled for one set of input shapes.
 #[derive(Debug)]
@@ -58,6 +111,14 @@ struct Instance {
     /// The positions of the inputs whose values the import read as
     /// constants (`onnx::Model::specialized`).
     specialized: Vec<usize>,
+    /// The tensors the model computes whose values the import read
+    /// (`onnx::Model::computed_read`).
+    computed_read: Vec<String>,
+    /// The runtime steps (`onnx::Model::steps`), whose outputs each run
+    /// passes for the weights that hold them.
+    steps: Vec<onnx::Step>,
+    /// The steps' weights that are parameters of the def.
+    step_params: std::collections::HashSet<String>,
 }
 
 impl Model {
@@ -72,11 +133,28 @@ impl Model {
         optimize: Option<crate::optimize::Options>,
         notes: &mut Vec<Note>,
     ) -> Result<Model, Error> {
+        Model::open_part(path, Vec::new(), sizes, setup, optimize, notes)
+    }
+
+    /// [`Model::open`] of the part of the model that computes the tensors
+    /// `part` (by ONNX name), which are its outputs; the whole model when
+    /// `part` is empty.
+    pub fn open_part(
+        path: &Path,
+        part: Vec<String>,
+        sizes: Sizes,
+        setup: Setup,
+        optimize: Option<crate::optimize::Options>,
+        notes: &mut Vec<Note>,
+    ) -> Result<Model, Error> {
         crate::bind::check_positive(&sizes)?;
         if let Some(o) = &optimize {
             o.search.check().map_err(Error::Usage)?;
         }
-        let loaded = onnx::load(path)?;
+        let mut loaded = onnx::load(path)?;
+        if !part.is_empty() {
+            onnx::cut(&mut loaded, &part)?;
+        }
         // Checked here, not at the first run, for a model whose input
         // shapes wait for that run.
         onnx::check_operators(&loaded)?;
@@ -111,13 +189,15 @@ impl Model {
             optimize,
             signature,
             instances: Specializations::default(),
-            specialized: Default::default(),
+            reads: Default::default(),
+            part,
+            stages: Default::default(),
         };
         if let Some(shapes) = model.static_shapes() {
             // A model whose import needs an input's value is compiled at
             // its first run, when the value is known.
             match model.instance(shapes, &[], notes) {
-                Ok(_) | Err(Error::NeedsValue(_)) => {}
+                Ok(_) | Err(Error::NeedsValue(_) | Error::NeedsComputed { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -201,8 +281,9 @@ impl Model {
         }
         let tensors: Vec<Tensor> = given.into_iter().flatten().collect();
         let shapes: Vec<Vec<usize>> = tensors.iter().map(|t| t.shape().to_vec()).collect();
-        let instance = self.instance(shapes, &tensors, notes)?;
-        let args = instance.args(tensors);
+        let (instance, steps) = self.instance(shapes, &tensors, notes)?;
+        let mut args = instance.args(tensors);
+        args.extend(steps);
         let def = instance.source.pick_def(None)?;
         let outputs = instance
             .spec
@@ -280,40 +361,118 @@ impl Model {
 
     /// The model imported and compiled for input `shapes` (in declared
     /// order) and the values of `tensors` its import reads as constants,
-    /// from the cache or now. The first import at a set of shapes finds out
-    /// which inputs it reads (usually none), and the instances of those
-    /// shapes are kept by those inputs' values too.
+    /// from the cache or now; with the values of the tensors the model
+    /// computes that the import reads, by ONNX name, which the model's
+    /// stage for these shapes computed from `tensors` (none without one).
+    /// An import that needs such values and has none makes the stage that
+    /// computes them (or a larger one), and the import is tried again.
+    /// Also gives the arguments of the instance's runtime steps for this
+    /// run.
     fn instance(
         &self,
         shapes: Vec<Vec<usize>>,
         tensors: &[Tensor],
         notes: &mut Vec<Note>,
-    ) -> Result<std::sync::Arc<Instance>, Error> {
-        let values = |positions: &[usize]| -> Vec<(usize, Vec<i64>)> {
-            positions
-                .iter()
-                .map(|&k| (k, exact_values(&tensors[k])))
-                .collect()
-        };
-        let known = self
-            .specialized
+    ) -> Result<(std::sync::Arc<Instance>, HashMap<String, Arg>), Error> {
+        let stage = self
+            .stages
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&shapes)
             .cloned();
-        if let Some(positions) = known {
-            let key = (shapes.clone(), values(&positions));
-            return self
-                .instances
-                .get_or_build(key, || self.build(&shapes, tensors, notes));
+        let mut computed = match stage {
+            Some(stage) => self.run_stage(&stage, tensors, notes)?,
+            None => HashMap::new(),
+        };
+        loop {
+            match self.instance_with(shapes.clone(), tensors, &computed, notes) {
+                Err(Error::NeedsComputed { names, message }) if !tensors.is_empty() => {
+                    let mut part: Vec<String> = computed.into_keys().collect();
+                    let before = part.len();
+                    part.extend(names);
+                    part.sort();
+                    part.dedup();
+                    if part.len() == before {
+                        return Err(Error::Internal(format!(
+                            "the import asks again for values it was given: {message}"
+                        )));
+                    }
+                    let stage = std::sync::Arc::new(Model::open_part(
+                        &self.path,
+                        part,
+                        self.sizes.clone(),
+                        self.setup.clone(),
+                        None,
+                        notes,
+                    )?);
+                    computed = self.run_stage(&stage, tensors, notes)?;
+                    self.stages
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(shapes.clone(), stage);
+                }
+                result => return result,
+            }
         }
-        let instance = self.build(&shapes, tensors, notes)?;
-        self.specialized
+    }
+
+    /// The tensors `stage` computes from the run's inputs `tensors`, by
+    /// ONNX name.
+    fn run_stage(
+        &self,
+        stage: &Model,
+        tensors: &[Tensor],
+        notes: &mut Vec<Note>,
+    ) -> Result<HashMap<String, Tensor>, Error> {
+        let feed = self
+            .signature
+            .inputs
+            .iter()
+            .map(|i| i.name.clone())
+            .zip(tensors.iter().cloned())
+            .collect();
+        Ok(stage.run(feed, None, notes)?.into_iter().collect())
+    }
+
+    /// [`Model::instance`] with the values `computed` of tensors the
+    /// model computes.
+    fn instance_with(
+        &self,
+        shapes: Vec<Vec<usize>>,
+        tensors: &[Tensor],
+        computed: &HashMap<String, Tensor>,
+        notes: &mut Vec<Note>,
+    ) -> Result<(std::sync::Arc<Instance>, HashMap<String, Arg>), Error> {
+        let known = self
+            .reads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(shapes.clone(), instance.specialized.clone());
-        let key = (shapes, values(&instance.specialized));
-        self.instances.get_or_build(key, || Ok(instance))
+            .get(&shapes)
+            .cloned();
+        if let Some(reads) = known {
+            let (key, outputs) = key(shapes.clone(), &reads, tensors, computed)?;
+            let instance = self.instances.get_or_build(key, || {
+                let instance = self.build(&shapes, tensors, computed, notes)?;
+                if !reads.fits(&instance) {
+                    return Err(Error::Internal(
+                        "two imports of one set of input shapes read different values".to_string(),
+                    ));
+                }
+                Ok(instance)
+            })?;
+            let steps = step_args(&instance, outputs);
+            return Ok((instance, steps));
+        }
+        let instance = self.build(&shapes, tensors, computed, notes)?;
+        let reads = Reads::of(&instance);
+        self.reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(shapes.clone(), reads.clone());
+        let (key, outputs) = key(shapes, &reads, tensors, computed)?;
+        let instance = self.instances.get_or_build(key, || Ok(instance))?;
+        let steps = step_args(&instance, outputs);
+        Ok((instance, steps))
     }
 
     /// The model imported and compiled for input `shapes`; `tensors` are
@@ -325,6 +484,7 @@ impl Model {
         &self,
         shapes: &[Vec<usize>],
         tensors: &[Tensor],
+        computed: &HashMap<String, Tensor>,
         notes: &mut Vec<Note>,
     ) -> Result<Instance, Error> {
         let first = (!tensors.is_empty()).then_some(tensors);
@@ -342,8 +502,10 @@ impl Model {
             .zip(tensors)
             .filter(|(_, t)| t.len() <= crate::bind::SHAPE_LIKE_MOST)
             .map(|(i, t)| (i.name.clone(), t.clone()))
+            .chain(computed.iter().map(|(n, t)| (n.clone(), t.clone())))
             .collect();
-        let mut source = Source::load_onnx(&self.path, None, &self.sizes, &by_name, &values)?;
+        let mut source =
+            Source::load_onnx_part(&self.path, &self.part, None, &self.sizes, &by_name, &values)?;
         let specialized = source
             .model
             .as_ref()
@@ -368,7 +530,20 @@ impl Model {
             )?;
             source.replace_program(found.program, onnx::MODEL_DEF);
         }
-        let weights = source.take_weights();
+        let mut weights = source.take_weights();
+        let (computed_read, steps) = source
+            .model
+            .as_ref()
+            .map(|m| (m.computed_read.clone(), m.steps.clone()))
+            .unwrap_or_default();
+        // The steps' weights are arguments of each run, not constants of
+        // the program: the next run's step outputs take their place.
+        let mut step_weights = HashMap::new();
+        for name in steps.iter().flat_map(|s| &s.weights) {
+            if let Some(w) = weights.remove(name) {
+                step_weights.insert(name.clone(), w);
+            }
+        }
         let params = self
             .signature
             .inputs
@@ -376,7 +551,11 @@ impl Model {
             .map(|i| source.parameter_of(&i.name))
             .collect::<Result<Vec<_>, Error>>()?;
         let def = source.pick_def(None)?;
-        let first = first.map(|t| args_of(&params, t.to_vec()));
+        let first = first.map(|t| {
+            let mut args = args_of(&params, t.to_vec());
+            args.extend(step_weights.clone());
+            args
+        });
         let no_sizes = HashMap::new();
         let spec = Specialized::build(
             &source,
@@ -392,6 +571,9 @@ impl Model {
             spec,
             params,
             specialized,
+            computed_read,
+            steps,
+            step_params: step_weights.into_keys().collect(),
         })
     }
 }
@@ -401,6 +583,67 @@ impl Instance {
     fn args(&self, tensors: Vec<Tensor>) -> HashMap<String, Arg> {
         args_of(&self.params, tensors)
     }
+}
+
+/// The key of the instance for input `shapes` that reads `reads`: from
+/// the run's inputs `tensors` and the values `computed` of the tensors the
+/// model computes; and the outputs of the runtime steps, whose shapes are
+/// in the key.
+fn key(
+    shapes: Vec<Vec<usize>>,
+    reads: &Reads,
+    tensors: &[Tensor],
+    computed: &HashMap<String, Tensor>,
+) -> Result<(InstanceKey, Vec<Vec<Tensor>>), Error> {
+    let missing = |name: &str| {
+        Error::Internal(format!(
+            "the value of `{name}`, which the import read, was not computed"
+        ))
+    };
+    let inputs = reads
+        .inputs
+        .iter()
+        .map(|&k| (k, exact_values(&tensors[k])))
+        .collect();
+    let read = reads
+        .computed
+        .iter()
+        .map(|name| {
+            let t = computed.get(name).ok_or_else(|| missing(name))?;
+            Ok((name.clone(), exact_values(t)))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let outputs = reads
+        .steps
+        .iter()
+        .map(|s| {
+            let t = computed.get(&s.input).ok_or_else(|| missing(&s.input))?;
+            (s.compute)(t).map_err(|message| Error::Run {
+                def: onnx::MODEL_DEF.to_string(),
+                message,
+                rendered: None,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let step_shapes = outputs
+        .iter()
+        .flatten()
+        .map(|t| t.shape().to_vec())
+        .collect();
+    Ok(((shapes, inputs, read, step_shapes), outputs))
+}
+
+/// The arguments that pass the runtime steps' `outputs` to `instance`'s
+/// def, for the weights that hold them.
+fn step_args(instance: &Instance, outputs: Vec<Vec<Tensor>>) -> HashMap<String, Arg> {
+    instance
+        .steps
+        .iter()
+        .zip(outputs)
+        .flat_map(|(s, o)| s.weights.iter().cloned().zip(o))
+        .filter(|(name, _)| instance.step_params.contains(name))
+        .map(|(name, t)| (name, Arg::Tensor(t)))
+        .collect()
 }
 
 /// The values of `t` as integers that tell every two values apart: an

@@ -54,6 +54,11 @@ pub struct Ports {
     /// The inputs with an empty dimension, which the model def does not
     /// take (`onnx::Model::empty`).
     pub empty: Vec<onnx::Port>,
+    /// The tensors the model computes whose values the import read
+    /// (`onnx::Model::computed_read`).
+    pub computed_read: Vec<String>,
+    /// The runtime steps (`onnx::Model::steps`).
+    pub steps: Vec<onnx::Step>,
 }
 
 /// Reads a text file: its name as messages show it, and its text.
@@ -186,7 +191,9 @@ impl Source {
     /// shapes of the tensors the caller will pass, by the model's input
     /// names); `input_values` are values the caller will pass, which the
     /// import reads where an operator needs a constant
-    /// ([`Ports::specialized`]).
+    /// ([`Ports::specialized`]), and may hold values of tensors the model
+    /// computes, found by running the model up to them
+    /// ([`Error::NeedsComputed`] names those the import needs).
     /// `def` is the def the caller asked for: a model has one, so any name
     /// is an error.
     pub fn load_onnx(
@@ -196,11 +203,28 @@ impl Source {
         input_shapes: &HashMap<String, Vec<usize>>,
         input_values: &HashMap<String, tensor::Tensor>,
     ) -> Result<Source, Error> {
+        Source::load_onnx_part(path, &[], def, sizes, input_shapes, input_values)
+    }
+
+    /// [`Source::load_onnx`] of the part of the model that computes the
+    /// tensors `part` (by ONNX name; the whole model when empty), which
+    /// are its outputs ([`onnx::cut`]).
+    pub fn load_onnx_part(
+        path: &Path,
+        part: &[String],
+        def: Option<&str>,
+        sizes: &Sizes,
+        input_shapes: &HashMap<String, Vec<usize>>,
+        input_values: &HashMap<String, tensor::Tensor>,
+    ) -> Result<Source, Error> {
         if def.is_some() {
             return Err(no_def_for_model());
         }
-        let mut model = onnx::load(path)
-            .and_then(|loaded| onnx::import_loaded(loaded, sizes, input_shapes, input_values))?;
+        let mut loaded = onnx::load(path)?;
+        if !part.is_empty() {
+            onnx::cut(&mut loaded, part)?;
+        }
+        let mut model = onnx::import_loaded(loaded, sizes, input_shapes, input_values)?;
         // The weights move into the arguments: one copy of them, not two.
         let weights = std::mem::take(&mut model.weights)
             .into_iter()
@@ -223,6 +247,8 @@ impl Source {
             packing: model.packing,
             specialized: model.specialized,
             empty: model.empty,
+            computed_read: model.computed_read,
+            steps: model.steps,
         });
         source.weights = weights;
         Ok(source)

@@ -10,6 +10,9 @@ use std::fmt;
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// For [`ErrorKind::NeedsComputed`], the tensors (by ONNX name) whose
+    /// values the import needs.
+    pub computed: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +28,11 @@ pub enum ErrorKind {
     /// An operator takes a graph input as a constant (a reduction's axes,
     /// a reshape's shape), and the caller did not give its value.
     NeedsValue,
+    /// An operator needs the value of a tensor the model computes (the
+    /// data of `NonZero`, a bound of `Range` computed from an input): the
+    /// caller runs the part of the model that computes it
+    /// ([`crate::cut`]) and imports again with its value.
+    NeedsComputed,
 }
 
 impl Error {
@@ -32,6 +40,7 @@ impl Error {
         Error {
             kind: ErrorKind::Invalid,
             message: message.into(),
+            computed: Vec::new(),
         }
     }
 
@@ -39,6 +48,7 @@ impl Error {
         Error {
             kind: ErrorKind::Unsupported,
             message: message.into(),
+            computed: Vec::new(),
         }
     }
 
@@ -46,6 +56,7 @@ impl Error {
         Error {
             kind: ErrorKind::Shape,
             message: message.into(),
+            computed: Vec::new(),
         }
     }
 }
@@ -55,6 +66,18 @@ impl Error {
         Error {
             kind: ErrorKind::NeedsValue,
             message: message.into(),
+            computed: Vec::new(),
+        }
+    }
+}
+
+impl Error {
+    /// The import needs the values of the tensors `computed`.
+    pub fn needs_computed(message: impl Into<String>, computed: Vec<String>) -> Error {
+        Error {
+            kind: ErrorKind::NeedsComputed,
+            message: message.into(),
+            computed,
         }
     }
 }

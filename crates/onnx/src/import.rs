@@ -67,6 +67,14 @@ pub struct Model {
     /// not take them (an empty `axes`, the type-only input of `CastLike`).
     /// A caller still gives them, of their declared type and shape.
     pub empty: Vec<Port>,
+    /// The tensors the model computes (by ONNX name) whose values the
+    /// import read, given by the caller: the model def is specialized on
+    /// them.
+    pub computed_read: Vec<String>,
+    /// The runtime steps ([`crate::Step`]): weights of the model def
+    /// computed from a tensor the model computes, whose shapes the model
+    /// def is specialized on.
+    pub steps: Vec<crate::Step>,
 }
 
 /// What importing needs to know besides the model.
@@ -89,6 +97,16 @@ pub struct Importer<'a> {
     pub given: HashMap<String, (String, Option<Tensor>)>,
     /// The ONNX names of the given inputs `constant` read.
     pub specialized: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// The values of tensors the model computes, by ONNX name, given by a
+    /// caller that ran the model up to them, which `constant` reads.
+    pub computed: HashMap<String, Tensor>,
+    /// The ONNX names of the tensors the model computes whose values
+    /// `constant` was asked for and not given.
+    pub needs: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// The ONNX names of the tensors in `computed` that `constant` read.
+    pub computed_read: std::cell::RefCell<std::collections::BTreeSet<String>>,
+    /// The runtime steps made so far.
+    pub steps: Vec<crate::Step>,
     pub b: Builder,
 }
 
@@ -108,7 +126,12 @@ pub fn import(path: &Path, sizes: &HashMap<String, i64>) -> Result<Model, Error>
 /// handles ([`check_operators`]), else [`crate::ErrorKind::Shape`] when the
 /// sizes and shapes do not fit the inputs' declared shapes, else the first
 /// of [`problems`] (of kind [`crate::ErrorKind::NeedsValue`] when it is an
-/// input whose value was not given).
+/// input whose value was not given); but when an operator needs the value
+/// of a tensor the model computes and `values` has none for it, of kind
+/// [`crate::ErrorKind::NeedsComputed`], naming every such tensor the
+/// import met. `values` may hold tensors the model computes (by their ONNX
+/// names), which a caller found by running the model up to them
+/// ([`cut`]).
 pub fn import_loaded(
     loaded: Loaded,
     sizes: &HashMap<String, i64>,
@@ -120,10 +143,18 @@ pub fn import_loaded(
     if let Some(graph) = loaded.model.graph.as_ref() {
         bind_symbols(graph, sizes, shapes).map_err(Error::shape)?;
     }
-    import_all(loaded, sizes, shapes, values).map_err(|mut problems| {
+    let mut needs = Vec::new();
+    import_all(loaded, sizes, shapes, values, &mut needs).map_err(|mut problems| {
         let first = problems.swap_remove(0);
         if first.contains(crate::ops::NEEDS_VALUE) {
             Error::needs_value(first)
+        } else if !needs.is_empty() {
+            let message = problems
+                .into_iter()
+                .chain([first])
+                .find(|p| p.contains(crate::ops::NEEDS_COMPUTED))
+                .unwrap_or_default();
+            Error::needs_computed(message, needs)
         } else {
             Error::invalid(first)
         }
@@ -152,9 +183,17 @@ pub fn check_operators(loaded: &Loaded) -> Result<(), Error> {
 /// these, so that it never calls a model supported that `run` refuses.
 pub fn problems(loaded: Loaded, sizes: &HashMap<String, i64>) -> Vec<String> {
     let unsupported = check_operators(&loaded).err();
-    let mut all = import_all(loaded, sizes, &HashMap::new(), &HashMap::new())
-        .err()
-        .unwrap_or_default();
+    let mut all = import_all(
+        loaded,
+        sizes,
+        &HashMap::new(),
+        &HashMap::new(),
+        &mut Vec::new(),
+    )
+    .err()
+    .unwrap_or_default();
+    // A value the model computes is known when it runs: no problem.
+    all.retain(|p| !p.contains(crate::ops::NEEDS_COMPUTED));
     if let Some(e) = unsupported {
         if !all.contains(&e.message) {
             all.insert(0, e.message);
@@ -172,12 +211,14 @@ fn one(problem: String) -> Vec<String> {
 /// become unknown and the nodes that read them are not tried (whether they
 /// import depends on what the failed node would compute). Any other problem
 /// (the graph's inputs, initializers, order and outputs, the checks of the
-/// model def) stops the import.
+/// model def) stops the import. The tensors the model computes whose values
+/// an operator needed and `values` lacks go to `needs`.
 fn import_all(
     mut loaded: Loaded,
     sizes: &HashMap<String, i64>,
     shapes: &HashMap<String, Vec<usize>>,
     values: &HashMap<String, Tensor>,
+    needs: &mut Vec<String>,
 ) -> Result<Model, Vec<String>> {
     let graph = loaded
         .model
@@ -198,6 +239,10 @@ fn import_all(
         swapped: HashMap::new(),
         given: HashMap::new(),
         specialized: Default::default(),
+        computed: HashMap::new(),
+        needs: Default::default(),
+        computed_read: Default::default(),
+        steps: Vec::new(),
         b: Builder::default(),
     };
     for name in graph
@@ -250,6 +295,13 @@ fn import_all(
             shape,
         });
     }
+    // The given values of other names than the graph inputs' are of
+    // tensors the model computes.
+    im.computed = values
+        .iter()
+        .filter(|(name, _)| !graph.input.iter().any(|i| i.name.as_ref() == Some(name)))
+        .map(|(name, t)| (name.clone(), t.clone()))
+        .collect();
     let constants: std::collections::HashSet<String> = im.values.keys().cloned().collect();
     // For each statement of the model def, the node it comes from.
     let mut nodes = Vec::new();
@@ -277,6 +329,7 @@ fn import_all(
         }
         unknown.extend(node.proto.output.iter());
     }
+    needs.extend(im.needs.take());
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -349,6 +402,8 @@ fn import_all(
         packing: im.b.packing,
         specialized: im.specialized.into_inner().into_iter().collect(),
         empty,
+        computed_read: im.computed_read.into_inner().into_iter().collect(),
+        steps: im.steps,
     })
 }
 

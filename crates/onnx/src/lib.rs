@@ -8,6 +8,7 @@
 //! concrete: symbolic input dimensions are bound by the caller.
 
 mod build;
+mod cut;
 mod error;
 mod forms;
 mod import;
@@ -17,9 +18,11 @@ mod load;
 mod ops;
 mod proto;
 mod signature;
+mod step;
 mod versions;
 
 pub use build::Packing;
+pub use cut::cut;
 pub use error::{Error, ErrorKind};
 pub use import::{check_operators, import, import_loaded, Model, Port, MODEL_DEF, PRELUDE};
 pub use info::{info, print_info, Info};
@@ -27,3 +30,4 @@ pub use listing::operators;
 pub use load::{load, Loaded, OPSETS};
 pub use ops::SUPPORTED;
 pub use signature::{onnx_type_name, signature, Declared, Dim, Signature};
+pub use step::{Compute, Step};

@@ -57,6 +57,7 @@ pub fn to_py(e: engine::Error) -> PyErr {
         E::Run { .. } | E::Compiled(_) => RunError::new_err(message),
         E::Interrupted(_) => pyo3::exceptions::PyKeyboardInterrupt::new_err(message),
         E::Read { .. }
+        | E::NeedsComputed { .. }
         | E::NotLowered { .. }
         | E::Build(_)
         | E::Environment(_)

@@ -145,3 +145,22 @@ def test_an_input_taken_as_a_constant_compiles_once_per_value():
         [got] = session.run(None, {"x": x, "axes": np.array([axis], dtype=np.int64)})
         assert_close(got, x.sum(axis=axis, keepdims=True), f"axis {axis}")
     assert session.specializations == 3
+
+
+def test_a_shape_computed_by_the_model_compiles_once_per_shape():
+    # NonZero of a tensor the model computes: the part of the model before
+    # it runs first, and the program after it is specialized on the number
+    # of positive elements, not on their values or places.
+    d = FIXTURES / "nonzero_of_computed"
+    session = tessera.InferenceSession(d / "model.onnx")
+    live = ort.InferenceSession(str(d / "model.onnx"), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    for count, specializations in [(5, 1), (5, 1), (7, 2), (5, 2)]:
+        x = -np.abs(rng.standard_normal((3, 4))).astype(np.float32)
+        x.flat[rng.choice(12, count, replace=False)] += 5
+        [got] = session.run(None, {"x": x})
+        assert got.shape == (count,)
+        assert_close(got, live.run(None, {"x": x})[0], f"{count} positive")
+        assert session.specializations == specializations
+    with pytest.raises(tessera.RunError, match=r"node `.*` \(NonZero\): no element is nonzero"):
+        session.run(None, {"x": -np.ones((3, 4), dtype=np.float32)})

@@ -218,6 +218,11 @@ pub const SUPPORTED: &[&str] = &[
 /// a constant when the caller gave none (`ErrorKind::NeedsValue`).
 pub(crate) const NEEDS_VALUE: &str = "whose value the import needs";
 
+/// What the error says of a tensor the model computes whose value an
+/// operator needs (`ErrorKind::NeedsComputed`).
+pub(crate) const NEEDS_COMPUTED: &str =
+    "computed by the model: its value, known only as the model runs, fixes the shapes of what follows";
+
 /// The operators of other domains than the default one that are imported.
 const PREVIEW: &[(&str, &str)] = &[
     ("ai.onnx.preview", "FlexAttention"),
@@ -408,8 +413,11 @@ impl Importer<'_> {
     }
 
     /// Input `k`, which must be a constant (known at import): an
-    /// initializer, a value the import folded, or a graph input whose value
-    /// the caller gave (the import is then specialized on it).
+    /// initializer, a value the import folded, a graph input whose value
+    /// the caller gave, or a tensor the model computes whose value the
+    /// caller gave (having run the model up to it); the import is then
+    /// specialized on that value. A computed tensor whose value was not
+    /// given is noted in [`Importer::needs`].
     pub(crate) fn constant(&self, n: &Node, k: usize, what: &str) -> Result<Tensor, String> {
         match self.value(n, k)? {
             Value::Const(t) => Ok(t),
@@ -422,12 +430,59 @@ impl Importer<'_> {
                     "input {} ({what}) is the graph input `{onnx}`, {NEEDS_VALUE}: give it (`tessera run --input`)",
                     k + 1
                 ))),
-                None => Err(n.error(format!(
-                    "input {} ({what}) must be a constant, but it is computed by the model",
-                    k + 1
-                ))),
+                None => {
+                    let name = n.input(k).unwrap_or_default();
+                    if let Some(t) = self.computed.get(name) {
+                        self.computed_read.borrow_mut().insert(name.to_string());
+                        return Ok(t.clone());
+                    }
+                    self.needs.borrow_mut().insert(name.to_string());
+                    Err(n.error(format!(
+                        "input {} ({what}) is `{name}`, {NEEDS_COMPUTED}",
+                        k + 1
+                    )))
+                }
             },
         }
+    }
+
+    /// The outputs `compute` makes of input `k` of `n` (`what` it is, for
+    /// messages), whose values fix their shapes: constants when the input
+    /// is one ([`Importer::constant`]); for a tensor the model computes,
+    /// whose value the caller gave, weights of the model def held by a
+    /// runtime step ([`crate::Step`]), so that the program depends on
+    /// their shapes only.
+    pub(crate) fn step(
+        &mut self,
+        n: &Node,
+        k: usize,
+        what: &str,
+        compute: crate::Compute,
+    ) -> Result<Vec<Value>, String> {
+        let name = n.input(k).unwrap_or_default().to_string();
+        let computed = match self.value(n, k)? {
+            Value::Var(v) => !self.given.contains_key(&v.name),
+            Value::Const(_) => false,
+        };
+        let Some(t) = self.computed.get(&name).filter(|_| computed) else {
+            let t = self.constant(n, k, what)?;
+            return Ok(compute(&t)?.into_iter().map(Value::Const).collect());
+        };
+        let outputs = compute(t)?;
+        let mut weights = Vec::new();
+        let mut values = Vec::new();
+        for o in &outputs {
+            let key = self.b.fresh("step");
+            let v = self.b.weight(&key, o);
+            weights.push(v.name.clone());
+            values.push(Value::Var(v));
+        }
+        self.steps.push(crate::Step {
+            input: name,
+            weights,
+            compute,
+        });
+        Ok(values)
     }
 
     /// Binds output `k` of `n`.

@@ -305,6 +305,12 @@ def more_fixtures():
     empty_axes_graph_input()
     quantized_conv_fixtures()
     computed_shape_fixtures()
+    # Sequences longer than the importer unrolls (256 steps) are loops.
+    single("lstm_loop_bidirectional", "LSTM", [[300, 2, 3]], [[2, 16, 3], [2, 16, 4], [2, 32]], hidden_size=4,
+           direction="bidirectional", opset=14)
+    single("gru_loop_reverse", "GRU", [[260, 1, 3]], [[1, 12, 3], [1, 12, 4], [1, 24]], hidden_size=4,
+           direction="reverse", linear_before_reset=1, opset=14)
+    single("rnn_loop", "RNN", [[257, 2, 3]], [[1, 4, 3], [1, 4, 4]], hidden_size=4, opset=14)
     nan_fixtures()
     # Slicing, padding, splitting.
     single("slice_basic", "Slice", [[5, 6]], consts=[np.array([1, 0]), np.array([4, 6])])

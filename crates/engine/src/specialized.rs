@@ -43,6 +43,9 @@ enum Exec {
         /// States of finished runs, for the next ones.
         states: Mutex<Vec<State>>,
     },
+    /// A def with loop or branch regions: its straight-line stages
+    /// compiled, the regions run around them (`regions`).
+    Staged(Box<crate::regions::Staged>),
     /// Lowering does not handle the def yet.
     Interpreted,
 }
@@ -78,20 +81,22 @@ impl Specialized {
             });
         };
         let mut fixed = fixed;
-        let exec = match constants::compile_constants(
-            source.program(),
-            def,
-            sizes,
-            options,
-            fixed.clone(),
-        ) {
-            Ok(built) => {
-                fixed = built.fixed;
-                Exec::Compiled {
-                    compiled: Box::new(built.compiled),
-                    states: Mutex::new(Vec::new()),
-                }
-            }
+        let built = if def.has_regions() {
+            crate::regions::compile(source.program(), def, sizes, options)
+                .map(|staged| Exec::Staged(Box::new(staged)))
+        } else {
+            constants::compile_constants(source.program(), def, sizes, options, fixed.clone()).map(
+                |built| {
+                    fixed = built.fixed;
+                    Exec::Compiled {
+                        compiled: Box::new(built.compiled),
+                        states: Mutex::new(Vec::new()),
+                    }
+                },
+            )
+        };
+        let exec = match built {
+            Ok(exec) => exec,
             Err(Error::NotLowered { def, reason }) => {
                 notes.push(Note::NotCompiled { def, reason });
                 Exec::Interpreted
@@ -122,7 +127,7 @@ impl Specialized {
 
     /// Whether the def runs compiled (else on the interpreter).
     pub fn is_compiled(&self) -> bool {
-        matches!(self.exec, Exec::Compiled { .. })
+        matches!(self.exec, Exec::Compiled { .. } | Exec::Staged(_))
     }
 
     /// Runs on `args` (the arguments besides the fixed ones), with the
@@ -134,10 +139,27 @@ impl Specialized {
         args: &HashMap<String, Arg>,
         given: &Sizes,
     ) -> Result<Vec<(String, Tensor)>, Error> {
-        let Exec::Compiled { compiled, states } = &self.exec else {
-            let bound = merged(def, &self.fixed, args, given);
-            return self
-                .on_pool(|| session::interpret(source, def, &bound, &interp::Reporter::default()));
+        let (compiled, states) = match &self.exec {
+            Exec::Compiled { compiled, states } => (compiled, states),
+            Exec::Staged(staged) => {
+                let bound = merged(def, &self.fixed, args, given);
+                return match self.on_pool(|| staged.run(&bound.args)) {
+                    Err(Error::Compiled(why)) => Err(session::rerun(
+                        source,
+                        def,
+                        &bound,
+                        &interp::Reporter::default(),
+                        &why,
+                    )),
+                    other => other,
+                };
+            }
+            Exec::Interpreted => {
+                let bound = merged(def, &self.fixed, args, given);
+                return self.on_pool(|| {
+                    session::interpret(source, def, &bound, &interp::Reporter::default())
+                });
+            }
         };
         let reuse = states.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let mut state = match reuse {

@@ -1,5 +1,9 @@
-//! `RNN`, `GRU` and `LSTM`, unrolled over the sequence into comprehensions
-//! in the model def (the sequence length is known at import): per
+//! `RNN`, `GRU` and `LSTM`: unrolled over the sequence into comprehensions
+//! in the model def (the sequence length is known at import), or for a
+//! sequence longer than [`MOST_STEPS`], a loop region over it carrying the
+//! states and the hidden states so far (the unrolled program grows with
+//! each step; the loop's body is the same comprehensions at the loop's
+//! index). Per
 //! direction, the input's products with `W` for every step at once, then
 //! per step the hidden state's product with `R` and the gates, as ONNX
 //! defines them (gate orders: GRU z, r, h; LSTM i, o, f, c; `B` the input
@@ -10,17 +14,23 @@
 //! Implemented: the activations `Sigmoid`, `Tanh` and `Relu` (the defaults
 //! or as given), forward, reverse and bidirectional, initial states, and
 //! `sequence_lens` equal to the sequence length. Refused by name: `clip`,
-//! `input_forget`, activations with parameters, shorter sequences, and
-//! sequences longer than [`MOST_STEPS`] (the unrolled program grows with
-//! each step).
+//! `input_forget`, activations with parameters, and shorter sequences.
 
 use tensor::Tensor;
 
 use crate::build::{Node, Value, Var};
 use crate::import::Importer;
 
-/// The longest sequence unrolled.
+/// The longest sequence unrolled; a longer one is a loop.
 pub const MOST_STEPS: usize = 256;
+
+/// The hidden states of one direction, in sequence order: one tensor per
+/// step (unrolled), or all steps in one `[steps, batch, hidden]` tensor
+/// (a loop).
+enum Sequence {
+    Steps(Vec<Var>),
+    Stacked(Var),
+}
 
 /// An activation's expression of `_v`.
 fn activation(n: &Node, name: &str) -> Result<&'static str, String> {
@@ -81,11 +91,6 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
         return Err(n.error(format!(
             "W {:?} and R {:?}, not [{dirs}, {gh}, {features}] and [{dirs}, {gh}, {hidden}]",
             w.shape, r.shape
-        )));
-    }
-    if steps > MOST_STEPS {
-        return Err(n.error(format!(
-            "a sequence of {steps} steps (at most {MOST_STEPS} are unrolled)"
         )));
     }
     if n.input(4).is_some() {
@@ -170,7 +175,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     let mut last_h = Vec::new();
     let mut last_c = Vec::new();
-    let mut every: Vec<Vec<Var>> = Vec::new();
+    let mut every: Vec<Sequence> = Vec::new();
     for d in 0..dirs {
         let act = &acts[d * count..(d + 1) * count];
         let f = |e: &str, k: usize| act[k].replace("_v", &format!("({e})"));
@@ -188,11 +193,11 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
             vec![steps, batch, gh],
         );
         let reverse = direction == "reverse" || d == 1;
-        let mut h: Option<Var> = None;
-        let mut c: Option<Var> = None;
-        let mut hs: Vec<Var> = Vec::new();
-        for s in 0..steps {
-            let step = if reverse { steps - 1 - s } else { s };
+        // One step at sequence position `step` (an expression) from the
+        // previous states `h` and `c` (the initial ones when `None`): the
+        // new hidden state, and an LSTM's new cell state.
+        let cell = |im: &mut Importer, xw: &Var, step: &str, h: &Option<Var>, c: &Option<Var>| {
+            let mut next_c = None;
             let prev = |v: &Option<Var>, first: &Var, b: &str, u: &str| match v {
                 Some(v) => format!("{}({b}, {u})", v.name),
                 None => state_at(first, d, b, u),
@@ -207,12 +212,12 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
             // Gate j at unit u: its input and recurrent parts and biases.
             let part = |j: usize, u: &str| {
                 format!(
-                    "{xw}({step}, _i0, {o} + {u}) + {hr}(_i0, {o} + {u}) + {b}({d}, {o} + {u}) + {b}({d}, {gh} + {o} + {u})",
-                    xw = xw.name,
-                    hr = hr.name,
-                    b = bias.name,
-                    o = j * hidden
-                )
+                "{xw}({step}, _i0, {o} + {u}) + {hr}(_i0, {o} + {u}) + {b}({d}, {o} + {u}) + {b}({d}, {gh} + {o} + {u})",
+                xw = xw.name,
+                hr = hr.name,
+                b = bias.name,
+                o = j * hidden
+            )
             };
             let hp = prev(&h, &h0, "_i0", "_i1");
             let next = match n.op {
@@ -230,9 +235,9 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                     );
                     let candidate = if linear_before_reset {
                         format!(
-                            "{input} + {}(_i0, _i1) * ({}(_i0, {o} + _i1) + {}({d}, {gh} + {o} + _i1))",
-                            rg.name, hr.name, bias.name
-                        )
+                        "{input} + {}(_i0, _i1) * ({}(_i0, {o} + _i1) + {}({d}, {gh} + {o} + _i1))",
+                        rg.name, hr.name, bias.name
+                    )
                     } else {
                         let rh = im.b.compute(
                             "+=!",
@@ -280,7 +285,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                     );
                     let ct = format!("{}(_i0, _i1)", cell.name);
                     let o = f(&format!("{} + {} * {ct}", part(1, "_i1"), p(1)), 0);
-                    c = Some(cell);
+                    next_c = Some(cell);
                     im.b.compute(
                         "=",
                         &format!("{o} * {}", f(&ct, 2)),
@@ -290,18 +295,117 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                     )
                 }
             };
-            h = Some(next.clone());
-            hs.push(next);
+            (next, next_c)
+        };
+        if steps <= MOST_STEPS {
+            let mut h: Option<Var> = None;
+            let mut c: Option<Var> = None;
+            let mut hs: Vec<Var> = Vec::new();
+            for s in 0..steps {
+                let step = if reverse { steps - 1 - s } else { s };
+                let (next, next_c) = cell(im, &xw, &step.to_string(), &h, &c);
+                h = Some(next.clone());
+                c = next_c.or(c);
+                hs.push(next);
+            }
+            // The states in sequence order.
+            if reverse {
+                hs.reverse();
+            }
+            last_h.push(h.expect("a sequence has a step"));
+            last_c.extend(c);
+            every.push(Sequence::Steps(hs));
+            continue;
         }
-        // The states in sequence order.
-        if reverse {
-            hs.reverse();
+        // A longer sequence is a loop carrying the states and the
+        // sequence of hidden states so far, which each step writes its
+        // position of.
+        let initial = |im: &mut Importer, v: &Var| {
+            im.b.compute(
+                "=",
+                &state_at(v, d, "_i0", "_i1"),
+                &[],
+                t,
+                vec![batch, hidden],
+            )
+        };
+        let state = [batch, hidden];
+        let mut carried = vec![(im.b.fresh("h"), initial(im, &h0), state.to_vec())];
+        if let Some(c0) = &c0 {
+            carried.push((im.b.fresh("c"), initial(im, c0), state.to_vec()));
         }
-        last_h.push(h.expect("a sequence has a step"));
-        if let Some(c) = c {
-            last_c.push(c);
+        let sequence = vec![steps, batch, hidden];
+        let none = zeros(im, "sequence", &sequence);
+        carried.push((im.b.fresh("y"), none, sequence.clone()));
+        let var = |name: &str, shape: &[usize]| Var {
+            name: name.to_string(),
+            dtype: t,
+            shape: shape.to_vec(),
+        };
+        // The loop runs forward over the sequence, reversed first for
+        // the reverse direction: its index in a subscript stays in range.
+        let xw = if reverse {
+            let flipped = format!("{}({} - _i0, _i1, _i2)", xw.name, steps - 1);
+            im.b.compute("=", &flipped, &[], t, xw.shape.clone())
+        } else {
+            xw
+        };
+        let index = im.b.fresh("s");
+        let (stmts, expected) = (im.b.stmts.len(), im.b.expected.len());
+        let h = Some(var(&carried[0].0, &state));
+        let c = c0.as_ref().map(|_| var(&carried[1].0, &state));
+        let (next, next_c) = cell(im, &xw, &index, &h, &c);
+        let step = if reverse {
+            format!("{} - {index}", steps - 1)
+        } else {
+            index.clone()
+        };
+        let y = &carried[carried.len() - 1].0;
+        let written = im.b.compute(
+            "=",
+            &format!(
+                "_i0 == {step} ? {}(_i1, _i2) : {y}(_i0, _i1, _i2)",
+                next.name
+            ),
+            &[],
+            t,
+            sequence.clone(),
+        );
+        // The body's tensors are not visible after the loop.
+        let body: Vec<String> = im.b.stmts.drain(stmts..).collect();
+        im.b.expected.truncate(expected);
+        let yields: Vec<&str> = std::iter::once(next.name.as_str())
+            .chain(next_c.as_ref().map(|v| v.name.as_str()))
+            .chain([written.name.as_str()])
+            .collect();
+        let results: Vec<Var> = carried
+            .iter()
+            .map(|(_, _, shape)| var(&im.b.fresh("t"), shape))
+            .collect();
+        let carries: Vec<String> = carried
+            .iter()
+            .map(|(name, init, shape)| {
+                let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+                format!("{}({}) {name} = {}", t.name(), dims.join(", "), init.name)
+            })
+            .collect();
+        im.b.stmts.push(format!(
+            "({}) = for {index} in 0:{steps} carry ({}) {{\n    {}\n    yield ({})\n  }}",
+            results
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            carries.join(", "),
+            body.join("\n    "),
+            yields.join(", ")
+        ));
+        im.b.expected.extend(results.iter().cloned());
+        last_h.push(results[0].clone());
+        if c0.is_some() {
+            last_c.push(results[1].clone());
         }
-        every.push(hs);
+        every.push(Sequence::Stacked(results[results.len() - 1].clone()));
     }
     // The last states, [dirs, batch, H] (or [batch, dirs, H]).
     let stack = |im: &mut Importer, parts: &[Var], outer: &str| {
@@ -332,18 +436,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
     };
     if n.outputs() > 0 && n.proto.output.first().is_some_and(|o| !o.is_empty()) {
         // Y: every step of every direction.
-        let mut rhs = String::new();
-        for (d, hs) in every.iter().enumerate().rev() {
-            for (s, v) in hs.iter().enumerate().rev() {
-                let read = format!("{}(_b, _u)", v.name);
-                rhs = if rhs.is_empty() {
-                    read
-                } else {
-                    format!("_s == {s} && _d == {d} ? {read} : ({rhs})")
-                };
-            }
-        }
-        let (shape, names) = if batch_first {
+        let (shape, [si, di, bi, ui]) = if batch_first {
             (
                 vec![batch, steps, dirs, hidden],
                 ["_i1", "_i2", "_i0", "_i3"],
@@ -354,11 +447,29 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                 ["_i0", "_i1", "_i2", "_i3"],
             )
         };
-        let rhs = rhs
-            .replace("_s ", &format!("{} ", names[0]))
-            .replace("_d ", &format!("{} ", names[1]))
-            .replace("_b,", &format!("{},", names[2]))
-            .replace("_u)", &format!("{})", names[3]));
+        let mut rhs = String::new();
+        for (d, sequence) in every.iter().enumerate().rev() {
+            let read = match sequence {
+                Sequence::Steps(hs) => {
+                    let mut read = String::new();
+                    for (s, v) in hs.iter().enumerate().rev() {
+                        let here = format!("{}({bi}, {ui})", v.name);
+                        read = if read.is_empty() {
+                            here
+                        } else {
+                            format!("{si} == {s} ? {here} : ({read})")
+                        };
+                    }
+                    read
+                }
+                Sequence::Stacked(y) => format!("{}({si}, {bi}, {ui})", y.name),
+            };
+            rhs = if rhs.is_empty() {
+                read
+            } else {
+                format!("{di} == {d} ? ({read}) : ({rhs})")
+            };
+        }
         let y = im.b.compute("=", &rhs, &[], t, shape);
         im.set(n, 0, Value::Var(y));
     }

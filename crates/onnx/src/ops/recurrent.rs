@@ -204,7 +204,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
             };
             let hr = im.b.compute(
                 "+=!",
-                &format!("{} * {}({d}, _i1, _k)", prev(&h, &h0, "_i0", "_k"), r.name),
+                &format!("{} * {}({d}, _i1, _k)", prev(h, &h0, "_i0", "_k"), r.name),
                 &[format!("_k in 0:{hidden}")],
                 t,
                 vec![batch, gh],
@@ -219,7 +219,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                 o = j * hidden
             )
             };
-            let hp = prev(&h, &h0, "_i0", "_i1");
+            let hp = prev(h, &h0, "_i0", "_i1");
             let next = match n.op {
                 "RNN" => {
                     im.b.compute("=", &f(&part(0, "_i1"), 0), &[], t, vec![batch, hidden])
@@ -244,7 +244,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                             &format!(
                                 "{}(_i0, _k) * {} * {}({d}, {o} + _i1, _k)",
                                 rg.name,
-                                prev(&h, &h0, "_i0", "_k"),
+                                prev(h, &h0, "_i0", "_k"),
                                 r.name
                             ),
                             &[format!("_k in 0:{hidden}")],
@@ -267,7 +267,7 @@ pub fn recurrent(im: &mut Importer, n: &Node) -> Result<(), String> {
                 }
                 _ => {
                     let cp = prev(
-                        &c,
+                        c,
                         c0.as_ref().expect("an LSTM has a cell state"),
                         "_i0",
                         "_i1",

@@ -290,6 +290,15 @@ def more_fixtures():
            strides=[2, 2], pads=[1, 1, 1, 1])
     single("conv_transpose_phases_k3", "ConvTranspose", [[1, 16, 3, 4]], [[16, 16, 3, 3], [16]], strides=[2, 2],
            pads=[1, 1, 1, 1], output_padding=[1, 1])
+    # 1-D (as 2-D over a height of 1) and 3-D; pads from auto_pad or from an output_shape that extends the
+    # output at the end, or cuts it (the padding split, the odd pad at the begin).
+    single("conv_transpose1d_same", "ConvTranspose", [[1, 3, 7]], [[3, 4, 3], [4]], strides=[2], auto_pad="SAME_UPPER")
+    single("conv_transpose1d_output_shape", "ConvTranspose", [[2, 4, 5]], [[4, 1, 4]], strides=[3], group=2,
+           dilations=[2], output_shape=[21])
+    single("conv_transpose1d_output_shape_cut", "ConvTranspose", [[2, 4, 5]], [[4, 1, 4]], strides=[3], group=2,
+           dilations=[2], output_shape=[16])
+    single("conv_transpose3d", "ConvTranspose", [[1, 2, 3, 4, 3]], [[2, 3, 2, 3, 2], [3]], strides=[2, 1, 2],
+           pads=[1, 0, 0, 0, 1, 1], output_padding=[1, 0, 0])
     # Activations with parameters.
     single("leaky_relu", "LeakyRelu", [[2, 3, 4]], alpha=0.2)
     single("clip_inputs", "Clip", [[3, 5]], consts=[np.array(-0.5, dtype=np.float32), np.array(0.7, dtype=np.float32)])

@@ -133,7 +133,11 @@ const SINGLE_DEFS: &[&str] = &[
     "conv1d_bias",
     "conv2d_bias",
     "conv3d_bias",
+    "conv1d_int",
+    "conv2d_int",
+    "conv3d_int",
     "conv_transpose2d",
+    "conv_transpose3d",
     "depth_to_space2d",
     "space_to_depth2d",
     "nchwc",
@@ -573,6 +577,25 @@ fn check_conv(case: &Conv, seed: u64) {
     let with_bias = r::broadcast(&want, &r::reshape(&bias, &bias_shape), |a, b| a + b);
     check(&name, args(false), &[&want]);
     check(&format!("{name}_bias"), args(true), &[&with_bias]);
+    // The int32 form on small integers, exact.
+    let whole = |v: &Nd| v.map(|x| (8.0 * x).round());
+    let (xi, wi) = (whole(&x), whole(&w));
+    let mut args = vec![ti("X", &xi), ti("Wt", &wi), int("G", case.groups)];
+    args.extend(window_args(axes, &case.win));
+    check(
+        &format!("{name}_int"),
+        args,
+        &[&r::conv(&xi, &wi, &case.win, case.groups)],
+    );
+}
+
+/// An int32 tensor argument (of `x`'s values, which are integers).
+fn ti(name: &str, x: &Nd) -> (String, Arg) {
+    let v = x.data.iter().map(|&v| v as i64).collect();
+    (
+        name.to_string(),
+        Arg::Tensor(Tensor::from_i64(DType::I32, &x.shape, v)),
+    )
 }
 
 /// `x` (N x C x H x W) in channel blocks of `l`: block `c / l`, lane
@@ -1124,7 +1147,49 @@ fn conv_transpose2d() {
         check(
             "conv_transpose2d",
             args,
-            &[&r::conv_transpose2d(&x, &wt, &w, &out_pads, groups)],
+            &[&r::conv_transpose(&x, &wt, &w, &out_pads, groups)],
+        );
+    }
+}
+
+#[test]
+fn conv_transpose3d() {
+    // (channels in, output channels per group, groups, input size, kernel,
+    // window, output pads)
+    let cases = [
+        (
+            2,
+            3,
+            1,
+            [3, 2, 4],
+            [2, 3, 2],
+            win(&[2, 1, 2], &[1, 0, 0], &[0, 1, 1], &[1, 1, 1]),
+            [1, 0, 0],
+        ),
+        // Two groups with dilation.
+        (
+            4,
+            2,
+            2,
+            [2, 3, 3],
+            [2, 2, 2],
+            win(&[1, 2, 1], &[0, 1, 0], &[0, 0, 1], &[2, 1, 2]),
+            [0, 1, 0],
+        ),
+    ];
+    for (k, (c, fg, groups, size, kernel, w, out_pads)) in cases.into_iter().enumerate() {
+        let seed = 450 + 10 * k as u64;
+        let x = rand(&[1, c, size[0], size[1], size[2]], seed);
+        let wt = rand(&[c, fg, kernel[0], kernel[1], kernel[2]], seed + 1);
+        let mut args = vec![t("X", &x), t("Wt", &wt), int("G", groups)];
+        args.extend(window_args("dhw", &w));
+        for (axis, p) in ["opd", "oph", "opw"].into_iter().zip(out_pads) {
+            args.push(int(axis, p));
+        }
+        check(
+            "conv_transpose3d",
+            args,
+            &[&r::conv_transpose(&x, &wt, &w, &out_pads, groups)],
         );
     }
 }

@@ -210,47 +210,42 @@ pub fn conv(x: &Nd, w: &Nd, win: &Window, groups: usize) -> Nd {
     })
 }
 
-/// ONNX ConvTranspose on 2-d images: `x` N x C x H x W, `w` C x F/G x KH x KW.
-///
-/// Every input point scatters its products with the kernel into a full output
-/// of size `s (H - 1) + d (K - 1) + 1 + output_pad`; the result is that full
-/// output with `pads_begin` cut off the start and `pads_end` off the end.
-pub fn conv_transpose2d(x: &Nd, w: &Nd, win: &Window, out_pads: &[usize], groups: usize) -> Nd {
-    let (n, c, h, wd) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-    let (fg, kh, kw) = (w.shape[1], w.shape[2], w.shape[3]);
+/// ONNX ConvTranspose of any spatial rank (N x C x spatial input, C x F/G x
+/// kernel weight): every input point scatters its kernel into the full
+/// output at stride and dilation, output pads extending it at the end;
+/// then the pads are cut from both ends.
+pub fn conv_transpose(x: &Nd, w: &Nd, win: &Window, out_pads: &[usize], groups: usize) -> Nd {
+    let d = x.shape.len() - 2;
+    let (n, c, fg) = (x.shape[0], x.shape[1], w.shape[1]);
     assert_eq!(w.shape[0], c);
     let cg = c / groups;
-    let (s, d) = (&win.strides, &win.dilations);
-    let full_h = s[0] * (h - 1) + d[0] * (kh - 1) + 1 + out_pads[0];
-    let full_w = s[1] * (wd - 1) + d[1] * (kw - 1) + 1 + out_pads[1];
-    let mut full = Nd::zeros(&[n, fg * groups, full_h, full_w]);
-    for b in 0..n {
-        for ic in 0..c {
-            let g = ic / cg;
-            for ih in 0..h {
-                for iw in 0..wd {
-                    let v = x.at(&[b, ic, ih, iw]);
-                    for fo in 0..fg {
-                        for a in 0..kh {
-                            for e in 0..kw {
-                                let (oh, ow) = (ih * s[0] + a * d[0], iw * s[1] + e * d[1]);
-                                full.add_at(&[b, g * fg + fo, oh, ow], v * w.at(&[ic, fo, a, e]));
-                            }
-                        }
-                    }
-                }
-            }
+    let (s, dl) = (&win.strides, &win.dilations);
+    let mut full_shape = vec![n, fg * groups];
+    full_shape.extend(
+        (0..d)
+            .map(|k| s[k] * (x.shape[2 + k] - 1) + dl[k] * (w.shape[2 + k] - 1) + 1 + out_pads[k]),
+    );
+    let mut full = Nd::zeros(&full_shape);
+    for_each_index(&x.shape, |xi| {
+        let v = x.at(xi);
+        let g = xi[1] / cg;
+        for fo in 0..fg {
+            for_each_index(&w.shape[2..], |ki| {
+                let mut o = vec![xi[0], g * fg + fo];
+                o.extend((0..d).map(|k| xi[2 + k] * s[k] + ki[k] * dl[k]));
+                let mut wi = vec![xi[1], fo];
+                wi.extend_from_slice(ki);
+                full.add_at(&o, v * w.at(&wi));
+            });
         }
-    }
+    });
     let (pb, pe) = (&win.pads_begin, &win.pads_end);
-    let out_shape = [
-        n,
-        fg * groups,
-        full_h - pb[0] - pe[0],
-        full_w - pb[1] - pe[1],
-    ];
+    let mut out_shape = full_shape[..2].to_vec();
+    out_shape.extend((0..d).map(|k| full_shape[2 + k] - pb[k] - pe[k]));
     tabulate(&out_shape, |o| {
-        full.at(&[o[0], o[1], o[2] + pb[0], o[3] + pb[1]])
+        let mut at = o[..2].to_vec();
+        at.extend((0..d).map(|k| o[2 + k] + pb[k]));
+        full.at(&at)
     })
 }
 

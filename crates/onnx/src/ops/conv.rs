@@ -421,44 +421,34 @@ pub fn global_pool(im: &mut Importer, n: &Node) -> Result<(), String> {
     Ok(())
 }
 
-pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
-    im.outputs(n, 1)?;
-    let x = im.var(n, 0)?;
-    let wshape = im.value(n, 1)?.shape().to_vec();
-    if x.shape.len() != 4 || wshape.len() != 4 {
-        return Err(n.error(format!(
-            "input {:?} and weight {wshape:?}: only 2-D transposed convolutions are supported",
-            x.shape
-        )));
-    }
-    if n.ints("output_shape")?.is_some() {
-        return Err(n.error("attribute `output_shape` is not supported (give `pads`)"));
-    }
-    let auto = n
-        .string("auto_pad")?
-        .unwrap_or_else(|| "NOTSET".to_string());
-    if auto != "NOTSET" {
-        return Err(n.error(format!(
-            "auto_pad `{auto}` is not supported for ConvTranspose"
-        )));
-    }
-    let group = n.int("group")?.unwrap_or(1);
-    let c = x.shape[1] as i64;
-    if wshape[0] as i64 != c || group < 1 || c % group != 0 {
-        return Err(n.error(format!(
-            "weight {:?} does not fit input channels {c} with group {group}",
-            wshape
-        )));
-    }
-    let kernel = [wshape[2] as i64, wshape[3] as i64];
-    if let Some(k) = n.ints("kernel_shape")? {
-        if k != kernel {
-            return Err(n.error(format!(
-                "attribute `kernel_shape` {k:?} differs from the weight's {kernel:?}"
-            )));
-        }
-    }
-    let pair = |name: &str, default: i64, len: usize| -> Result<Vec<i64>, String> {
+/// A transposed convolution's strides, pads (begins, then ends), output
+/// padding and dilations, and its output's spatial sizes.
+struct TransposedWindow {
+    strides: Vec<i64>,
+    pads: Vec<i64>,
+    out_pad: Vec<i64>,
+    dilations: Vec<i64>,
+    out: Vec<usize>,
+}
+
+/// The window of transposed convolution `n` over `spatial` input sizes
+/// with a kernel of `kernel` sizes: the pads given, or the total padding
+/// that makes `output_shape` (by default, with `auto_pad` `SAME_UPPER` or
+/// `SAME_LOWER`, the input times the stride), split with the odd pad at
+/// the end for `SAME_UPPER` and at the begin otherwise, as the ONNX
+/// specification and ONNX Runtime do; an output larger than the natural
+/// one is extended at the end, as ONNX Runtime and the ONNX reference do.
+/// An `output_shape` with pads given extends or cuts the output at the
+/// end, as the reference does. The output's size past its natural extent
+/// (the stride times the input, less the pads) is output padding, and
+/// short of it end padding.
+fn transposed_window(
+    n: &Node,
+    spatial: &[usize],
+    kernel: &[usize],
+) -> Result<TransposedWindow, String> {
+    let d = spatial.len();
+    let list = |name: &str, default: i64, len: usize| -> Result<Vec<i64>, String> {
         match n.ints(name)? {
             Some(v) if v.len() == len => Ok(v),
             Some(v) => Err(n.error(format!(
@@ -468,32 +458,136 @@ pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
             None => Ok(vec![default; len]),
         }
     };
-    let strides = pair("strides", 1, 2)?;
-    let pads = pair("pads", 0, 4)?;
-    let out_pad = pair("output_padding", 0, 2)?;
-    let dilations = pair("dilations", 1, 2)?;
-    if strides.iter().chain(&dilations).any(|&v| v < 1)
-        || pads.iter().chain(&out_pad).any(|&v| v < 0)
-    {
-        return Err(n.error(
-            "strides and dilations must be positive, pads and output padding not negative",
-        ));
+    let strides = list("strides", 1, d)?;
+    let dilations = list("dilations", 1, d)?;
+    let mut out_pad = list("output_padding", 0, d)?;
+    if strides.iter().chain(&dilations).any(|&v| v < 1) || out_pad.iter().any(|&v| v < 0) {
+        return Err(n.error("strides and dilations must be positive, output padding not negative"));
     }
-    let mut shape = vec![x.shape[0], wshape[1] * group as usize];
-    for k in 0..2 {
-        let o = strides[k] * (x.shape[2 + k] as i64 - 1)
-            + dilations[k] * (kernel[k] - 1)
-            + 1
-            + out_pad[k]
-            - pads[k]
-            - pads[2 + k];
-        if o < 1 {
+    if let Some(k) = n.ints("kernel_shape")? {
+        if k.iter().map(|&x| x as usize).ne(kernel.iter().copied()) {
             return Err(n.error(format!(
-                "the output would have size {o} along spatial dimension {k}"
+                "attribute `kernel_shape` {k:?} differs from the weight's {kernel:?}"
             )));
         }
-        shape.push(o as usize);
     }
+    let explicit = match n.ints("pads")? {
+        Some(p) if p.len() == 2 * d => Some(p),
+        Some(p) => {
+            return Err(n.error(format!(
+                "attribute `pads` has {} values for {d} spatial dimensions (begins, then ends)",
+                p.len()
+            )))
+        }
+        None => None,
+    };
+    let output_shape = match n.ints("output_shape")? {
+        // The whole shape, batch and channels too, as some exporters write.
+        Some(s) if s.len() == d + 2 => Some(s[2..].to_vec()),
+        Some(s) if s.len() == d => Some(s),
+        Some(s) => {
+            return Err(n.error(format!(
+                "attribute `output_shape` {s:?} for {d} spatial dimensions"
+            )))
+        }
+        None => None,
+    };
+    let auto = n
+        .string("auto_pad")?
+        .unwrap_or_else(|| "NOTSET".to_string());
+    let same = match auto.as_str() {
+        "NOTSET" | "VALID" => None,
+        "SAME_UPPER" => Some(true),
+        "SAME_LOWER" => Some(false),
+        other => return Err(n.error(format!("auto_pad `{other}` is not supported"))),
+    };
+    let mut pads = vec![0; 2 * d];
+    let mut out = Vec::with_capacity(d);
+    for k in 0..d {
+        let natural =
+            strides[k] * (spatial[k] as i64 - 1) + dilations[k] * (kernel[k] as i64 - 1) + 1;
+        let (begin, size) = match (&explicit, &output_shape) {
+            (Some(p), _) => (
+                p[k],
+                output_shape
+                    .as_ref()
+                    .map_or(natural + out_pad[k] - p[k] - p[d + k], |s| s[k]),
+            ),
+            (None, None) if same.is_none() => (0, natural + out_pad[k]),
+            (None, shape) => {
+                let size = shape
+                    .as_ref()
+                    .map_or(spatial[k] as i64 * strides[k], |s| s[k]);
+                // The padding that makes `size`, the odd one at the end
+                // for `SAME_UPPER`, else at the begin; an output larger
+                // than the natural one is extended at the end.
+                let total = natural + out_pad[k] - size;
+                let begin = match same {
+                    _ if total <= 0 => 0,
+                    Some(true) => total / 2,
+                    _ => total - total / 2,
+                };
+                (begin, size)
+            }
+        };
+        if begin < 0 {
+            return Err(n.error(format!(
+                "a negative padding ({begin}) along spatial dimension {k} is not supported"
+            )));
+        }
+        if size < 1 {
+            return Err(n.error(format!(
+                "the output would have size {size} along spatial dimension {k}"
+            )));
+        }
+        let short = natural - begin - size;
+        pads[k] = begin;
+        pads[d + k] = short.max(0);
+        out_pad[k] = (-short).max(0);
+        out.push(size as usize);
+    }
+    Ok(TransposedWindow {
+        strides,
+        pads,
+        out_pad,
+        dilations,
+        out,
+    })
+}
+
+pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
+    im.outputs(n, 1)?;
+    let xshape = im.value(n, 0)?.shape().to_vec();
+    let wshape = im.value(n, 1)?.shape().to_vec();
+    let rank = xshape.len();
+    if !(3..=5).contains(&rank) || wshape.len() != rank {
+        return Err(n.error(format!(
+            "input {xshape:?} and weight {wshape:?} must both be of rank 3, 4 or 5"
+        )));
+    }
+    let group = n.int("group")?.unwrap_or(1);
+    let c = xshape[1] as i64;
+    if wshape[0] as i64 != c || group < 1 || c % group != 0 {
+        return Err(n.error(format!(
+            "weight {wshape:?} does not fit input channels {c} with group {group}"
+        )));
+    }
+    let win = transposed_window(n, &xshape[2..], &wshape[2..])?;
+    let mut shape = vec![xshape[0], wshape[1] * group as usize];
+    shape.extend(&win.out);
+    match rank {
+        3 => return transposed1d(im, n, &win, shape),
+        5 => return transposed3d(im, n, &win, group, shape),
+        _ => {}
+    }
+    let x = im.var(n, 0)?;
+    let TransposedWindow {
+        strides,
+        pads,
+        out_pad,
+        dilations,
+        ..
+    } = win;
     let f = shape[1];
     let constant_bias = match n.input(2).map(|_| im.value(n, 2)).transpose()? {
         None => Some(None),
@@ -549,6 +643,103 @@ pub fn conv_transpose(im: &mut Importer, n: &Node) -> Result<(), String> {
         };
         y =
             im.b.call("add_r4_c11", &[&y, &bias], &[], DType::F32, shape);
+    }
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// A 1-D transposed convolution as a 2-D one over a height of 1: its
+/// input and weight with a unit axis inserted (a constant weight stays a
+/// constant, for the 2-D forms that rearrange it), its window with a unit
+/// stride and no padding along it, and the result without the axis.
+fn transposed1d(
+    im: &mut Importer,
+    n: &Node,
+    win: &TransposedWindow,
+    shape: Vec<usize>,
+) -> Result<(), String> {
+    let mut proto = n.proto.clone();
+    for k in 0..2 {
+        let s = im.value(n, k)?.shape().to_vec();
+        let flat = [s[0], s[1], 1, s[2]];
+        let lifted = match im.value(n, k)? {
+            Value::Const(t) => Value::Const(t.reshape(&flat).map_err(|e| n.error(e))?),
+            Value::Var(v) => Value::Var(im.b.compute(
+                "=",
+                &format!("{}(_i0, _i1, _i3)", v.name),
+                &[],
+                v.dtype,
+                flat.to_vec(),
+            )),
+        };
+        // `#` is in no name a graph gives its values.
+        let name = format!("{}#{k}lift", proto.input[k]);
+        im.values.insert(name.clone(), lifted);
+        proto.input[k] = name;
+    }
+    let out = format!("{}#lift", proto.output[0]);
+    proto.output[0].clone_from(&out);
+    proto
+        .attribute
+        .retain(|a| a.name.as_deref() == Some("group"));
+    let ints = |name: &str, ints: Vec<i64>| crate::proto::AttributeProto {
+        name: Some(name.to_string()),
+        r#type: Some(crate::proto::attribute_type::INTS),
+        ints,
+        ..Default::default()
+    };
+    proto.attribute.extend([
+        ints("strides", vec![1, win.strides[0]]),
+        ints("pads", vec![0, win.pads[0], 0, win.pads[1]]),
+        ints("output_padding", vec![0, win.out_pad[0]]),
+        ints("dilations", vec![1, win.dilations[0]]),
+    ]);
+    let mut flat = Node::new(&proto, 0);
+    flat.label.clone_from(&n.label);
+    conv_transpose(im, &flat)?;
+    flat.finish()?;
+    let Some(Value::Var(y)) = im.values.get(&out).cloned() else {
+        return Err(n.error("internal error: the lifted convolution has no result"));
+    };
+    let y = im.b.compute(
+        "=",
+        &format!("{}(_i0, _i1, 0, _i2)", y.name),
+        &[],
+        y.dtype,
+        shape,
+    );
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
+/// A 3-D transposed convolution, the prelude's `conv_transpose3d`, plus
+/// the bias per output channel.
+fn transposed3d(
+    im: &mut Importer,
+    n: &Node,
+    win: &TransposedWindow,
+    group: i64,
+    shape: Vec<usize>,
+) -> Result<(), String> {
+    let (x, w) = (im.var(n, 0)?, im.var(n, 1)?);
+    let mut scalars: Vec<String> = win.strides.iter().map(|&s| int(s)).collect();
+    scalars.extend(win.pads.iter().map(|&p| int(p)));
+    scalars.extend(win.out_pad.iter().map(|&p| int(p)));
+    scalars.extend(win.dilations.iter().map(|&p| int(p)));
+    scalars.push(int(group));
+    let mut y = im.b.call(
+        "conv_transpose3d",
+        &[&x, &w],
+        &scalars,
+        DType::F32,
+        shape.clone(),
+    );
+    if let Some(b) = im.optional_var(n, 2)? {
+        if b.shape != [shape[1]] {
+            return Err(n.error(format!("bias {:?} should be [{}]", b.shape, shape[1])));
+        }
+        let rhs = format!("{}(_i0, _i1, _i2, _i3, _i4) + {}(_i1)", y.name, b.name);
+        y = im.b.compute("=", &rhs, &[], DType::F32, shape);
     }
     im.set(n, 0, Value::Var(y));
     Ok(())

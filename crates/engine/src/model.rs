@@ -387,16 +387,8 @@ impl Model {
         loop {
             match self.instance_with(shapes.clone(), tensors, &computed, notes) {
                 Err(Error::NeedsComputed { names, message }) if !tensors.is_empty() => {
-                    let mut part: Vec<String> = computed.into_keys().collect();
-                    let before = part.len();
-                    part.extend(names);
-                    part.sort();
-                    part.dedup();
-                    if part.len() == before {
-                        return Err(Error::Internal(format!(
-                            "the import asks again for values it was given: {message}"
-                        )));
-                    }
+                    let part =
+                        crate::stages::grown(computed.into_keys().collect(), names, &message)?;
                     let stage = std::sync::Arc::new(Model::open_part(
                         &self.path,
                         part,

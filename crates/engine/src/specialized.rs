@@ -143,16 +143,8 @@ impl Specialized {
             Exec::Compiled { compiled, states } => (compiled, states),
             Exec::Staged(staged) => {
                 let bound = merged(def, &self.fixed, args, given);
-                return match self.on_pool(|| staged.run(&bound.args)) {
-                    Err(Error::Compiled(why)) => Err(session::rerun(
-                        source,
-                        def,
-                        &bound,
-                        &interp::Reporter::default(),
-                        &why,
-                    )),
-                    other => other,
-                };
+                let outputs = self.on_pool(|| staged.run(&bound.args));
+                return located(outputs, source, def, || bound);
             }
             Exec::Interpreted => {
                 let bound = merged(def, &self.fixed, args, given);
@@ -184,19 +176,9 @@ impl Specialized {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(state);
         }
-        match outputs {
-            Err(Error::Compiled(why)) => {
-                let bound = merged(def, &self.fixed, args, given);
-                Err(session::rerun(
-                    source,
-                    def,
-                    &bound,
-                    &interp::Reporter::default(),
-                    &why,
-                ))
-            }
-            other => other,
-        }
+        located(outputs, source, def, || {
+            merged(def, &self.fixed, args, given)
+        })
     }
 
     fn on_pool<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
@@ -204,6 +186,26 @@ impl Specialized {
             Some(pool) => pool.install(f),
             None => f(),
         }
+    }
+}
+
+/// A compiled run's `outputs`, a failure of the compiled code located by
+/// running the interpreter on the arguments `bound` gives.
+fn located(
+    outputs: Result<Vec<(String, Tensor)>, Error>,
+    source: &Source,
+    def: &Def,
+    bound: impl FnOnce() -> Bound,
+) -> Result<Vec<(String, Tensor)>, Error> {
+    match outputs {
+        Err(Error::Compiled(why)) => Err(session::rerun(
+            source,
+            def,
+            &bound(),
+            &interp::Reporter::default(),
+            &why,
+        )),
+        other => other,
     }
 }
 

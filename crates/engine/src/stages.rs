@@ -21,6 +21,26 @@ use tensor::Tensor;
 
 use crate::{Error, Model, Note, Setup, Sizes, Source};
 
+/// The tensors of a part (`part`) and those an import asked for
+/// (`names`, in its error `message`), sorted; an error when the import
+/// asked only for tensors the part computes, whose values it was given.
+pub(crate) fn grown(
+    mut part: Vec<String>,
+    names: Vec<String>,
+    message: &str,
+) -> Result<Vec<String>, Error> {
+    let before = part.len();
+    part.extend(names);
+    part.sort();
+    part.dedup();
+    if part.len() == before {
+        return Err(Error::Internal(format!(
+            "the import asks again for values it was given: {message}"
+        )));
+    }
+    Ok(part)
+}
+
 /// How a part of the model runs.
 pub struct Run<'a> {
     /// The run's inputs: every graph input, by name (called only when a
@@ -53,15 +73,7 @@ pub fn load_onnx(
     loop {
         match Source::load_onnx(path, def, sizes, shapes, &values) {
             Err(Error::NeedsComputed { names, message }) => {
-                let before = part.len();
-                part.extend(names);
-                part.sort();
-                part.dedup();
-                if part.len() == before {
-                    return Err(Error::Internal(format!(
-                        "the import asks again for values it was given: {message}"
-                    )));
-                }
+                part = grown(part, names, &message)?;
                 let stage = Model::open_part(
                     path,
                     part.clone(),

@@ -18,15 +18,44 @@ use super::point::{point, read};
 use crate::build::{Node, Value, Var};
 use crate::import::Importer;
 
+/// The one element of `v`, read at zeros.
+fn first(v: &Var) -> String {
+    format!("{}({})", v.name, vec!["0"; v.shape.len()].join(", "))
+}
+
+/// `v`, `what` of `n`, which must have one element, read as [`first`].
+fn one(n: &Node, v: &Var, what: &str) -> Result<String, String> {
+    if v.shape.iter().product::<usize>() != 1 {
+        return Err(n.error(format!(
+            "{what} of shape {:?} (one element is supported)",
+            v.shape
+        )));
+    }
+    Ok(first(v))
+}
+
+/// Sets `n`'s output of `shape`: `sum` (a float64 expression at the
+/// point) times `factor`, requantized to the type and zero point of `zy`.
+fn requantized_output(
+    im: &mut Importer,
+    n: &Node,
+    shape: Vec<usize>,
+    sum: &str,
+    factor: &str,
+    zy: &Var,
+) -> Result<(), String> {
+    let v = format!("({sum} * {factor})");
+    let rhs = requantized(n, &v, &first(zy), zy.dtype, true)?;
+    let y = im.b.compute("=", &rhs, &[], zy.dtype, shape);
+    im.set(n, 0, Value::Var(y));
+    Ok(())
+}
+
 /// How `p`, a scale or zero point of `x`, is read at `x`'s point.
 fn param(n: &Node, what: &str, p: &Var, x: &Var, a: usize, block: usize) -> Result<String, String> {
     let count: usize = p.shape.iter().product();
     if count == 1 {
-        return Ok(format!(
-            "{}({})",
-            p.name,
-            vec!["0"; p.shape.len()].join(", ")
-        ));
+        return Ok(first(p));
     }
     if a >= x.shape.len() {
         return Err(n.error(format!(
@@ -259,11 +288,7 @@ fn integer_product(
     let zero_read = |z: &Option<Var>, along: &str, size: usize| -> Result<String, String> {
         match z {
             None => Ok("0".to_string()),
-            Some(z) if z.shape.iter().product::<usize>() == 1 => Ok(format!(
-                "{}({})",
-                z.name,
-                vec!["0"; z.shape.len()].join(", ")
-            )),
+            Some(z) if z.shape.iter().product::<usize>() == 1 => Ok(first(z)),
             Some(z) if z.shape == [size] => Ok(format!("{}({along})", z.name)),
             Some(z) => Err(n.error(format!("a zero point of shape {:?}", z.shape))),
         }
@@ -300,34 +325,16 @@ pub fn qlinear_matmul(im: &mut Importer, n: &Node) -> Result<(), String> {
     let (a, sa, za) = (im.var(n, 0)?, im.var(n, 1)?, im.var(n, 2)?);
     let (b, sb, zb) = (im.var(n, 3)?, im.var(n, 4)?, im.var(n, 5)?);
     let (sy, zy) = (im.var(n, 6)?, im.var(n, 7)?);
-    let one = |v: &Var, what: &str| -> Result<String, String> {
-        if v.shape.iter().product::<usize>() != 1 {
-            return Err(n.error(format!(
-                "{what} of shape {:?} (one element is supported)",
-                v.shape
-            )));
-        }
-        Ok(format!(
-            "float64({}({}))",
-            v.name,
-            vec!["0"; v.shape.len()].join(", ")
-        ))
-    };
     let factor = format!(
-        "{} * {} / {}",
-        one(&sa, "a_scale")?,
-        one(&sb, "b_scale")?,
-        one(&sy, "y_scale")?
+        "float64({}) * float64({}) / float64({})",
+        one(n, &sa, "a_scale")?,
+        one(n, &sb, "b_scale")?,
+        one(n, &sy, "y_scale")?
     );
     let product = integer_product(im, n, &a, &b, [Some(za), Some(zb)])?;
     let here = read(&product, &point(product.shape.len()));
-    let v = format!("(float64({here}) * {factor})");
-    let z = format!("{}({})", zy.name, vec!["0"; zy.shape.len()].join(", "));
-    let rhs = requantized(n, &v, &z, zy.dtype, true)?;
-    let y =
-        im.b.compute("=", &rhs, &[], zy.dtype, product.shape.clone());
-    im.set(n, 0, Value::Var(y));
-    Ok(())
+    let sum = format!("float64({here})");
+    requantized_output(im, n, product.shape, &sum, &factor, &zy)
 }
 
 /// The int32 convolution of `x` by `w` (inputs 0 and 1 of convolution
@@ -412,30 +419,15 @@ pub fn qlinear_conv(im: &mut Importer, n: &Node) -> Result<(), String> {
         }
         sum = format!("float64({here} + int32({}(_i1)))", b.name);
     }
-    let mut scales = Vec::new();
-    for (s, what) in [(&sx, "x_scale"), (&sw, "w_scale"), (&sy, "y_scale")] {
-        scales.push(match s.shape.iter().product::<usize>() {
-            1 => format!("{}({})", s.name, vec!["0"; s.shape.len()].join(", ")),
-            k if what == "w_scale" && s.shape == [f] && k == f => format!("{}(_i1)", s.name),
-            _ => {
-                return Err(n.error(format!(
-                    "{what} of shape {:?} (one element{} is supported)",
-                    s.shape,
-                    if what == "w_scale" {
-                        ", or one per output channel,"
-                    } else {
-                        ""
-                    }
-                )))
-            }
-        });
-    }
-    let factor = format!("float64({} * {} / {})", scales[0], scales[1], scales[2]);
-    let v = format!("({sum} * {factor})");
-    let z = format!("{}({})", zy.name, vec!["0"; zy.shape.len()].join(", "));
-    let rhs = requantized(n, &v, &z, zy.dtype, true)?;
-    let y =
-        im.b.compute("=", &rhs, &[], zy.dtype, product.shape.clone());
-    im.set(n, 0, Value::Var(y));
-    Ok(())
+    let ws = if sw.shape == [f] {
+        format!("{}(_i1)", sw.name)
+    } else {
+        one(n, &sw, "w_scale (or one per output channel)")?
+    };
+    let factor = format!(
+        "float64({} * {ws} / {})",
+        one(n, &sx, "x_scale")?,
+        one(n, &sy, "y_scale")?
+    );
+    requantized_output(im, n, product.shape, &sum, &factor, &zy)
 }

@@ -173,6 +173,18 @@ pub fn apply(
     Ok(())
 }
 
+/// Error `e` of a command that loads a model without its inputs
+/// (`command`), with what to do when the model's shapes depend on the
+/// values it computes from them.
+pub fn without_inputs(e: engine::Error, command: &str) -> String {
+    match e {
+        engine::Error::NeedsComputed { .. } => format!(
+            "{e}\n  = help: `tessera {command}` takes no inputs; `tessera run --optimize` with the inputs searches the program they give"
+        ),
+        e => e.to_string(),
+    }
+}
+
 pub fn run(a: &OptimizeArgs) -> Result<String, String> {
     let started = std::time::Instant::now();
     let mut options = a.search.options(&a.compile).map_err(|e| e.to_string())?;
@@ -189,7 +201,7 @@ pub fn run(a: &OptimizeArgs) -> Result<String, String> {
     } else {
         engine::Source::read_tc(&a.file)
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| without_inputs(e, "optimize"))?;
     // The budget is the command's: loading the model counts.
     options.spent = started.elapsed();
     let spinner = Searching::start();

@@ -111,7 +111,7 @@ pub fn run(a: &TuneArgs) -> Result<String, String> {
     } else {
         engine::Source::read_tc(file)
     }
-    .map_err(message)?;
+    .map_err(|e| crate::optimize::without_inputs(e, "tune"))?;
     // A model's weights are its constants, as `run` and `bench` take them.
     let weights = source.take_weights();
     let constants: BTreeSet<String> = if is_model {

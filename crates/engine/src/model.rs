@@ -7,6 +7,12 @@
 //! tessera cannot run is refused there; a model with symbolic inputs is
 //! checked there for operators tessera does not support.
 //!
+//! A model whose shapes depend on values it computes (`NonZero` of a
+//! comparison, a `Range` up to a computed bound) runs the part of it that
+//! computes them first, each run ([`Model::open_part`], itself a model);
+//! the program of the rest is kept by those values, or for a runtime step
+//! (`onnx::Step`) by its outputs' shapes, which the run passes it.
+//!
 //! Opened with optimizer options, each instance runs the optimizer's
 //! result for its input shapes (`optimize::optimize_cached`: searched
 //! once, then read from the cache) instead of the imported def; the
@@ -71,7 +77,7 @@ struct Reads {
     inputs: Vec<usize>,
     /// The tensors the model computes whose values it reads, by ONNX name.
     computed: Vec<String>,
-    /// Its runtime steps: their outputs' shapes.
+    /// Its runtime steps, whose outputs' shapes are in the key.
     steps: Vec<onnx::Step>,
 }
 
@@ -227,7 +233,9 @@ impl Model {
     }
 
     /// How many programs the model is compiled into: one per set of input
-    /// shapes and values of the inputs the import takes as constants.
+    /// shapes, values of the inputs the import takes as constants, values
+    /// of the tensors it computes that the import reads and shapes of its
+    /// runtime steps' outputs (the parts run first are not counted).
     pub fn specializations(&self) -> usize {
         self.instances.len()
     }

@@ -310,10 +310,22 @@ impl Source {
         pick_def(self.program(), want, &self.name)
     }
 
-    /// The names of the model def's parameters that are its weights (none
-    /// for TC source, or when taken before).
+    /// The names of the model def's parameters that are its weights, the
+    /// constants a search may take them for (none for TC source, or when
+    /// taken before; a runtime step's weights are not constants).
     pub fn weight_names(&self) -> BTreeSet<String> {
-        self.weights.keys().cloned().collect()
+        // A runtime step's weights hold this run's values only: the next
+        // run passes others, so no search may take them as constants.
+        let steps: BTreeSet<&String> = self
+            .model
+            .iter()
+            .flat_map(|m| m.steps.iter().flat_map(|s| &s.weights))
+            .collect();
+        self.weights
+            .keys()
+            .filter(|w| !steps.contains(w))
+            .cloned()
+            .collect()
     }
 
     /// The weights of a model as arguments of its def, moved out (none for

@@ -348,4 +348,17 @@ fn a_shape_computed_from_an_input_needs_its_values() {
             "{empty}"
         );
     }
+    // A search takes no inputs, so it cannot know those shapes.
+    let search = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("optimize")
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&search.stderr);
+    assert_eq!(search.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("computed by the model: its value, known only as the model runs")
+            && stderr.contains("`tessera optimize` takes no inputs"),
+        "{stderr}"
+    );
 }

@@ -139,7 +139,13 @@ pub fn load_and_bind(
     } else if onnx {
         let given = engine::bind::parse_sizes(sizes)?;
         let shapes = engine::bind::item_shapes(inputs)?;
-        let values = engine::bind::item_values(inputs)?;
+        let declared: std::collections::HashMap<String, DType> =
+            onnx::signature(&onnx::load(file)?)
+                .inputs
+                .into_iter()
+                .filter_map(|i| Some((i.name, i.dtype?)))
+                .collect();
+        let values = engine::bind::item_values(inputs, &declared, engine::bind::SHAPE_LIKE_MOST)?;
         let source = engine::stages::load_onnx(
             file,
             def,
@@ -147,7 +153,10 @@ pub fn load_and_bind(
             &shapes,
             &values,
             engine::stages::Run {
-                feed: &mut || read_feed(inputs),
+                feed: &mut || {
+                    let all = engine::bind::item_values(inputs, &declared, usize::MAX)?;
+                    Ok(all.into_iter().collect())
+                },
                 setup,
             },
             &mut staged,
@@ -172,25 +181,6 @@ pub fn load_and_bind(
     let mut bound = engine::bind::bind(d, args, given, seed)?;
     bound.notes.append(&mut staged);
     Ok((source, bound, names))
-}
-
-/// Every `NAME=FILE.npy` item's tensor, by name: the feed of the part of
-/// a model that runs before the rest is imported.
-fn read_feed(items: &[String]) -> Result<Vec<(String, Tensor)>, Error> {
-    items
-        .iter()
-        .filter_map(|it| it.split_once('='))
-        .filter(|(_, v)| v.trim().ends_with(".npy"))
-        .map(|(k, v)| {
-            let path = v.trim();
-            npy::read(std::path::Path::new(path))
-                .map(|t| (k.trim().to_string(), t))
-                .map_err(|message| Error::Npy {
-                    path: path.to_string(),
-                    message,
-                })
-        })
-        .collect()
 }
 
 /// The memory a run used: the buffers' slots (temporaries share slots when

@@ -96,16 +96,23 @@ pub fn item_shapes(items: &[String]) -> Result<HashMap<String, Vec<usize>>, Erro
 /// bounds) are short.
 pub const SHAPE_LIKE_MOST: usize = 4096;
 
-/// The values of the `NAME=FILE.npy` items that hold short tensors (at
-/// most [`SHAPE_LIKE_MOST`] elements), by name: the import reads those a
-/// model's operators need as constants.
-pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
+/// The tensors of the `NAME=FILE.npy` items that hold at most `most`
+/// elements, by name, each read as the type `declared` gives its name (a
+/// file of a narrow float's raw codes names no type itself; one whose
+/// name has no declared type is left out). With [`SHAPE_LIKE_MOST`], these
+/// are the values the import reads where a model's operators need
+/// constants.
+pub fn item_values(
+    items: &[String],
+    declared: &HashMap<String, DType>,
+    most: usize,
+) -> Result<HashMap<String, Tensor>, Error> {
     let mut values = HashMap::new();
     for it in items {
         let Some((k, v)) = it.split_once('=') else {
             continue;
         };
-        let v = v.trim();
+        let (k, v) = (k.trim(), v.trim());
         if !v.ends_with(".npy") {
             continue;
         }
@@ -114,12 +121,14 @@ pub fn item_values(items: &[String]) -> Result<HashMap<String, Tensor>, Error> {
             message,
         };
         let shape = npy::shape(Path::new(v)).map_err(npy_error)?;
-        if shape.iter().product::<usize>() <= SHAPE_LIKE_MOST {
-            // A file of raw codes (a narrow float's) names no type until
-            // its input's declaration does; it is never a shape-like
-            // value, and its binding reads it.
-            if let Ok(t) = npy::read(Path::new(v)) {
-                values.insert(k.trim().to_string(), t);
+        if shape.iter().product::<usize>() <= most {
+            match npy::read_as(Path::new(v), declared.get(k).copied()) {
+                Ok(t) => {
+                    values.insert(k.to_string(), t);
+                }
+                // Its binding reports it.
+                Err(_) if !declared.contains_key(k) => {}
+                Err(message) => return Err(npy_error(message)),
             }
         }
     }

@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/numpy-venv
-if [ ! -x "$venv/bin/python" ]; then
+# A venv whose install was cut short (a full disk) lacks numpy: install
+# until it imports.
+if ! "$venv/bin/python" -c "import numpy" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check numpy
 fi

@@ -82,18 +82,10 @@ struct Reads {
 }
 
 impl Reads {
-    fn of(instance: &Instance) -> Reads {
-        Reads {
-            inputs: instance.specialized.clone(),
-            computed: instance.computed_read.clone(),
-            steps: instance.steps.clone(),
-        }
-    }
-
     /// Whether `instance` reads the same as these (its steps by their
     /// inputs and weights).
     fn fits(&self, instance: &Instance) -> bool {
-        let other = Reads::of(instance);
+        let other = &instance.reads;
         let steps = |r: &Reads| -> Vec<(String, Vec<String>)> {
             r.steps
                 .iter()
@@ -102,7 +94,7 @@ impl Reads {
         };
         self.inputs == other.inputs
             && self.computed == other.computed
-            && steps(self) == steps(&other)
+            && steps(self) == steps(other)
     }
 }
 
@@ -114,15 +106,12 @@ struct Instance {
     /// The model def's parameter for each declared input (`None` for one
     /// with an empty dimension, which the def does not take).
     params: Vec<Option<String>>,
-    /// The positions of the inputs whose values the import read as
-    /// constants (`onnx::Model::specialized`).
-    specialized: Vec<usize>,
-    /// The tensors the model computes whose values the import read
-    /// (`onnx::Model::computed_read`).
-    computed_read: Vec<String>,
-    /// The runtime steps (`onnx::Model::steps`), whose outputs each run
-    /// passes for the weights that hold them.
-    steps: Vec<onnx::Step>,
+    /// What the import read besides the shapes: the inputs
+    /// (`onnx::Model::specialized`), the tensors the model computes
+    /// (`onnx::Model::computed_read`) and the runtime steps
+    /// (`onnx::Model::steps`), whose outputs each run passes for the
+    /// weights that hold them.
+    reads: Reads,
     /// The steps' weights that are parameters of the def.
     step_params: std::collections::HashSet<String>,
 }
@@ -464,7 +453,7 @@ impl Model {
             return Ok((instance, steps));
         }
         let instance = self.build(&shapes, tensors, computed, notes)?;
-        let reads = Reads::of(&instance);
+        let reads = instance.reads.clone();
         self.reads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -570,9 +559,11 @@ impl Model {
             source,
             spec,
             params,
-            specialized,
-            computed_read,
-            steps,
+            reads: Reads {
+                inputs: specialized,
+                computed: computed_read,
+                steps,
+            },
             step_params: step_weights.into_keys().collect(),
         })
     }
@@ -637,6 +628,7 @@ fn key(
 /// def, for the weights that hold them.
 fn step_args(instance: &Instance, outputs: Vec<Vec<Tensor>>) -> HashMap<String, Arg> {
     instance
+        .reads
         .steps
         .iter()
         .zip(outputs)

@@ -24,20 +24,23 @@ pub(crate) struct Window {
     pub(crate) out: Vec<usize>,
 }
 
+/// Attribute `name` of `n`, one value per spatial dimension of `d`;
+/// `default` for each when absent.
+fn per_axis(n: &Node, name: &str, default: i64, d: usize) -> Result<Vec<i64>, String> {
+    match n.ints(name)? {
+        Some(v) if v.len() == d => Ok(v),
+        Some(v) => Err(n.error(format!(
+            "attribute `{name}` has {} values for {d} spatial dimensions",
+            v.len()
+        ))),
+        None => Ok(vec![default; d]),
+    }
+}
+
 fn window(n: &Node, spatial: &[usize], kernel: &[usize]) -> Result<Window, String> {
     let d = spatial.len();
-    let list = |name: &str, default: i64| -> Result<Vec<i64>, String> {
-        match n.ints(name)? {
-            Some(v) if v.len() == d => Ok(v),
-            Some(v) => Err(n.error(format!(
-                "attribute `{name}` has {} values for {d} spatial dimensions",
-                v.len()
-            ))),
-            None => Ok(vec![default; d]),
-        }
-    };
-    let strides = list("strides", 1)?;
-    let dilations = list("dilations", 1)?;
+    let strides = per_axis(n, "strides", 1, d)?;
+    let dilations = per_axis(n, "dilations", 1, d)?;
     if let Some(x) = strides.iter().chain(&dilations).find(|&&x| x < 1) {
         return Err(n.error(format!("strides and dilations must be positive, not {x}")));
     }
@@ -448,19 +451,9 @@ fn transposed_window(
     kernel: &[usize],
 ) -> Result<TransposedWindow, String> {
     let d = spatial.len();
-    let list = |name: &str, default: i64, len: usize| -> Result<Vec<i64>, String> {
-        match n.ints(name)? {
-            Some(v) if v.len() == len => Ok(v),
-            Some(v) => Err(n.error(format!(
-                "attribute `{name}` has {} values, not {len}",
-                v.len()
-            ))),
-            None => Ok(vec![default; len]),
-        }
-    };
-    let strides = list("strides", 1, d)?;
-    let dilations = list("dilations", 1, d)?;
-    let mut out_pad = list("output_padding", 0, d)?;
+    let strides = per_axis(n, "strides", 1, d)?;
+    let dilations = per_axis(n, "dilations", 1, d)?;
+    let mut out_pad = per_axis(n, "output_padding", 0, d)?;
     if strides.iter().chain(&dilations).any(|&v| v < 1) || out_pad.iter().any(|&v| v < 0) {
         return Err(n.error("strides and dilations must be positive, output padding not negative"));
     }
@@ -660,9 +653,10 @@ fn transposed1d(
 ) -> Result<(), String> {
     let mut proto = n.proto.clone();
     for k in 0..2 {
-        let s = im.value(n, k)?.shape().to_vec();
+        let value = im.value(n, k)?;
+        let s = value.shape().to_vec();
         let flat = [s[0], s[1], 1, s[2]];
-        let lifted = match im.value(n, k)? {
+        let lifted = match value {
             Value::Const(t) => Value::Const(t.reshape(&flat).map_err(|e| n.error(e))?),
             Value::Var(v) => Value::Var(im.b.compute(
                 "=",
@@ -677,8 +671,12 @@ fn transposed1d(
         im.values.insert(name.clone(), lifted);
         proto.input[k] = name;
     }
-    let out = format!("{}#lift", proto.output[0]);
-    proto.output[0].clone_from(&out);
+    let Some(first) = proto.output.first_mut() else {
+        // A node that computes nothing leaves nothing to compute.
+        return Ok(());
+    };
+    let out = format!("{first}#lift");
+    first.clone_from(&out);
     proto
         .attribute
         .retain(|a| a.name.as_deref() == Some("group"));
